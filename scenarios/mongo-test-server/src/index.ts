@@ -1,0 +1,9 @@
+/**
+ * Starts mongo-java-server, a MongoDB-compatible *test* server (not MongoDB), for tests,
+ * benchmarks and the local mesh. When MONGODB_URI is set, callers use that real MongoDB
+ * instead (see `resolveMongo`).
+ */
+export { startTestServer, testServerCommand, ensureTestServerJar, TEST_SERVER_JAR } from './server.js';
+export type { TestServer, TestServerOptions } from './server.js';
+export { resolveMongo } from './resolve.js';
+export type { MongoTarget } from './resolve.js';
