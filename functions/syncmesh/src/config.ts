@@ -1,0 +1,132 @@
+/**
+ * All configuration of the Syncmesh function, read once from the environment, validated and
+ * frozen. Every variable, its default and its meaning is listed in ../README.md.
+ */
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { SyncmeshError } from './errors.js';
+
+/** of-watchdog (http mode) proxies to this port inside the function container. */
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_MONGODB_URI = 'mongodb://127.0.0.1:27017/?directConnection=true';
+/** Where faasd mounts the secret named `mesh-secret` inside a function container. */
+export const DEFAULT_MESH_SECRET_FILE = '/var/openfaas/secrets/mesh-secret';
+export const DEFAULT_NODE_TIMEOUT_MS = 5_000; // one peer may take this long
+export const DEFAULT_DEADLINE_MS = 15_000; // the whole fan-out may take this long
+export const DEFAULT_MAX_HOPS = 1; // forwarded requests are not forwarded again
+export const DEFAULT_MAX_LIMIT = 100_000; // largest accepted `limit`
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024; // 1 MiB, decompressed
+export const DEFAULT_MAX_QUERY_DEPTH = 6;
+export const DEFAULT_MAX_EXTERNAL_NODES = 64;
+export const DEFAULT_MAX_SENSORS_PER_MUTATION = 10_000;
+export const DEFAULT_REPLAY_WINDOW_MS = 30_000;
+export const DEFAULT_GZIP_MIN_BYTES = 1024;
+
+const list = (raw: string) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+
+const positiveInt = (def: number) => z.coerce.number().int().positive().default(def);
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(DEFAULT_PORT),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must start with mongodb:// or mongodb+srv://').default(DEFAULT_MONGODB_URI),
+  SYNCMESH_NODE_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, 'letters, digits and ._:- only, at most 64').optional(),
+  SYNCMESH_MESH_SECRET: z.string().optional(),
+  SYNCMESH_MESH_SECRET_FILE: z.string().default(DEFAULT_MESH_SECRET_FILE),
+  SYNCMESH_DATABASES: z.string().default('syncmesh').transform(list),
+  SYNCMESH_COLLECTIONS: z.string().default('sensor_data').transform(list),
+  SYNCMESH_META_DATABASE: z.string().default('syncmesh_meta'),
+  SYNCMESH_NODE_TIMEOUT_MS: positiveInt(DEFAULT_NODE_TIMEOUT_MS),
+  SYNCMESH_DEADLINE_MS: positiveInt(DEFAULT_DEADLINE_MS),
+  SYNCMESH_MAX_HOPS: z.coerce.number().int().min(0).max(8).default(DEFAULT_MAX_HOPS),
+  SYNCMESH_FORWARD_MODE: z.enum(['parallel', 'sequential']).default('parallel'),
+  SYNCMESH_MAX_LIMIT: positiveInt(DEFAULT_MAX_LIMIT),
+  SYNCMESH_MAX_BODY_BYTES: positiveInt(DEFAULT_MAX_BODY_BYTES),
+  SYNCMESH_MAX_QUERY_DEPTH: positiveInt(DEFAULT_MAX_QUERY_DEPTH),
+  SYNCMESH_MAX_EXTERNAL_NODES: positiveInt(DEFAULT_MAX_EXTERNAL_NODES),
+  SYNCMESH_MAX_SENSORS_PER_MUTATION: positiveInt(DEFAULT_MAX_SENSORS_PER_MUTATION),
+  SYNCMESH_REPLAY_WINDOW_MS: positiveInt(DEFAULT_REPLAY_WINDOW_MS),
+  SYNCMESH_GZIP_MIN_BYTES: z.coerce.number().int().min(0).default(DEFAULT_GZIP_MIN_BYTES),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly mongodbUri: string;
+  /** This node's id in the mesh (registry id of the own node). */
+  readonly nodeId: string;
+  /** Shared mesh secret; undefined means this node neither forwards nor accepts forwarded requests. */
+  readonly meshSecret: string | undefined;
+  readonly databases: readonly string[];
+  readonly collections: readonly string[];
+  readonly metaDatabase: string;
+  readonly nodeTimeoutMs: number;
+  readonly deadlineMs: number;
+  readonly maxHops: number;
+  readonly forwardMode: 'parallel' | 'sequential';
+  readonly maxLimit: number;
+  readonly maxBodyBytes: number;
+  readonly maxQueryDepth: number;
+  readonly maxExternalNodes: number;
+  readonly maxSensorsPerMutation: number;
+  readonly replayWindowMs: number;
+  readonly gzipMinBytes: number;
+  readonly logLevel: string;
+}
+
+/** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  if (e.SYNCMESH_DEADLINE_MS < e.SYNCMESH_NODE_TIMEOUT_MS) {
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: SYNCMESH_DEADLINE_MS (${e.SYNCMESH_DEADLINE_MS}) must be at least SYNCMESH_NODE_TIMEOUT_MS (${e.SYNCMESH_NODE_TIMEOUT_MS})`,
+    );
+  }
+  if (e.SYNCMESH_DATABASES.length === 0 || e.SYNCMESH_COLLECTIONS.length === 0) {
+    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', 'invalid configuration: SYNCMESH_DATABASES and SYNCMESH_COLLECTIONS need at least one name');
+  }
+  return Object.freeze({
+    port: e.PORT,
+    host: e.HOST,
+    mongodbUri: e.MONGODB_URI,
+    nodeId: e.SYNCMESH_NODE_ID ?? hostname(),
+    meshSecret: e.SYNCMESH_MESH_SECRET ?? readSecretFile(e.SYNCMESH_MESH_SECRET_FILE),
+    databases: Object.freeze([...e.SYNCMESH_DATABASES]),
+    collections: Object.freeze([...e.SYNCMESH_COLLECTIONS]),
+    metaDatabase: e.SYNCMESH_META_DATABASE,
+    nodeTimeoutMs: e.SYNCMESH_NODE_TIMEOUT_MS,
+    deadlineMs: e.SYNCMESH_DEADLINE_MS,
+    maxHops: e.SYNCMESH_MAX_HOPS,
+    forwardMode: e.SYNCMESH_FORWARD_MODE,
+    maxLimit: e.SYNCMESH_MAX_LIMIT,
+    maxBodyBytes: e.SYNCMESH_MAX_BODY_BYTES,
+    maxQueryDepth: e.SYNCMESH_MAX_QUERY_DEPTH,
+    maxExternalNodes: e.SYNCMESH_MAX_EXTERNAL_NODES,
+    maxSensorsPerMutation: e.SYNCMESH_MAX_SENSORS_PER_MUTATION,
+    replayWindowMs: e.SYNCMESH_REPLAY_WINDOW_MS,
+    gzipMinBytes: e.SYNCMESH_GZIP_MIN_BYTES,
+    logLevel: e.LOG_LEVEL,
+  });
+}
+
+function readSecretFile(path: string): string | undefined {
+  try {
+    const secret = readFileSync(path, 'utf8').trim();
+    return secret.length > 0 ? secret : undefined;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // no secret mounted: standalone node
+    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `cannot read the mesh secret file ${path}`, { cause: err });
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Resolvers of the data schema. Root query fields compute this node's partial answer in its
+ * database and, on the node that received the client's query, merge the partials of the other
+ * nodes before GraphQL shapes the result. Mutations only ever touch this node's database.
+ */
+import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import { badArgument, SyncmeshError } from '../errors.js';
+import {
+  finishAggregate,
+  mergePartials,
+  type AggregatePartial,
+  type DocsPartial,
+  type PartialAnswer,
+  type SensorDoc,
+} from '../data/partials.js';
+import { SENSOR_FIELDS, type SensorField, type SensorFilter, type SensorStore, type StoredSensor } from '../data/sensors.js';
+
+export interface DataContext {
+  store: SensorStore;
+  requestType: 'collect' | 'aggregate';
+  maxLimit: number;
+  maxSensorsPerMutation: number;
+  /** This node's partial answer per response key (what a forwarded request returns). */
+  partials: Record<string, PartialAnswer>;
+  /** On the entry node: the other nodes' partials, resolved when the fan-out is done. */
+  remote: Promise<Array<Record<string, PartialAnswer>>> | undefined;
+}
+
+export interface Limits {
+  maxLimit: number;
+  maxSensorsPerMutation: number;
+}
+
+type Args = Record<string, unknown>;
+
+function filterOf(args: Args): SensorFilter {
+  const start = args['start_time'] as Date | undefined | null;
+  const end = args['end_time'] as Date | undefined | null;
+  if (start && end && start.getTime() > end.getTime()) {
+    throw badArgument(`start_time ${start.toISOString()} is after end_time ${end.toISOString()}`, { allowed: 'start_time <= end_time' });
+  }
+  const sensorId = args['sensor_id'] as number | undefined | null;
+  return { start: start ?? undefined, end: end ?? undefined, sensorId: sensorId ?? undefined };
+}
+
+function limitOf(args: Args, maxLimit: number): number | null {
+  const limit = args['limit'] as number | undefined | null;
+  if (limit === undefined || limit === null) return null;
+  if (limit < 0 || limit > maxLimit) {
+    throw badArgument(`limit ${limit} is out of range`, { allowed: `0 to ${maxLimit}` });
+  }
+  return limit;
+}
+
+function idOf(args: Args): string {
+  const id = String(args['_id']);
+  if (id.length === 0 || id.length > 200) throw badArgument('_id must be 1 to 200 characters', { allowed: 'a 24-hex ObjectId or a string id' });
+  return id;
+}
+
+/**
+ * Checks the arguments of one root field. Runs before the fan-out (so that a bad query is
+ * rejected once, here, with HTTP 400) and again inside the resolvers.
+ */
+export function validateDataArgs(field: string, args: Args, limits: Limits): void {
+  switch (field) {
+    case 'sensors':
+      filterOf(args);
+      limitOf(args, limits.maxLimit);
+      return;
+    case 'sensorsAggregate':
+      filterOf(args);
+      return;
+    case 'sensor':
+    case 'deleteSensor':
+      idOf(args);
+      return;
+    case 'update':
+      idOf(args);
+      if (Object.keys(stored((args['sensor'] ?? {}) as Args)).length === 0) {
+        throw badArgument('update needs at least one field in sensor', { allowed: SENSOR_FIELDS });
+      }
+      return;
+    case 'deleteInTimeRange':
+      filterOf(args);
+      return;
+    case 'addSensors': {
+      const n = (args['sensors'] as unknown[]).length;
+      if (n > limits.maxSensorsPerMutation) {
+        throw badArgument(`addSensors got ${n} readings`, { allowed: `at most ${limits.maxSensorsPerMutation} per request` });
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/** Sensor fields selected under a field (through fragments too), so nodes only send what is asked. */
+export function requestedFields(info: GraphQLResolveInfo): SensorField[] {
+  const names = new Set<string>();
+  const walk = (set: SelectionSetNode | undefined) => {
+    if (!set) return;
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FIELD) names.add(sel.name.value);
+      else if (sel.kind === Kind.INLINE_FRAGMENT) walk(sel.selectionSet);
+      else walk(info.fragments[sel.name.value]?.selectionSet);
+    }
+  };
+  for (const node of info.fieldNodes as readonly FieldNode[]) walk(node.selectionSet);
+  return SENSOR_FIELDS.filter((f) => names.has(f));
+}
+
+async function combine(ctx: DataContext, key: string, local: PartialAnswer, limit: number | null): Promise<PartialAnswer> {
+  ctx.partials[key] = local;
+  if (!ctx.remote) return local;
+  let merged = local;
+  for (const answer of await ctx.remote) {
+    const other = answer[key];
+    if (other) merged = mergePartials(merged, other, limit);
+  }
+  return merged;
+}
+
+const limitsOf = (ctx: DataContext): Limits => ({ maxLimit: ctx.maxLimit, maxSensorsPerMutation: ctx.maxSensorsPerMutation });
+
+function stored(input: Args): Partial<StoredSensor> {
+  const out: Record<string, unknown> = {};
+  for (const f of SENSOR_FIELDS) if (input[f] !== undefined) out[f] = input[f];
+  return out as Partial<StoredSensor>;
+}
+
+export const dataRoot = {
+  async sensors(args: Args, ctx: DataContext, info: GraphQLResolveInfo): Promise<SensorDoc[]> {
+    validateDataArgs('sensors', args, limitsOf(ctx));
+    const filter = filterOf(args);
+    const key = info.path.key as string;
+    if (ctx.requestType === 'aggregate') {
+      // The original Syncmesh answered `sensors` in aggregate mode with the averages.
+      const merged = (await combine(ctx, key, await ctx.store.aggregate(filter), null)) as AggregatePartial;
+      const r = finishAggregate(merged);
+      return [{ _id: 'aggregate', temperature: r.average_temperature, humidity: r.average_humidity, pressure: r.average_pressure }];
+    }
+    const limit = limitOf(args, ctx.maxLimit);
+    const local: DocsPartial = { kind: 'docs', docs: await ctx.store.find(filter, limit, requestedFields(info)) };
+    return ((await combine(ctx, key, local, limit)) as DocsPartial).docs;
+  },
+
+  async sensorsAggregate(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
+    validateDataArgs('sensorsAggregate', args, limitsOf(ctx));
+    const merged = await combine(ctx, info.path.key as string, await ctx.store.aggregate(filterOf(args)), null);
+    return finishAggregate(merged as AggregatePartial);
+  },
+
+  async sensor(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
+    const doc = await ctx.store.findById(idOf(args));
+    const merged = await combine(ctx, info.path.key as string, { kind: 'doc', doc }, null);
+    return merged.kind === 'doc' ? merged.doc : null;
+  },
+
+  async docEstimate(_args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
+    const merged = await combine(ctx, info.path.key as string, { kind: 'count', n: await ctx.store.estimate() }, null);
+    return merged.kind === 'count' ? merged.n : 0;
+  },
+
+  async addSensors(args: Args, ctx: DataContext) {
+    validateDataArgs('addSensors', args, limitsOf(ctx));
+    const docs = (args['sensors'] as Args[]).map((s) => stored(s) as StoredSensor);
+    return ctx.store.insert(docs);
+  },
+
+  async update(args: Args, ctx: DataContext) {
+    validateDataArgs('update', args, limitsOf(ctx));
+    return ctx.store.update(idOf(args), stored((args['sensor'] ?? {}) as Args));
+  },
+
+  async deleteSensor(args: Args, ctx: DataContext) {
+    return ctx.store.deleteById(idOf(args));
+  },
+
+  async deleteInTimeRange(args: Args, ctx: DataContext) {
+    return ctx.store.deleteInRange(filterOf(args));
+  },
+};
+
+export function isExpected(err: unknown): err is SyncmeshError {
+  return err instanceof SyncmeshError && err.expose;
+}

@@ -1,0 +1,315 @@
+/**
+ * The Syncmesh request pipeline, independent of HTTP: validate, forward, execute, merge, shape.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  GraphQLError,
+  execute,
+  getArgumentValues,
+  getOperationAST,
+  getVariableValues,
+  Kind,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import { MongoNetworkError, MongoServerSelectionError, type MongoClient } from 'mongodb';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { SyncmeshError, type ErrorCode } from './errors.js';
+import type { PartialAnswer } from './data/partials.js';
+import { SensorStore } from './data/sensors.js';
+import { dataSchema, metaSchema } from './graphql/schema.js';
+import { assertNoOperators, depthLimitRule } from './graphql/limits.js';
+import { fanOut, type NodeOutcome, type Target } from './mesh/forward.js';
+import type { NodeRegistry } from './mesh/registry.js';
+import { SeenRequests } from './mesh/seen.js';
+import type { SyncmeshRequest } from './request.js';
+import { dataRoot, validateDataArgs, type DataContext } from './resolvers/data.js';
+import { metaRoot } from './resolvers/meta.js';
+
+export interface Reply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export interface ServiceDeps {
+  config: Config;
+  client: MongoClient;
+  registry: NodeRegistry;
+  log: Logger;
+}
+
+export interface ErrorBody {
+  message: string;
+  locations?: unknown;
+  path?: unknown;
+  extensions: { code: string } & Record<string, unknown>;
+}
+
+/** Turns any error into the error object of the GraphQL envelope, masking the unexpected ones. */
+export function errorBody(err: unknown, log: Logger): { status: number; error: ErrorBody } {
+  const gql = err instanceof GraphQLError ? err : undefined;
+  const original = gql?.originalError ?? (gql ? undefined : err);
+  const where = gql ? { ...(gql.locations ? { locations: gql.locations } : {}), ...(gql.path ? { path: gql.path } : {}) } : {};
+  if (original instanceof SyncmeshError && original.expose) {
+    return { status: original.status, error: { message: original.message, ...where, extensions: { code: original.code, ...(original.details ?? {}) } } };
+  }
+  if (original instanceof MongoServerSelectionError || original instanceof MongoNetworkError) {
+    log.error({ err: original }, 'database unreachable');
+    return {
+      status: 503,
+      error: { message: "this node's MongoDB is not reachable; check MONGODB_URI and the database process", ...where, extensions: { code: 'EDGE_SYNCMESH_DB_UNAVAILABLE' } },
+    };
+  }
+  if (gql && !gql.originalError) {
+    // A GraphQL error raised by graphql-js itself (e.g. a non-null field got null): safe to show.
+    return { status: 500, error: { message: gql.message, ...where, extensions: { code: 'EDGE_SYNCMESH_INTERNAL' } } };
+  }
+  log.error({ err: original }, 'unexpected error');
+  return { status: 500, error: { message: 'internal error; see the node log', ...where, extensions: { code: 'EDGE_SYNCMESH_INTERNAL' } } };
+}
+
+function fail(code: ErrorCode, message: string, details?: Record<string, unknown>): SyncmeshError {
+  return new SyncmeshError(code, message, details ? { details } : {});
+}
+
+/** Root fields of an operation, through fragments, with their response keys. */
+function rootFields(op: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>) {
+  const out: Array<{ key: string; node: import('graphql').FieldNode }> = [];
+  const walk = (set: SelectionSetNode, seen: Set<string>) => {
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FIELD) out.push({ key: sel.alias?.value ?? sel.name.value, node: sel });
+      else if (sel.kind === Kind.INLINE_FRAGMENT) walk(sel.selectionSet, seen);
+      else {
+        const frag = fragments.get(sel.name.value);
+        if (frag && !seen.has(frag.name.value)) walk(frag.selectionSet, new Set([...seen, frag.name.value]));
+      }
+    }
+  };
+  walk(op.selectionSet, new Set());
+  return out;
+}
+
+interface Prepared {
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+  variables: Record<string, unknown>;
+}
+
+export class SyncmeshService {
+  private readonly stores = new Map<string, SensorStore>();
+  private readonly seen = new SeenRequests();
+  private readonly rules;
+
+  constructor(private readonly deps: ServiceDeps) {
+    this.rules = [...specifiedRules, depthLimitRule(deps.config.maxQueryDepth)];
+  }
+
+  storeFor(database: string, collection: string): SensorStore {
+    const key = `${database}.${collection}`;
+    let store = this.stores.get(key);
+    if (!store) {
+      store = new SensorStore(this.deps.client.db(database), collection);
+      this.stores.set(key, store);
+    }
+    return store;
+  }
+
+  /** Indexes on timestamp and (sensor_id, timestamp) in every allowed collection. */
+  async ensureIndexes(): Promise<void> {
+    for (const db of this.deps.config.databases) {
+      for (const coll of this.deps.config.collections) await this.storeFor(db, coll).ensureIndexes();
+    }
+  }
+
+  /** Parses and validates the GraphQL document and variables; every problem is an HTTP 400. */
+  private prepare(req: SyncmeshRequest, schema: GraphQLSchema): Prepared {
+    let document: DocumentNode;
+    try {
+      document = parse(req.query, { maxTokens: 2000 });
+    } catch (err) {
+      const e = err as GraphQLError;
+      throw fail('EDGE_SYNCMESH_GRAPHQL_SYNTAX', `GraphQL syntax error: ${e.message}`, e.locations ? { locations: e.locations } : undefined);
+    }
+    const errors = validate(schema, document, this.rules);
+    if (errors.length > 0) {
+      const first = errors[0]!;
+      const tooDeep = first.extensions['code'] === 'EDGE_SYNCMESH_QUERY_TOO_DEEP';
+      throw fail(tooDeep ? 'EDGE_SYNCMESH_QUERY_TOO_DEEP' : 'EDGE_SYNCMESH_GRAPHQL_VALIDATION', first.message, {
+        ...(first.locations ? { locations: first.locations } : {}),
+        ...(tooDeep ? { allowed: first.extensions['allowed'] } : {}),
+        ...(errors.length > 1 ? { more: errors.slice(1, 5).map((e) => e.message) } : {}),
+      });
+    }
+    assertNoOperators(req.variables);
+    const operation = getOperationAST(document, req.operationName);
+    if (!operation) {
+      throw fail('EDGE_SYNCMESH_BAD_REQUEST', req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName');
+    }
+    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], req.variables);
+    if (coerced.errors) throw fail('EDGE_SYNCMESH_BAD_ARGUMENT', coerced.errors[0]!.message);
+    return { document, operation, variables: req.variables };
+  }
+
+  /** Checks every root field's arguments before anything is forwarded. */
+  private preflight(p: Prepared): void {
+    const fragments = new Map<string, FragmentDefinitionNode>();
+    for (const d of p.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+    const rootType = p.operation.operation === 'mutation' ? dataSchema.getMutationType() : dataSchema.getQueryType();
+    const coerced = getVariableValues(dataSchema, p.operation.variableDefinitions ?? [], p.variables);
+    if (coerced.errors || !rootType) return;
+    const limits = { maxLimit: this.deps.config.maxLimit, maxSensorsPerMutation: this.deps.config.maxSensorsPerMutation };
+    for (const { node } of rootFields(p.operation, fragments)) {
+      const def = rootType.getFields()[node.name.value];
+      if (!def) continue; // __typename
+      validateDataArgs(node.name.value, getArgumentValues(def, node, coerced.coerced), limits);
+    }
+  }
+
+  async handle(req: SyncmeshRequest, signed: boolean): Promise<Reply> {
+    if (req.mesh && !signed) throw fail('EDGE_SYNCMESH_UNAUTHORIZED', 'forwarded requests must be signed with the mesh secret');
+    if (req.requestType === 'meta') return this.handleMeta(req, signed);
+    return this.handleData(req);
+  }
+
+  private async handleMeta(req: SyncmeshRequest, signed: boolean): Promise<Reply> {
+    const p = this.prepare(req, metaSchema);
+    if (p.operation.operation === 'mutation' && !signed) {
+      throw fail('EDGE_SYNCMESH_UNAUTHORIZED', 'registry changes must be signed with the mesh secret (x-syncmesh-timestamp and x-syncmesh-signature headers)');
+    }
+    const result = await execute({
+      schema: metaSchema,
+      document: p.document,
+      rootValue: metaRoot,
+      contextValue: { registry: this.deps.registry },
+      variableValues: p.variables,
+      operationName: req.operationName,
+    });
+    return this.shape(result, { node: this.deps.config.nodeId, request_type: 'meta' });
+  }
+
+  private async handleData(req: SyncmeshRequest): Promise<Reply> {
+    const { config, log } = this.deps;
+    const p = this.prepare(req, dataSchema);
+    this.preflight(p);
+    const store = this.storeFor(req.database, req.collection);
+    const isQuery = p.operation.operation === 'query';
+
+    const requestId = req.mesh?.request_id ?? randomUUID();
+    if (!this.seen.firstTime(requestId) && req.mesh) {
+      // Reached this node a second time (nodes listing each other): it was counted already.
+      return { status: 200, body: { extensions: { node: config.nodeId, duplicate: true } } };
+    }
+    const hop = req.mesh?.hop ?? 0;
+    const targets = isQuery && hop < config.maxHops ? await this.selectTargets(req) : [];
+
+    let outcomes: NodeOutcome[] = [];
+    let remote: Promise<Array<Record<string, PartialAnswer>>> | undefined;
+    if (targets.length > 0) {
+      if (!config.meshSecret) {
+        outcomes = targets.map((t) => ({ node: t.nodeId ?? t.url, url: t.url, status: 'failed', ms: 0, reason: 'this node has no mesh secret, so it cannot sign forwarded requests' }));
+      } else {
+        const body = {
+          query: req.query,
+          variables: req.variables,
+          operationName: req.operationName,
+          database: req.database,
+          collection: req.collection,
+          request_type: req.requestType,
+          use_meta_data: req.useMetaData,
+          radius: req.radius,
+          mesh: { request_id: requestId, hop: hop + 1, from: config.nodeId },
+        };
+        remote = fanOut(targets, body, {
+          secret: config.meshSecret,
+          nodeTimeoutMs: config.nodeTimeoutMs,
+          deadline: AbortSignal.timeout(config.deadlineMs),
+          mode: config.forwardMode,
+          log,
+        }).then((r) => {
+          outcomes = r.outcomes;
+          return r.answers;
+        });
+      }
+    }
+
+    const ctx: DataContext = {
+      store,
+      requestType: req.requestType === 'aggregate' ? 'aggregate' : 'collect',
+      maxLimit: config.maxLimit,
+      maxSensorsPerMutation: config.maxSensorsPerMutation,
+      partials: {},
+      remote,
+    };
+    const result = await execute({
+      schema: dataSchema,
+      document: p.document,
+      rootValue: dataRoot,
+      contextValue: ctx,
+      variableValues: p.variables,
+      operationName: req.operationName,
+    });
+    if (remote) await remote; // resolvers that failed early did not wait for it
+
+    if (req.mesh) {
+      const reply = this.shape(result, { node: config.nodeId, partials: ctx.partials, ...(outcomes.length ? { nodes: outcomes } : {}) });
+      delete reply.body['data']; // the entry node only needs the partials
+      return reply;
+    }
+    const failed = outcomes.filter((o) => o.status === 'failed' || o.status === 'timeout');
+    return this.shape(result, {
+      node: config.nodeId,
+      request_id: requestId,
+      request_type: req.requestType,
+      nodes: outcomes,
+      asked: outcomes.length + 1,
+      answered: outcomes.filter((o) => o.status === 'ok').length + 1,
+      partial: failed.length > 0,
+      ...(failed.length > 0 ? { failed: failed.map((o) => ({ node: o.node, reason: o.reason })) } : {}),
+    });
+  }
+
+  /** external_nodes, then (with use_meta_data) registry nodes within the radius, nearest first. */
+  private async selectTargets(req: SyncmeshRequest): Promise<Target[]> {
+    const targets = new Map<string, Target>();
+    const add = (t: Target) => {
+      const key = t.url.replace(/\/+$/, '');
+      if (!targets.has(key)) targets.set(key, t);
+    };
+    for (const url of req.externalNodes) add({ url });
+    if (req.useMetaData) {
+      const nodes = await this.deps.registry.list();
+      const own = nodes.find((n) => n.own_node);
+      if (req.radius !== undefined && !own) {
+        throw fail('EDGE_SYNCMESH_NO_OWN_NODE', 'radius needs this node\'s location, but the registry has no own node; add it with a meta request: addNode(node: {id, address, lat, lon, own_node: true})');
+      }
+      for (const n of nodes) {
+        if (n.own_node) continue;
+        if (req.radius !== undefined && (n.distance === null || n.distance > req.radius)) continue;
+        add({ url: n.address, nodeId: n.id, distanceKm: n.distance });
+      }
+      if (own) targets.delete(own.address.replace(/\/+$/, ''));
+    }
+    return [...targets.values()];
+  }
+
+  private shape(result: ExecutionResult, extensions: Record<string, unknown>): Reply {
+    const body: Record<string, unknown> = {};
+    let status = 200;
+    if (result.errors?.length) {
+      const mapped = result.errors.map((e) => errorBody(e, this.deps.log));
+      status = Math.max(...mapped.map((m) => m.status));
+      body['errors'] = mapped.map((m) => m.error);
+    }
+    if (result.data !== undefined) body['data'] = result.data;
+    body['extensions'] = extensions;
+    return { status, body };
+  }
+}

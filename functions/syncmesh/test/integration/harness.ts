@@ -1,0 +1,145 @@
+/**
+ * Real nodes for integration tests: each node is the function's HTTP server on an ephemeral
+ * loopback port with its own MongoDB-compatible test server (or MONGODB_URI's real MongoDB,
+ * one database prefix per node).
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MongoClient } from 'mongodb';
+import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
+import { buildApp, loadConfig, createLogger, signRequest, type App } from '../../src/index.js';
+
+export const MESH_SECRET = 'integration-test-mesh-secret';
+
+export interface TestNode {
+  id: string;
+  url: string;
+  app: App;
+  client: MongoClient;
+  db: TestServer | undefined;
+  close(): Promise<void>;
+}
+
+export async function startNode(id: string, env: Record<string, string> = {}): Promise<TestNode> {
+  const real = process.env['MONGODB_URI'];
+  const db = real ? undefined : await startTestServer();
+  const uri = real ?? db!.uri;
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    MONGODB_URI: uri,
+    SYNCMESH_NODE_ID: id,
+    SYNCMESH_MESH_SECRET: MESH_SECRET,
+    SYNCMESH_NODE_TIMEOUT_MS: '1500',
+    SYNCMESH_DEADLINE_MS: '3000',
+    // Against one real MongoDB, nodes keep apart by database name.
+    ...(real ? { SYNCMESH_DATABASES: `syncmesh_${id.replace(/\W/g, '_')}`, SYNCMESH_META_DATABASE: `syncmesh_meta_${id.replace(/\W/g, '_')}` } : {}),
+    LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+    ...env,
+  });
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 3000 });
+  const app = buildApp({ config, client, log: createLogger(config.logLevel, id) });
+  await app.service.ensureIndexes();
+  app.server.listen(0, '127.0.0.1');
+  await once(app.server, 'listening');
+  const { port } = app.server.address() as AddressInfo;
+  return {
+    id,
+    url: `http://127.0.0.1:${port}/function/syncmesh-fn`,
+    app,
+    client,
+    db,
+    async close() {
+      app.server.closeAllConnections();
+      await new Promise<void>((r) => app.server.close(() => r()));
+      if (real) {
+        for (const name of [...config.databases, config.metaDatabase]) await client.db(name).dropDatabase();
+      }
+      await client.close();
+      await db?.stop();
+    },
+  };
+}
+
+export interface Answer {
+  status: number;
+  body: {
+    data?: Record<string, any>;
+    errors?: Array<{ message: string; extensions: { code: string; [k: string]: unknown } }>;
+    extensions?: Record<string, any>;
+  };
+}
+
+/** POSTs a JSON body (a string is sent as is); signs it when `sign` is set. */
+export async function post(url: string, body: unknown, opts: { sign?: boolean; secret?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(opts.headers ?? {}) };
+  if (opts.sign) Object.assign(headers, signRequest(opts.secret ?? MESH_SECRET, text));
+  const res = await fetch(url, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(20_000) });
+  return { status: res.status, body: (await res.json()) as Answer['body'] };
+}
+
+export const meta = (url: string, query: string, sign = true) => post(url, { request_type: 'meta', query }, { sign });
+
+export async function addNode(at: TestNode, node: { id: string; address: string; lat: number; lon: number; own_node?: boolean; subscribed?: boolean }) {
+  const fields = Object.entries(node)
+    .map(([k, v]) => `${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`)
+    .join(', ');
+  const r = await meta(at.url, `mutation { addNode(node: {${fields}}) { id distance } }`);
+  if (r.status !== 200) throw new Error(`addNode failed: ${JSON.stringify(r.body)}`);
+  return r.body.data!['addNode'] as { id: string; distance: number | null };
+}
+
+/** Inserts readings straight into a node's database. */
+export async function seed(node: TestNode, readings: Array<Record<string, unknown>>) {
+  const dbName = node.app.config.databases[0]!;
+  await node.client.db(dbName).collection('sensor_data').insertMany(readings.map((r) => ({ ...r })));
+}
+
+/** An HTTP server that accepts requests and answers after `delayMs` (or never, with Infinity). */
+export async function startStandIn(delayMs: number, answer: unknown = { extensions: { node: 'stand-in', partials: {} } }): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+  const timers = new Set<NodeJS.Timeout>();
+  const server = createServer((req, res) => {
+    req.resume();
+    if (!Number.isFinite(delayMs)) return; // blackhole: never answers
+    const t = setTimeout(() => {
+      timers.delete(t);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    }, delayMs);
+    timers.add(t);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/function/syncmesh-fn`,
+    server,
+    async close() {
+      for (const t of timers) clearTimeout(t);
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** A URL where nothing listens. */
+export async function deadUrl(): Promise<string> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return `http://127.0.0.1:${port}/function/syncmesh-fn`;
+}
+
+export const reading = (ts: string, t: number, h: number, p: number, sensor = 1) => ({
+  sensor_id: sensor,
+  location: 100 + sensor,
+  lat: 42.6,
+  lon: 23.3,
+  timestamp: new Date(ts),
+  temperature: t,
+  humidity: h,
+  pressure: p,
+});
