@@ -197,6 +197,7 @@ export class SyncmeshService {
 
   private async handleData(req: SyncmeshRequest): Promise<Reply> {
     const { config, log } = this.deps;
+    const started = performance.now();
     const p = this.prepare(req, dataSchema);
     this.preflight(p);
     const store = this.storeFor(req.database, req.collection);
@@ -247,6 +248,7 @@ export class SyncmeshService {
       maxSensorsPerMutation: config.maxSensorsPerMutation,
       partials: {},
       remote,
+      dbMs: 0,
     };
     const result = await execute({
       schema: dataSchema,
@@ -257,9 +259,11 @@ export class SyncmeshService {
       operationName: req.operationName,
     });
     if (remote) await remote; // resolvers that failed early did not wait for it
+    const round = (x: number) => Math.round(x * 100) / 100;
+    const timing = { ms: round(performance.now() - started), db_ms: round(ctx.dbMs) };
 
     if (req.mesh) {
-      const reply = this.shape(result, { node: config.nodeId, partials: ctx.partials, ...(outcomes.length ? { nodes: outcomes } : {}) });
+      const reply = this.shape(result, { node: config.nodeId, partials: ctx.partials, timing, ...(outcomes.length ? { nodes: outcomes } : {}) });
       delete reply.body['data']; // the entry node only needs the partials
       return reply;
     }
@@ -268,6 +272,7 @@ export class SyncmeshService {
       node: config.nodeId,
       request_id: requestId,
       request_type: req.requestType,
+      timing,
       nodes: outcomes,
       asked: outcomes.length + 1,
       answered: outcomes.filter((o) => o.status === 'ok').length + 1,

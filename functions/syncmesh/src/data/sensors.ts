@@ -79,6 +79,12 @@ function groupStage(): Document {
   return { $group: group };
 }
 
+/** The whole aggregation: $match on the filter (when there is one), then the $group stage. */
+export function aggregatePipeline(f: SensorFilter): Document[] {
+  const filter = buildFilter(f);
+  return Object.keys(filter).length > 0 ? [{ $match: filter }, groupStage()] : [groupStage()];
+}
+
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 const numOrNull = (v: unknown): number | null => (typeof v === 'number' ? v : null);
 
@@ -99,11 +105,7 @@ export class SensorStore {
   }
 
   async aggregate(f: SensorFilter): Promise<AggregatePartial> {
-    const pipeline: Document[] = [];
-    const filter = buildFilter(f);
-    if (Object.keys(filter).length > 0) pipeline.push({ $match: filter });
-    pipeline.push(groupStage());
-    const [row] = await this.collection.aggregate(pipeline).toArray();
+    const [row] = await this.collection.aggregate(aggregatePipeline(f)).toArray();
     const out = emptyAggregate();
     if (!row) return out;
     out.count = num(row['count']);

@@ -30,6 +30,9 @@ export interface NodeOutcome {
   reason?: string;
   /** Bytes of the answer as received (compressed size when gzipped and known). */
   bytes?: number;
+  /** The node's own time for the request and its database's part of it, as it reported them. */
+  node_ms?: number;
+  db_ms?: number;
 }
 
 export interface FanOutResult {
@@ -61,6 +64,7 @@ const answerSchema = z.object({
     .object({
       node: z.string().optional(),
       duplicate: z.boolean().optional(),
+      timing: z.object({ ms: z.number(), db_ms: z.number() }).optional(),
       partials: z.record(z.string(), partialSchema).optional(),
     })
     .loose()
@@ -121,7 +125,8 @@ async function callOne(
     if (parsed.data.errors?.length) {
       return [{ ...base, node, status: 'failed', ms: elapsed(), bytes, reason: parsed.data.errors[0]!.message }, undefined];
     }
-    return [{ ...base, node, status: 'ok', ms: elapsed(), bytes }, (ext?.partials ?? {}) as Record<string, PartialAnswer>];
+    const timing = ext?.timing ? { node_ms: ext.timing.ms, db_ms: ext.timing.db_ms } : {};
+    return [{ ...base, node, status: 'ok', ms: elapsed(), bytes, ...timing }, (ext?.partials ?? {}) as Record<string, PartialAnswer>];
   } catch (err) {
     const ms = elapsed();
     if (timeout.aborted) return [{ ...base, status: 'timeout', ms, reason: `no answer within ${opts.nodeTimeoutMs} ms` }, undefined];

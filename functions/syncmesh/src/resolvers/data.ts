@@ -24,6 +24,18 @@ export interface DataContext {
   partials: Record<string, PartialAnswer>;
   /** On the entry node: the other nodes' partials, resolved when the fan-out is done. */
   remote: Promise<Array<Record<string, PartialAnswer>>> | undefined;
+  /** Time spent waiting for this node's database, summed over the root fields (ms). */
+  dbMs: number;
+}
+
+/** Runs one database call and adds its duration to ctx.dbMs. */
+async function timed<T>(ctx: DataContext, call: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await call();
+  } finally {
+    ctx.dbMs += performance.now() - started;
+  }
 }
 
 export interface Limits {
@@ -137,49 +149,49 @@ export const dataRoot = {
     const key = info.path.key as string;
     if (ctx.requestType === 'aggregate') {
       // The original Syncmesh answered `sensors` in aggregate mode with the averages.
-      const merged = (await combine(ctx, key, await ctx.store.aggregate(filter), null)) as AggregatePartial;
+      const merged = (await combine(ctx, key, await timed(ctx, () => ctx.store.aggregate(filter)), null)) as AggregatePartial;
       const r = finishAggregate(merged);
       return [{ _id: 'aggregate', temperature: r.average_temperature, humidity: r.average_humidity, pressure: r.average_pressure }];
     }
     const limit = limitOf(args, ctx.maxLimit);
-    const local: DocsPartial = { kind: 'docs', docs: await ctx.store.find(filter, limit, requestedFields(info)) };
+    const local: DocsPartial = { kind: 'docs', docs: await timed(ctx, () => ctx.store.find(filter, limit, requestedFields(info))) };
     return ((await combine(ctx, key, local, limit)) as DocsPartial).docs;
   },
 
   async sensorsAggregate(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
     validateDataArgs('sensorsAggregate', args, limitsOf(ctx));
-    const merged = await combine(ctx, info.path.key as string, await ctx.store.aggregate(filterOf(args)), null);
+    const merged = await combine(ctx, info.path.key as string, await timed(ctx, () => ctx.store.aggregate(filterOf(args))), null);
     return finishAggregate(merged as AggregatePartial);
   },
 
   async sensor(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
-    const doc = await ctx.store.findById(idOf(args));
+    const doc = await timed(ctx, () => ctx.store.findById(idOf(args)));
     const merged = await combine(ctx, info.path.key as string, { kind: 'doc', doc }, null);
     return merged.kind === 'doc' ? merged.doc : null;
   },
 
   async docEstimate(_args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
-    const merged = await combine(ctx, info.path.key as string, { kind: 'count', n: await ctx.store.estimate() }, null);
+    const merged = await combine(ctx, info.path.key as string, { kind: 'count', n: await timed(ctx, () => ctx.store.estimate()) }, null);
     return merged.kind === 'count' ? merged.n : 0;
   },
 
   async addSensors(args: Args, ctx: DataContext) {
     validateDataArgs('addSensors', args, limitsOf(ctx));
     const docs = (args['sensors'] as Args[]).map((s) => stored(s) as StoredSensor);
-    return ctx.store.insert(docs);
+    return timed(ctx, () => ctx.store.insert(docs));
   },
 
   async update(args: Args, ctx: DataContext) {
     validateDataArgs('update', args, limitsOf(ctx));
-    return ctx.store.update(idOf(args), stored((args['sensor'] ?? {}) as Args));
+    return timed(ctx, () => ctx.store.update(idOf(args), stored((args['sensor'] ?? {}) as Args)));
   },
 
   async deleteSensor(args: Args, ctx: DataContext) {
-    return ctx.store.deleteById(idOf(args));
+    return timed(ctx, () => ctx.store.deleteById(idOf(args)));
   },
 
   async deleteInTimeRange(args: Args, ctx: DataContext) {
-    return ctx.store.deleteInRange(filterOf(args));
+    return timed(ctx, () => ctx.store.deleteInRange(filterOf(args)));
   },
 };
 
