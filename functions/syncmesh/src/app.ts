@@ -13,6 +13,7 @@ import { SyncmeshError } from './errors.js';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyRequest } from './mesh/auth.js';
 import { NodeRegistry } from './mesh/registry.js';
 import { parseEnvelope } from './request.js';
+import { ReplicationService } from './replication/service.js';
 import { errorBody, SyncmeshService, type Reply } from './service.js';
 
 const gzip = promisify(gzipCb);
@@ -32,6 +33,7 @@ export interface App {
   server: Server;
   service: SyncmeshService;
   registry: NodeRegistry;
+  replication: ReplicationService;
 }
 
 type Auth = { signed: boolean };
@@ -73,7 +75,8 @@ async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer>
 export function buildApp(deps: AppDeps): App {
   const { config, client, log } = deps;
   const registry = new NodeRegistry(client.db(config.metaDatabase));
-  const service = new SyncmeshService({ config, client, registry, log: log.child({ module: 'service' }) });
+  const replication = new ReplicationService({ config, client, registry, log: log.child({ module: 'replication' }) });
+  const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }) });
   const httpLog = log.child({ module: 'http' });
 
   async function send(req: IncomingMessage, res: ServerResponse, reply: Reply): Promise<void> {
@@ -115,6 +118,15 @@ export function buildApp(deps: AppDeps): App {
     return service.handle(parseEnvelope(json, config), auth.signed);
   }
 
+  /** Node-to-node and listener endpoints: signed JSON only. */
+  async function handleSigned(req: IncomingMessage, handler: (text: string) => Promise<Record<string, unknown>>): Promise<Reply> {
+    const body = await readBody(req, config.maxBodyBytes * 16);
+    if (!authOf(req, body).signed) {
+      throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `${routeOf(req.url)} accepts only requests signed with the mesh secret`);
+    }
+    return { status: 200, body: await handler(body.toString('utf8')) };
+  }
+
   async function ready(): Promise<Reply> {
     try {
       await client.db('admin').command({ ping: 1 }, { timeoutMS: READY_PING_TIMEOUT_MS });
@@ -135,7 +147,12 @@ export function buildApp(deps: AppDeps): App {
       }
       return handleQuery(req);
     }
-    throw new SyncmeshError('EDGE_SYNCMESH_NOT_FOUND', `no endpoint at ${path}`, { details: { allowed: ['POST /', 'GET /healthz', 'GET /readyz'] } });
+    if (method === 'POST' && path === '/events') return handleSigned(req, (t) => replication.handleEvents(t));
+    if (method === 'POST' && path === '/resync') return handleSigned(req, (t) => replication.handleResync(t));
+    if (method === 'POST' && path === '/replicate') return handleSigned(req, (t) => replication.handleReplicate(t));
+    throw new SyncmeshError('EDGE_SYNCMESH_NOT_FOUND', `no endpoint at ${method} ${path}`, {
+      details: { allowed: ['POST /', 'GET /healthz', 'GET /readyz', 'POST /events', 'POST /resync', 'POST /replicate'] },
+    });
   }
 
   const server = createServer((req, res) => {
@@ -157,5 +174,5 @@ export function buildApp(deps: AppDeps): App {
       });
   });
   server.requestTimeout = config.deadlineMs + 30_000;
-  return { config, server, service, registry };
+  return { config, server, service, registry, replication };
 }

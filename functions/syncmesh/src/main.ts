@@ -17,14 +17,15 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, config.nodeId);
   const client = new MongoClient(config.mongodbUri, { serverSelectionTimeoutMS: 5_000, appName: `syncmesh-fn/${config.nodeId}` });
-  const { server, service } = buildApp({ config, client, log });
+  const { server, service, replication } = buildApp({ config, client, log });
 
   let stopping = false;
   const ensureIndexes = async () => {
     for (let wait = INDEX_RETRY_MIN_MS; !stopping; wait = Math.min(wait * 2, INDEX_RETRY_MAX_MS)) {
       try {
         await service.ensureIndexes();
-        log.info('indexes ready');
+        await replication.start();
+        log.info('indexes and replication ready');
         return;
       } catch (err) {
         log.warn({ err: (err as Error).message, retryInMs: wait }, 'cannot create indexes yet; MongoDB not reachable?');
@@ -49,10 +50,13 @@ async function main(): Promise<void> {
     log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
     server.close(() => {
-      void client.close().finally(() => {
-        clearTimeout(force);
-        process.exit(0);
-      });
+      void replication
+        .stop()
+        .then(() => client.close())
+        .finally(() => {
+          clearTimeout(force);
+          process.exit(0);
+        });
     });
     server.closeIdleConnections();
   };

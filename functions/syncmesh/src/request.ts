@@ -15,6 +15,7 @@ const meshSchema = z
     request_id: z.string().regex(/^[A-Za-z0-9-]{8,64}$/),
     hop: z.number().int().min(1).max(16),
     from: z.string().min(1).max(64),
+    on_behalf_of: z.string().min(1).max(64).optional(),
   })
   .strict();
 
@@ -37,6 +38,8 @@ export interface MeshInfo {
   request_id: string;
   hop: number;
   from: string;
+  /** Failover: answer from the replicas of this node instead of from the own readings. */
+  on_behalf_of?: string | undefined;
 }
 
 export interface SyncmeshRequest {

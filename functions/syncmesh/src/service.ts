@@ -29,6 +29,8 @@ import { dataSchema, metaSchema } from './graphql/schema.js';
 import { assertNoOperators, depthLimitRule } from './graphql/limits.js';
 import { fanOut, type NodeOutcome, type Target } from './mesh/forward.js';
 import type { NodeRegistry } from './mesh/registry.js';
+import type { ReplicationService } from './replication/service.js';
+import { REPLICA_SUFFIX } from './replication/replicas.js';
 import { SeenRequests } from './mesh/seen.js';
 import type { SyncmeshRequest } from './request.js';
 import { dataRoot, validateDataArgs, type DataContext } from './resolvers/data.js';
@@ -43,8 +45,12 @@ export interface ServiceDeps {
   config: Config;
   client: MongoClient;
   registry: NodeRegistry;
+  replication: ReplicationService;
   log: Logger;
 }
+
+const isFailure = (o: NodeOutcome) => o.status === 'failed' || o.status === 'timeout';
+const sameUrl = (a: string, b: string) => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 
 export interface ErrorBody {
   message: string;
@@ -188,7 +194,14 @@ export class SyncmeshService {
       schema: metaSchema,
       document: p.document,
       rootValue: metaRoot,
-      contextValue: { registry: this.deps.registry },
+      contextValue: {
+        registry: this.deps.registry,
+        onSubscribed: async (nodeId: string) => {
+          for (const db of this.deps.config.databases) {
+            for (const coll of this.deps.config.collections) await this.deps.replication.snapshot(db, coll, [nodeId]);
+          }
+        },
+      },
       variableValues: p.variables,
       operationName: req.operationName,
     });
@@ -200,7 +213,10 @@ export class SyncmeshService {
     const started = performance.now();
     const p = this.prepare(req, dataSchema);
     this.preflight(p);
-    const store = this.storeFor(req.database, req.collection);
+    const onBehalfOf = req.mesh?.on_behalf_of;
+    const store = onBehalfOf
+      ? new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, onBehalfOf)
+      : this.storeFor(req.database, req.collection);
     const isQuery = p.operation.operation === 'query';
 
     const requestId = req.mesh?.request_id ?? randomUUID();
@@ -209,7 +225,8 @@ export class SyncmeshService {
       return { status: 200, body: { extensions: { node: config.nodeId, duplicate: true } } };
     }
     const hop = req.mesh?.hop ?? 0;
-    const targets = isQuery && hop < config.maxHops ? await this.selectTargets(req) : [];
+    const targets = isQuery && hop < config.maxHops && !onBehalfOf ? await this.selectTargets(req) : [];
+    const failover: Array<{ origin: string; by: string }> = [];
 
     let outcomes: NodeOutcome[] = [];
     let remote: Promise<Array<Record<string, PartialAnswer>>> | undefined;
@@ -228,28 +245,24 @@ export class SyncmeshService {
           radius: req.radius,
           mesh: { request_id: requestId, hop: hop + 1, from: config.nodeId },
         };
-        remote = fanOut(targets, body, {
+        const opts = {
           secret: config.meshSecret,
           nodeTimeoutMs: config.nodeTimeoutMs,
           deadline: AbortSignal.timeout(config.deadlineMs),
           mode: config.forwardMode,
           log,
-        }).then((r) => {
+        };
+        remote = fanOut(targets, body, opts).then(async (r) => {
           outcomes = r.outcomes;
-          return r.answers;
+          const answers = [...r.answers];
+          // Entry node only: nodes that failed are answered for by a node holding their replicas.
+          if (!req.mesh && outcomes.some(isFailure)) answers.push(...(await this.failover(req, p, body, opts, outcomes, failover)));
+          return answers;
         });
       }
     }
 
-    const ctx: DataContext = {
-      store,
-      requestType: req.requestType === 'aggregate' ? 'aggregate' : 'collect',
-      maxLimit: config.maxLimit,
-      maxSensorsPerMutation: config.maxSensorsPerMutation,
-      partials: {},
-      remote,
-      dbMs: 0,
-    };
+    const ctx = this.newContext(req, store, remote);
     const result = await execute({
       schema: dataSchema,
       document: p.document,
@@ -263,11 +276,19 @@ export class SyncmeshService {
     const timing = { ms: round(performance.now() - started), db_ms: round(ctx.dbMs) };
 
     if (req.mesh) {
-      const reply = this.shape(result, { node: config.nodeId, partials: ctx.partials, timing, ...(outcomes.length ? { nodes: outcomes } : {}) });
+      const replicas = this.deps.replication.replicas.originsOf(req.database, req.collection);
+      const reply = this.shape(result, {
+        node: config.nodeId,
+        partials: ctx.partials,
+        timing,
+        ...(replicas.length ? { replicas } : {}),
+        ...(onBehalfOf ? { on_behalf_of: onBehalfOf } : {}),
+        ...(outcomes.length ? { nodes: outcomes } : {}),
+      });
       delete reply.body['data']; // the entry node only needs the partials
       return reply;
     }
-    const failed = outcomes.filter((o) => o.status === 'failed' || o.status === 'timeout');
+    const failed = outcomes.filter((o) => isFailure(o) && !o.covered_by);
     return this.shape(result, {
       node: config.nodeId,
       request_id: requestId,
@@ -278,7 +299,64 @@ export class SyncmeshService {
       answered: outcomes.filter((o) => o.status === 'ok').length + 1,
       partial: failed.length > 0,
       ...(failed.length > 0 ? { failed: failed.map((o) => ({ node: o.node, reason: o.reason })) } : {}),
+      ...(failover.length > 0 ? { failover } : {}),
     });
+  }
+
+  /**
+   * For every failed node with a registry id, asks a node that reported holding its replicas (or
+   * uses this node's own replicas) to answer for it. Returns the extra partials; marks the
+   * covered outcomes and records who answered for whom in `failover`.
+   */
+  private async failover(
+    req: SyncmeshRequest,
+    p: Prepared,
+    body: Record<string, unknown>,
+    opts: Parameters<typeof fanOut>[2],
+    outcomes: NodeOutcome[],
+    failover: Array<{ origin: string; by: string }>,
+  ): Promise<Array<Record<string, PartialAnswer>>> {
+    const registry = await this.deps.registry.list();
+    const own = this.deps.replication.replicas.originsOf(req.database, req.collection);
+    const mesh = body['mesh'] as { request_id: string; hop: number; from: string };
+    const jobs = outcomes.filter(isFailure).map(async (failedNode, i): Promise<Record<string, PartialAnswer> | undefined> => {
+      const origin = registry.find((n) => n.id === failedNode.node || sameUrl(n.address, failedNode.url))?.id;
+      if (!origin) return undefined;
+      if (own.includes(origin)) {
+        const partials = await this.localPartials(p, req, new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, origin));
+        failedNode.covered_by = this.deps.config.nodeId;
+        failover.push({ origin, by: this.deps.config.nodeId });
+        return partials;
+      }
+      const holder = outcomes.find((o) => o.status === 'ok' && o.replicas?.includes(origin));
+      if (!holder) return undefined;
+      const second = await fanOut([{ url: holder.url, nodeId: holder.node }], { ...body, mesh: { ...mesh, request_id: `${mesh.request_id.slice(0, 48)}-fo${i}`, on_behalf_of: origin } }, opts);
+      if (second.outcomes[0]?.status !== 'ok') return undefined;
+      failedNode.covered_by = holder.node;
+      failover.push({ origin, by: holder.node });
+      return second.answers[0];
+    });
+    return (await Promise.all(jobs)).filter((a): a is Record<string, PartialAnswer> => a !== undefined);
+  }
+
+  private newContext(req: SyncmeshRequest, store: SensorStore, remote: DataContext['remote']): DataContext {
+    return {
+      store,
+      requestType: req.requestType === 'aggregate' ? 'aggregate' : 'collect',
+      maxLimit: this.deps.config.maxLimit,
+      maxSensorsPerMutation: this.deps.config.maxSensorsPerMutation,
+      partials: {},
+      remote,
+      dbMs: 0,
+    };
+  }
+
+  /** Runs the query against one store of this node and returns its partials (no forwarding). */
+  private async localPartials(p: Prepared, req: SyncmeshRequest, store: SensorStore): Promise<Record<string, PartialAnswer>> {
+    const ctx = this.newContext(req, store, undefined);
+    const result = await execute({ schema: dataSchema, document: p.document, rootValue: dataRoot, contextValue: ctx, variableValues: p.variables, operationName: req.operationName });
+    if (result.errors?.length) throw result.errors[0];
+    return ctx.partials;
   }
 
   /** external_nodes, then (with use_meta_data) registry nodes within the radius, nearest first. */

@@ -40,7 +40,8 @@ export function idFromString(id: string): ObjectId | string {
 }
 
 export function toSensorDoc(stored: Document): SensorDoc {
-  const doc: SensorDoc = { _id: idToString(stored['_id']) };
+  // A replica shows the reading's original _id, as its origin node would.
+  const doc: SensorDoc = { _id: idToString(stored['_origin_id'] ?? stored['_id']) };
   for (const f of SENSOR_FIELDS) {
     if (!(f in stored)) continue;
     const v = stored[f];
@@ -50,8 +51,8 @@ export function toSensorDoc(stored: Document): SensorDoc {
   return doc;
 }
 
-export function buildFilter(f: SensorFilter): Filter<SensorRecord> {
-  const filter: Filter<SensorRecord> = {};
+export function buildFilter(f: SensorFilter, origin?: string): Filter<SensorRecord> {
+  const filter: Filter<SensorRecord> = origin === undefined ? {} : { _origin: origin };
   if (f.start !== undefined || f.end !== undefined) {
     const range: Record<string, Date> = {};
     if (f.start !== undefined) range['$gte'] = f.start;
@@ -80,8 +81,8 @@ function groupStage(): Document {
 }
 
 /** The whole aggregation: $match on the filter (when there is one), then the $group stage. */
-export function aggregatePipeline(f: SensorFilter): Document[] {
-  const filter = buildFilter(f);
+export function aggregatePipeline(f: SensorFilter, origin?: string): Document[] {
+  const filter = buildFilter(f, origin);
   return Object.keys(filter).length > 0 ? [{ $match: filter }, groupStage()] : [groupStage()];
 }
 
@@ -94,7 +95,15 @@ type SensorRecord = Document & { _id: ObjectId | string };
 export class SensorStore {
   readonly collection: Collection<SensorRecord>;
 
-  constructor(db: Db, collectionName: string) {
+  /**
+   * With `origin`, the store is a read-only view of the replicas of that node's readings (in the
+   * replica collection), used when this node answers for a node that does not answer.
+   */
+  constructor(
+    db: Db,
+    collectionName: string,
+    readonly origin?: string,
+  ) {
     this.collection = db.collection<SensorRecord>(collectionName);
   }
 
@@ -105,7 +114,7 @@ export class SensorStore {
   }
 
   async aggregate(f: SensorFilter): Promise<AggregatePartial> {
-    const [row] = await this.collection.aggregate(aggregatePipeline(f)).toArray();
+    const [row] = await this.collection.aggregate(aggregatePipeline(f, this.origin)).toArray();
     const out = emptyAggregate();
     if (!row) return out;
     out.count = num(row['count']);
@@ -125,19 +134,20 @@ export class SensorStore {
     const projection: Document | undefined = fields ? Object.fromEntries(fields.map((k) => [k, 1])) : undefined;
     // Sorting needs the timestamp even when the caller did not ask for it.
     if (projection) projection['timestamp'] = 1;
-    let cursor = this.collection.find(buildFilter(f), projection ? { projection } : {}).sort({ timestamp: 1, _id: 1 });
+    let cursor = this.collection.find(buildFilter(f, this.origin), projection ? { projection: { ...projection, _origin_id: 1 } } : {}).sort(this.origin === undefined ? { timestamp: 1, _id: 1 } : { timestamp: 1, _origin_id: 1 });
     if (limit !== null) cursor = cursor.limit(limit);
     const docs = await cursor.toArray();
     return docs.map(toSensorDoc);
   }
 
   async findById(id: string): Promise<SensorDoc | null> {
-    const doc = await this.collection.findOne({ _id: idFromString(id) });
+    const filter: Filter<SensorRecord> = this.origin === undefined ? { _id: idFromString(id) } : { _origin: this.origin, _origin_id: idFromString(id) };
+    const doc = await this.collection.findOne(filter);
     return doc ? toSensorDoc(doc) : null;
   }
 
   async estimate(): Promise<number> {
-    return this.collection.estimatedDocumentCount();
+    return this.origin === undefined ? this.collection.estimatedDocumentCount() : this.collection.countDocuments({ _origin: this.origin });
   }
 
   async insert(docs: StoredSensor[]): Promise<string[]> {

@@ -112,6 +112,8 @@ export const META_SDL = /* GraphQL */ `
     lon: Float!
     own_node: Boolean = false
     subscribed: Boolean = false
+    "with subscribed: first copy this node's existing readings to the new subscriber"
+    initial_sync: Boolean = true
   }
 
   input NodePatch {
@@ -120,6 +122,8 @@ export const META_SDL = /* GraphQL */ `
     lon: Float
     own_node: Boolean
     subscribed: Boolean
+    "when subscribed turns true: first copy this node's existing readings to the new subscriber"
+    initial_sync: Boolean = true
   }
 
   type Query {

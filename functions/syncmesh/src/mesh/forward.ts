@@ -33,6 +33,10 @@ export interface NodeOutcome {
   /** The node's own time for the request and its database's part of it, as it reported them. */
   node_ms?: number;
   db_ms?: number;
+  /** Nodes whose replicas the node holds (it can answer for them when they fail). */
+  replicas?: string[];
+  /** Failover: the node that answered for this one from its replicas. */
+  covered_by?: string;
 }
 
 export interface FanOutResult {
@@ -65,6 +69,7 @@ const answerSchema = z.object({
       node: z.string().optional(),
       duplicate: z.boolean().optional(),
       timing: z.object({ ms: z.number(), db_ms: z.number() }).optional(),
+      replicas: z.array(z.string()).optional(),
       partials: z.record(z.string(), partialSchema).optional(),
     })
     .loose()
@@ -126,7 +131,8 @@ async function callOne(
       return [{ ...base, node, status: 'failed', ms: elapsed(), bytes, reason: parsed.data.errors[0]!.message }, undefined];
     }
     const timing = ext?.timing ? { node_ms: ext.timing.ms, db_ms: ext.timing.db_ms } : {};
-    return [{ ...base, node, status: 'ok', ms: elapsed(), bytes, ...timing }, (ext?.partials ?? {}) as Record<string, PartialAnswer>];
+    const replicas = ext?.replicas?.length ? { replicas: ext.replicas } : {};
+    return [{ ...base, node, status: 'ok', ms: elapsed(), bytes, ...timing, ...replicas }, (ext?.partials ?? {}) as Record<string, PartialAnswer>];
   } catch (err) {
     const ms = elapsed();
     if (timeout.aborted) return [{ ...base, status: 'timeout', ms, reason: `no answer within ${opts.nodeTimeoutMs} ms` }, undefined];

@@ -5,6 +5,8 @@ import type { MeshNode, NodeInput, NodePatch, NodeRegistry } from '../mesh/regis
 
 export interface MetaContext {
   registry: NodeRegistry;
+  /** Copies this node's readings to a node that just subscribed (initial sync). */
+  onSubscribed(nodeId: string): Promise<void>;
 }
 
 type Args = Record<string, unknown>;
@@ -43,17 +45,23 @@ export const metaRoot = {
   node: (args: Args, ctx: MetaContext) => ctx.registry.get(String(args['id'])),
   ownNode: (_args: Args, ctx: MetaContext) => ctx.registry.own(),
   async addNode(args: Args, ctx: MetaContext) {
-    const input = args['node'] as NodeInput;
+    const { initial_sync, ...input } = args['node'] as NodeInput & { initial_sync?: boolean };
     checkId(input.id);
     checkAddress(input.address);
     checkLocation(input.lat, input.lon);
-    return ctx.registry.add({ ...input, own_node: input.own_node ?? false, subscribed: input.subscribed ?? false });
+    const node = await ctx.registry.add({ ...input, own_node: input.own_node ?? false, subscribed: input.subscribed ?? false });
+    if (node.subscribed && !node.own_node && initial_sync !== false) await ctx.onSubscribed(node.id);
+    return node;
   },
   async updateNode(args: Args, ctx: MetaContext) {
-    const patch = args['node'] as NodePatch;
+    const { initial_sync, ...patch } = args['node'] as NodePatch & { initial_sync?: boolean };
+    const id = checkId(args['id']);
     checkAddress(patch.address);
     checkLocation(patch.lat, patch.lon);
-    return ctx.registry.update(checkId(args['id']), patch);
+    const before = await ctx.registry.get(id);
+    const node = await ctx.registry.update(id, patch);
+    if (node.subscribed && !before?.subscribed && !node.own_node && initial_sync !== false) await ctx.onSubscribed(node.id);
+    return node;
   },
   deleteNode: (args: Args, ctx: MetaContext) => ctx.registry.delete(checkId(args['id'])),
 };

@@ -41,6 +41,7 @@ export async function startNode(id: string, env: Record<string, string> = {}): P
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 3000 });
   const app = buildApp({ config, client, log: createLogger(config.logLevel, id) });
   await app.service.ensureIndexes();
+  await app.replication.start();
   app.server.listen(0, '127.0.0.1');
   await once(app.server, 'listening');
   const { port } = app.server.address() as AddressInfo;
@@ -51,6 +52,7 @@ export async function startNode(id: string, env: Record<string, string> = {}): P
     client,
     db,
     async close() {
+      await app.replication.stop();
       app.server.closeAllConnections();
       await new Promise<void>((r) => app.server.close(() => r()));
       if (real) {
@@ -95,6 +97,16 @@ export async function addNode(at: TestNode, node: { id: string; address: string;
 export async function seed(node: TestNode, readings: Array<Record<string, unknown>>) {
   const dbName = node.app.config.databases[0]!;
   await node.client.db(dbName).collection('sensor_data').insertMany(readings.map((r) => ({ ...r })));
+}
+
+/** Polls `probe` every 50 ms until it returns true; fails with `what` after `timeoutMs`. */
+export async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`not within ${timeoutMs} ms: ${what}`);
 }
 
 /** An HTTP server that accepts requests and answers after `delayMs` (or never, with Infinity). */
