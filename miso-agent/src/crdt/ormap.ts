@@ -1,0 +1,114 @@
+/**
+ * Observed-remove map from string keys to multi-value registers, sharing one
+ * causal context (Almeida et al.'s ORMap over MVRegister). set(k, v) replaces
+ * the values of k it saw with one fresh dot; remove(k) covers the dots of k it
+ * saw. Concurrent sets of a key all survive (value lists them); a set
+ * concurrent with a remove survives the remove (set wins).
+ */
+import { z } from 'zod';
+import { bytesEqual, decodeWith, Writer } from './codec.js';
+import {
+  ctxFromDots,
+  ctxJoin,
+  ctxNextDot,
+  dotFunDots,
+  dotKey,
+  dotMapJoin,
+  EMPTY_CONTEXT,
+  pickMaxString,
+  readContext,
+  readDotFun,
+  writeContext,
+  writeDotFun,
+  type CausalContext,
+  type DotFun,
+  DotMap,
+} from './dots.js';
+import { compareStrings, MAX_ID_BYTES } from './json.js';
+import { dotFunValues } from './mvregister.js';
+import { checkReplica, idSchema, opValue, parseWith, readReplica, readValue, valueSchema } from './ops.js';
+import type { CrdtType, Json } from './types.js';
+
+export interface ORMapState {
+  /** key -> MV register (dot -> canonical JSON value), never empty. */
+  readonly store: DotMap<string>;
+  readonly ctx: CausalContext;
+}
+export type ORMapOp = { op: 'set'; key: string; value: Json } | { op: 'remove'; key: string };
+/** key -> the register's values sorted by canonical JSON (one element unless concurrent sets). */
+export type ORMapValue = Record<string, Json[]>;
+
+const opSchema = z.discriminatedUnion('op', [
+  z.strictObject({ op: z.literal('set'), key: idSchema, value: valueSchema }),
+  z.strictObject({ op: z.literal('remove'), key: idSchema }),
+]);
+
+export const ormap: CrdtType<ORMapState, ORMapOp, ORMapValue> = {
+  name: 'ormap',
+  empty: () => ({ store: DotMap.empty(), ctx: EMPTY_CONTEXT }),
+  parseOp(op) {
+    const parsed = parseWith('ormap', opSchema, op);
+    if (parsed.op === 'set') opValue('ormap', parsed.value, false);
+    return parsed as ORMapOp;
+  },
+  apply(state, op, replica) {
+    const parsed = ormap.parseOp(op);
+    const r = checkReplica(replica);
+    const seen = dotFunDots(state.store.get(parsed.key) ?? new Map());
+    let delta: ORMapState;
+    if (parsed.op === 'set') {
+      const v = opValue('ormap', parsed.value, false);
+      const d = ctxNextDot(state.ctx, r);
+      delta = { store: DotMap.of<string>(parsed.key, new Map([[dotKey(d), [d, v]]])), ctx: ctxFromDots([...seen, d]) };
+    } else {
+      delta = { store: DotMap.empty(), ctx: ctxFromDots(seen) };
+    }
+    return [ormap.join(state, delta), delta];
+  },
+  join: (a, b) => ({
+    store: dotMapJoin(a.store, a.ctx, b.store, b.ctx, pickMaxString),
+    ctx: ctxJoin(a.ctx, b.ctx),
+  }),
+  value(s) {
+    const out: ORMapValue = {};
+    for (const k of [...s.store.keys()].sort(compareStrings)) {
+      const reg = s.store.get(k);
+      // defineProperty: a key such as "__proto__" must become an own property, not the prototype.
+      if (reg) Object.defineProperty(out, k, { value: dotFunValues(reg), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  },
+  equals: (a, b) => bytesEqual(ormap.encode(a), ormap.encode(b)),
+  encode(s) {
+    const w = new Writer().header('ormap');
+    writeContext(w, s.ctx);
+    const entries = [...s.store].sort((x, y) => compareStrings(x[0], y[0]));
+    w.uint(entries.length);
+    for (const [k, reg] of entries) {
+      w.string(k);
+      writeDotFun(w, reg, (wr, v) => wr.string(v));
+    }
+    return w.finish();
+  },
+  decode: (bytes) =>
+    decodeWith('ormap', bytes, (r) => {
+      const ctx = readContext(r, readReplica);
+      const store = DotMap.empty<string>().edit();
+      const seenDots = new Set<string>();
+      let prev: string | undefined;
+      for (let i = 0, n = r.count(2); i < n; i++) {
+        const k = r.string();
+        if (new TextEncoder().encode(k).length > MAX_ID_BYTES) r.fail('key too long');
+        if (prev !== undefined && compareStrings(prev, k) >= 0) r.fail('keys not strictly ascending');
+        prev = k;
+        const reg = readDotFun(r, ctx, readReplica, (rr) => readValue(rr, false), 4);
+        if (reg.size === 0) r.fail(`key ${JSON.stringify(k)} without values`);
+        for (const dk of reg.keys()) {
+          if (seenDots.has(dk)) r.fail(`dot ${dk} appears under two keys`);
+          seenDots.add(dk);
+        }
+        store.set(k, reg);
+      }
+      return { store: store.done(), ctx };
+    }),
+};

@@ -1,0 +1,44 @@
+import { createHash } from 'node:crypto';
+import { CrdtError } from './errors.js';
+import { ewflag } from './ewflag.js';
+import { gcounter } from './gcounter.js';
+import { gset } from './gset.js';
+import { lwwregister } from './lwwregister.js';
+import { mvregister } from './mvregister.js';
+import { ormap } from './ormap.js';
+import { orset } from './orset.js';
+import { pncounter } from './pncounter.js';
+import { CRDT_TYPE_NAMES, type CrdtType, type CrdtTypeName } from './types.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- the registry is heterogeneous by design */
+export const crdtTypes: Readonly<Record<CrdtTypeName, CrdtType<any, any, any>>> = Object.freeze({
+  ewflag,
+  gcounter,
+  pncounter,
+  gset,
+  mvregister,
+  orset,
+  lwwregister,
+  ormap,
+});
+
+export function isCrdtTypeName(name: unknown): name is CrdtTypeName {
+  return typeof name === 'string' && (CRDT_TYPE_NAMES as readonly string[]).includes(name);
+}
+
+/** Looks a type up by name; throws CrdtError('EDGE_MISO_UNKNOWN_TYPE') listing the allowed names. */
+export function getCrdtType(name: string): CrdtType<any, any, any> {
+  if (!isCrdtTypeName(name)) {
+    throw new CrdtError(
+      'EDGE_MISO_UNKNOWN_TYPE',
+      `unknown CRDT type ${JSON.stringify(name)}; allowed: ${CRDT_TYPE_NAMES.join(', ')}`,
+    );
+  }
+  return crdtTypes[name];
+}
+
+/** Hex SHA-256 of encode(state): equal digests mean equal states (anti-entropy). */
+export function digest(type: CrdtTypeName | CrdtType<any, any, any>, state: unknown): string {
+  const t = typeof type === 'string' ? getCrdtType(type) : type;
+  return createHash('sha256').update(t.encode(state)).digest('hex');
+}
