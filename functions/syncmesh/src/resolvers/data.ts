@@ -64,6 +64,14 @@ function limitOf(args: Args, maxLimit: number): number | null {
   return limit;
 }
 
+/** lat/lon of a reading being written must be real coordinates. */
+function checkCoordinates(reading: Args, where: string): void {
+  const lat = reading['lat'];
+  const lon = reading['lon'];
+  if (typeof lat === 'number' && (lat < -90 || lat > 90)) throw badArgument(`${where}: lat ${lat} is out of range`, { allowed: '-90 to 90' });
+  if (typeof lon === 'number' && (lon < -180 || lon > 180)) throw badArgument(`${where}: lon ${lon} is out of range`, { allowed: '-180 to 180' });
+}
+
 function idOf(args: Args): string {
   const id = String(args['_id']);
   if (id.length === 0 || id.length > 200) throw badArgument('_id must be 1 to 200 characters', { allowed: 'a 24-hex ObjectId or a string id' });
@@ -92,15 +100,17 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
       if (Object.keys(stored((args['sensor'] ?? {}) as Args)).length === 0) {
         throw badArgument('update needs at least one field in sensor', { allowed: SENSOR_FIELDS });
       }
+      checkCoordinates((args['sensor'] ?? {}) as Args, 'sensor');
       return;
     case 'deleteInTimeRange':
       filterOf(args);
       return;
     case 'addSensors': {
-      const n = (args['sensors'] as unknown[]).length;
-      if (n > limits.maxSensorsPerMutation) {
-        throw badArgument(`addSensors got ${n} readings`, { allowed: `at most ${limits.maxSensorsPerMutation} per request` });
+      const sensors = args['sensors'] as Args[];
+      if (sensors.length > limits.maxSensorsPerMutation) {
+        throw badArgument(`addSensors got ${sensors.length} readings`, { allowed: `at most ${limits.maxSensorsPerMutation} per request` });
       }
+      sensors.forEach((s, i) => checkCoordinates(s, `sensors[${i}]`));
       return;
     }
     default:

@@ -49,6 +49,7 @@ const CASES: Case[] = [
   { name: 'unsupported content-encoding', body: '{}', headers: { 'content-encoding': 'br' }, status: 400, code: 'EDGE_SYNCMESH_BAD_ENCODING', message: /content-encoding 'br' is not supported/, allowed: true },
   { name: 'two operations without operationName', body: q('query A { docEstimate } query B { docEstimate }'), status: 400, code: 'EDGE_SYNCMESH_BAD_REQUEST', message: /several operations; name one with operationName/ },
   { name: 'radius without an own node', body: q('{ docEstimate }', { use_meta_data: true, radius: 10 }), status: 400, code: 'EDGE_SYNCMESH_NO_OWN_NODE', message: /registry has no own node/ },
+  { name: 'coordinates out of range', body: q('mutation { addSensors(sensors: [{lat: 1, lon: 2, timestamp: "2017-07-01"}, {lat: 91, lon: 2, timestamp: "2017-07-01"}]) }'), status: 400, code: 'EDGE_SYNCMESH_BAD_ARGUMENT', message: /sensors\[1\]: lat 91 is out of range/, allowed: true },
   { name: 'update with no fields', body: q('mutation { update(_id: "000000000000000000000000", sensor: {}) { _id } }'), status: 400, code: 'EDGE_SYNCMESH_BAD_ARGUMENT', message: /update needs at least one field/, allowed: true },
 ];
 
