@@ -50,6 +50,10 @@ build: deps ## Compile all TypeScript workspaces.
 test: build ## Run every test tier of every workspace.
 	hack/test.sh
 
+.PHONY: test-crdt-extensive
+test-crdt-extensive: build ## Long CRDT property runs (MISO_CRDT_RUNS=5000; override MISO_CRDT_SEED=n).
+	npm run -w @syncmesh-edge/miso-agent test-extensive
+
 ################################################################################
 # Demo and benchmarks
 ################################################################################
@@ -61,6 +65,133 @@ demo: build ## One node with data, answering a collect and an aggregate query.
 bench-function: build ## Function latency/throughput vs direct driver queries (needs ../shared/data or DATA=).
 	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)")
 
+.PHONY: bench-miso
+bench-miso: build ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick).
+	@command -v redis-server >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server
+	node miso-agent/dist/bench/bench-miso.js $(BENCH_ARGS)
+
+.PHONY: miso-agent
+miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO_PEERS etc. from the environment.
+	MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 miso-agent/dist/src/main.js
+
+.PHONY: listener
+listener: build ## Run the change-stream listener with MONGODB_URI, SYNCMESH_MESH_SECRET etc. from the environment.
+	node listeners/dist/src/main.js
+
+################################################################################
+# Local emulated mesh (scenarios/mesh; see its README)
+################################################################################
+# Nodes (1-30), link profile (none | site | regional | path/to/latency.json), mesh name.
+NODES ?= 3
+LATENCY ?= none
+MESH_NAME ?= sme0
+# Node for mesh-cut / mesh-restore, command for mesh-capture.
+NODE ?=
+CMD ?=
+# toxiproxy is pinned and built from source with `go install` into a repo-local bin dir.
+TOXIPROXY_VERSION := v2.12.0
+TOOLS_BIN := $(CURDIR)/.cache/bin
+TOXIPROXY := $(TOOLS_BIN)/toxiproxy-server
+MESH_CLI := node scenarios/mesh/dist/src/cli.js
+MESH_ENV := MESH_NAME=$(MESH_NAME) MESH_NODES=$(NODES) MESH_LATENCY=$(LATENCY) MESH_DATA=$(DATA) TOXIPROXY_BIN=$(TOXIPROXY)
+
+$(TOXIPROXY):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	mv $(TOOLS_BIN)/server $@
+
+.PHONY: tools
+tools: $(TOXIPROXY) ## Install the mesh tools: toxiproxy (go install, pinned), tcpdump and iptables (apt).
+	@command -v tcpdump >/dev/null && command -v iptables >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tcpdump iptables
+
+# the mesh e2e test in `make test` needs the tools
+test: tools
+
+.PHONY: mesh-up
+mesh-up: build tools ## Start a mesh: make mesh-up NODES=3 [LATENCY=regional] [DATA=../shared/data/sofia].
+	$(MESH_ENV) $(MESH_CLI) up
+
+.PHONY: mesh-status
+mesh-status: ## Processes, readiness and memory of every node of the mesh.
+	$(MESH_ENV) $(MESH_CLI) status
+
+.PHONY: mesh-down
+mesh-down: ## Remove the mesh (idempotent; also after Ctrl-C or a failed start).
+	$(MESH_ENV) $(MESH_CLI) down
+
+.PHONY: mesh-cut
+mesh-cut: ## Cut a node off (connections to it hang): make mesh-cut NODE=2.
+	$(MESH_ENV) $(MESH_CLI) cut $(NODE)
+
+.PHONY: mesh-restore
+mesh-restore: ## Reconnect a cut-off node: make mesh-restore NODE=2.
+	$(MESH_ENV) $(MESH_CLI) restore $(NODE)
+
+.PHONY: mesh-capture
+mesh-capture: export MESH_CAPTURE_CMD = $(CMD)
+mesh-capture: ## Bytes per node link and direction (JSON) while CMD runs: make mesh-capture CMD="...".
+	$(MESH_ENV) $(MESH_CLI) capture
+
+.PHONY: mesh-demo
+mesh-demo: build tools ## 3 nodes, a collect and an aggregate query via node-1, a table, teardown.
+	$(MESH_ENV) $(MESH_CLI) demo
+
+.PHONY: bench-mesh
+bench-mesh: build tools ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional).
+	$(MESH_ENV) $(MESH_CLI) bench
+
+################################################################################
+# Measurement scenarios (scenarios/measure, scenarios/k6; see scenarios/measure/README.md)
+################################################################################
+# One cell: system (baseline | syncmesh | both), workload (collect | aggregate), timespan in
+# days (1-31), request count. NODES and DATA are shared with the mesh targets above.
+SYSTEM ?= both
+WORKLOAD ?= aggregate
+DAYS ?= 1
+REQUESTS ?= 20
+# Run id (directory under scenarios/results/); empty means a timestamp.
+RUN ?=
+# Link profile of the scenarios: regional unless LATENCY is given on the command line.
+SCENARIO_LATENCY := $(if $(filter command line,$(origin LATENCY)),$(LATENCY),regional)
+# k6 is pinned and built from source with `go install` into the repo-local bin dir.
+K6_VERSION := v1.8.1
+K6 := $(TOOLS_BIN)/k6
+# matplotlib (plots) is pinned, in a repo-local venv.
+MATPLOTLIB_VERSION := 3.9.2
+VENV := $(CURDIR)/.cache/venv
+VENV_STAMP := $(VENV)/.matplotlib-$(MATPLOTLIB_VERSION)
+SCENARIOS_CLI := node scenarios/measure/dist/src/cli.js
+SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(NODES) SCENARIO_WORKLOAD=$(WORKLOAD) SCENARIO_DAYS=$(DAYS) \
+	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \
+	K6_BIN=$(K6) SCENARIO_PYTHON=$(VENV)/bin/python TOXIPROXY_BIN=$(TOXIPROXY)
+
+$(K6):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) go install go.k6.io/k6@$(K6_VERSION)
+
+.PHONY: k6
+k6: $(K6) ## Build k6 (pinned, go install) into .cache/bin; scenarios always run it with --no-usage-report.
+
+$(VENV_STAMP):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check matplotlib==$(MATPLOTLIB_VERSION)
+	@touch $@
+
+.PHONY: scenarios-venv
+scenarios-venv: $(VENV_STAMP) ## Python venv with matplotlib (pinned) for the scenario plots.
+
+.PHONY: scenario
+scenario: build tools k6 scenarios-venv ## One cell: make scenario NODES=3 WORKLOAD=aggregate DAYS=1 REQUESTS=20 SYSTEM=syncmesh.
+	$(SCENARIO_ENV) $(SCENARIOS_CLI) cell
+
+.PHONY: scenarios
+scenarios: build tools k6 scenarios-venv ## The paper's matrix, both systems, with progress; results in scenarios/results/<run>/.
+	$(SCENARIO_ENV) $(SCENARIOS_CLI) matrix
+
+# the scenario e2e test in `make test` needs k6 and the plot venv
+test: k6 scenarios-venv
+
 ################################################################################
 # Cleanup
 ################################################################################
@@ -71,4 +202,4 @@ clean: ## Remove build output.
 
 .PHONY: help
 help: ## List the targets.
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'

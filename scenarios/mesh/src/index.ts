@@ -1,1 +1,20 @@
-export {};
+/** Public surface of the emulated mesh (used by tests, benchmarks and other components' e2e tests). */
+export { loadConfig, MAX_NODES, REPO_ROOT } from './config.js';
+export type { MeshConfig, Isolation } from './config.js';
+export { MeshError } from './errors.js';
+export type { MeshErrorCode } from './errors.js';
+export { up, down, cut, restore, status, restartFunctions, preflight, planFor } from './mesh.js';
+export type { MeshHandle, UpOptions, Progress, StatusReport } from './mesh.js';
+export { planMesh, defaultSubnet, defaultPortBase, FUNCTION_PATH } from './plan.js';
+export type { MeshPlan, NodePlan, LinkPlan } from './plan.js';
+export { linkShapes, haversineKm } from './latency.js';
+export type { LinkShape, Shape, Coordinates } from './latency.js';
+export { startCapture } from './capture.js';
+export type { CaptureResult, LinkBytes, PairBytes } from './capture.js';
+export { postFunction, meta } from './client.js';
+export type { FunctionAnswer, TimedAnswer } from './client.js';
+export { expectedFromCsv, expectedFromMongo, relDiff } from './oracle.js';
+export { aggregateRequest, collectRequest, MONTH_START, MONTH_END } from './queries.js';
+export type { Topology, TopologyNode } from './topology.js';
+export { NODE_SERVICES, DATABASE_SERVICES } from './services.js';
+export type { NodeService, ServiceContext } from './services.js';

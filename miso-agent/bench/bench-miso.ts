@@ -1,0 +1,470 @@
+/**
+ * `make bench-miso`: the MISO agent measured against the numbers of the MISO paper
+ * (Goronjic & Nastic, 2024). Real agent processes on loopback; prints a table per section and
+ * writes everything to bench-results/bench-miso.json (or --out).
+ *
+ *   node dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F]
+ *
+ * Sections:
+ *   ops        core operations/s on one agent, 10 concurrent clients (MISO: 13,800-16,300/s)
+ *   repl       replication time to 4, 9, 19, 29 peers (MISO: 0.22, 0.51, 0.97, 1.83 ms)
+ *   bytes      hot PN-counter at 30 nodes: delta vs full-state bytes, and max agent RSS
+ *   table1     throughput, latency, bytes, messages per debounce interval (MISO Table I)
+ *   allreduce  array sum by N invocations through the SDK vs Redis INCRBY (MISO: 26.7% faster)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
+import { loadavg } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
+import { MisoClient } from '@syncmesh-edge/miso-sdk';
+// The build host is shared and often saturated: generous SDK deadlines for the harness.
+process.env['MISO_TEST_DEADLINE_MS'] ??= '30000';
+const { spawnAgent, waitFor } = await import('../test/harness.js');
+type AgentProc = import('../test/harness.js').AgentProc;
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const opt = (k: string) => {
+  const i = args.indexOf(k);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const QUICK = args.includes('--quick');
+const ONLY = new Set((opt('--only') ?? 'ops,repl,bytes,table1,allreduce').split(','));
+const OUT = resolve(opt('--out') ?? resolve(here, '..', '..', 'bench-results', 'bench-miso.json'));
+const results: Record<string, unknown> = { startedAt: new Date().toISOString(), quick: QUICK, host: { cpus: 2 } };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function pct(xs: number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+function printTable(title: string, head: string[], rows: (string | number)[][]): void {
+  const cells = [head, ...rows.map((r) => r.map((c) => (typeof c === 'number' ? fmt(c) : c)))];
+  const w = head.map((_, i) => Math.max(...cells.map((r) => String(r[i] ?? '').length)));
+  process.stdout.write(`\n${title}\n`);
+  for (const [k, r] of cells.entries()) {
+    process.stdout.write(`  ${r.map((c, i) => String(c).padEnd(w[i]!)).join('  ')}\n`);
+    if (k === 0) process.stdout.write(`  ${w.map((x) => '-'.repeat(x)).join('  ')}\n`);
+  }
+}
+function fmt(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (Number.isInteger(n)) return String(n);
+  return Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 1 ? n.toFixed(2) : n.toFixed(3);
+}
+
+/** Peak resident set (VmHWM) of a process, in MB. */
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** n agents in a full mesh (each knows every earlier one; dial-back completes the mesh). */
+async function cluster(n: number, envIn: Record<string, string>, prefix: string, mongoUri?: string): Promise<AgentProc[]> {
+  // The build machine is shared: a generous peer timeout keeps CPU starvation from looking like
+  // dead peers (heartbeats stay at 1 s).
+  const env = { MISO_PEER_TIMEOUT_MS: '10000', ...envIn };
+  const agents: AgentProc[] = [];
+  for (let i = 0; i < n; i++) {
+    agents.push(
+      await spawnAgent({
+        nodeId: `${prefix}${String(i).padStart(2, '0')}`,
+        mongoUri,
+        peers: agents.map((a) => a.peerAddress),
+        env,
+      }),
+    );
+  }
+  await waitFor(`a full mesh of ${n}`, async () => {
+    try {
+      const sts = await Promise.all(agents.map((a) => a.client.status()));
+      return sts.every((s) => s.peers.filter((p) => p.connected).length >= n - 1);
+    } catch {
+      // An agent busy starting up may miss the status deadline: ask again.
+      return false;
+    }
+  }, 180_000, 500);
+  return agents;
+}
+
+async function stopAll(agents: AgentProc[]): Promise<void> {
+  await Promise.all(agents.map((a) => a.stop()));
+}
+
+/** Runs `workers` loops of `op` for `ms`; returns ops/s and latency percentiles. */
+async function load(workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>) {
+  const lat: number[] = [];
+  let n = 0;
+  const end = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      for (let i = 0; performance.now() < end; i++) {
+        const t = performance.now();
+        await op(w, i);
+        lat.push(performance.now() - t);
+        n++;
+      }
+    }),
+  );
+  return { ops: n, opsPerS: n / (ms / 1000), p50Ms: pct(lat, 50), p99Ms: pct(lat, 99), meanMs: mean(lat) };
+}
+
+// ------------------------------------------------------------------------------------------ ops
+async function benchOps(): Promise<void> {
+  const mongo = await resolveMongo();
+  const [a] = await cluster(1, {}, 'ops', mongo.uri);
+  const clients = Array.from({ length: 10 }, () => new MisoClient(a!.sdk, 30_000));
+  const secs = QUICK ? 2000 : 5000;
+  const ops = [
+    (c: MisoClient, i: number) => c.apply('bench', 'o', 'g', 'gcounter', { op: 'add', n: 1 }),
+    (c: MisoClient, i: number) => c.apply('bench', 'o', 'p', 'pncounter', { op: 'add', n: i % 2 ? 1 : -1 }),
+    (c: MisoClient, i: number) => c.apply('bench', 'o', 's', 'orset', { op: i % 3 ? 'add' : 'remove', value: `v${i % 50}` }),
+    (c: MisoClient, i: number) => c.apply('bench', 'o', 'r', 'lwwregister', { op: 'set', value: i }),
+    (c: MisoClient, i: number) => c.apply('bench', 'o', 'm', 'ormap', { op: 'set', key: `k${i % 20}`, value: i }),
+    (c: MisoClient, i: number) => c.apply('bench', 'o', 'f', 'ewflag', { op: i % 2 ? 'enable' : 'disable' }),
+    (c: MisoClient) => c.read('bench', 'o', 'g', 'gcounter'),
+  ];
+  await load(10, 500, (w, i) => ops[0]!(clients[w]!, i)); // warm-up
+  const gcounter = await load(10, secs, (w, i) => ops[0]!(clients[w]!, i));
+  const mixed = await load(10, secs, (w, i) => ops[(w + i) % ops.length]!(clients[w]!, i));
+  const unaryClients = Array.from({ length: 10 }, () => new MisoClient(a!.sdk, 30_000, false));
+  const unary = await load(10, QUICK ? 1000 : 3000, (w, i) => ops[0]!(unaryClients[w]!, i));
+  for (const c of [...clients, ...unaryClients]) c.close();
+  const rss = peakRssMb(a!.proc.pid!);
+  await stopAll([a!]);
+  await mongo.stop();
+  const rows = [
+    ['gcounter add (Ops stream)', gcounter],
+    ['mixed 7 ops (Ops stream)', mixed],
+    ['gcounter add (unary calls)', unary],
+  ] as const;
+  printTable(
+    'Core operations on one agent, 10 concurrent clients, persistence on (MISO: 13,800-16,300 ops/s on 64 cores; target >= 15,000)',
+    ['workload', 'ops/s', 'p50 ms', 'p99 ms'],
+    rows.map(([k, r]) => [k, Math.round(r.opsPerS), r.p50Ms, r.p99Ms]),
+  );
+  results['ops'] = { gcounter, mixed, unary, agentPeakRssMb: rss, target: 15000, miso: [13800, 16300] };
+}
+
+// ----------------------------------------------------------------------------------------- repl
+async function benchRepl(): Promise<void> {
+  const sizes = [4, 9, 19, 29];
+  const agents = await cluster(30, { MISO_DEBOUNCE_MS: '0', MISO_ANTI_ENTROPY_MS: '0' }, 'r');
+  const origin = agents[0]!;
+  for (const k of sizes) for (const a of agents.slice(0, k + 1)) await a.client.register(`fn${k}`, 'bench');
+  await waitFor('function membership to spread', async () => {
+    const st = await origin.client.status();
+    return sizes.every((k) => (st.functions.find((f) => f.function === `fn${k}`)?.nodes.length ?? 0) === k + 1);
+  }, 30_000, 100);
+  const iters = QUICK ? 20 : 60;
+  const rows: (string | number)[][] = [];
+  const out: Record<string, unknown> = {};
+  const miso: Record<number, number> = { 4: 0.22, 9: 0.51, 19: 0.97, 29: 1.83 };
+  for (const k of sizes) {
+    const fn = `fn${k}`;
+    const times: number[] = [];
+    for (let i = 0; i < iters + 5; i++) {
+      await origin.client.apply(fn, 'o', 'c', 'gcounter', { op: 'add', n: 1 });
+      let st = await origin.client.status();
+      const deadline = Date.now() + 5000;
+      while (st.peers.some((p) => p.functions.includes(fn) && p.unacked > 0) && Date.now() < deadline) {
+        await sleep(1);
+        st = await origin.client.status();
+      }
+      const lags = st.peers.filter((p) => p.functions.includes(fn)).map((p) => p.lag_last_ms);
+      if (i >= 5) times.push(Math.max(...lags));
+      await sleep(5);
+    }
+    rows.push([k, pct(times, 50), mean(times), pct(times, 90), miso[k]!]);
+    out[String(k)] = { medianMs: pct(times, 50), meanMs: mean(times), p90Ms: pct(times, 90), misoMs: miso[k], samples: times.length };
+  }
+  await stopAll(agents);
+  printTable(
+    'Replication time: one update on one agent until every peer running the function has applied and acknowledged it (debounce 0)',
+    ['peers', 'median ms', 'mean ms', 'p90 ms', 'MISO ms'],
+    rows,
+  );
+  results['replication'] = out;
+}
+
+// ---------------------------------------------------------------------------------------- bytes
+/** Pause between two ops of one agent's writer in the hot-counter run (~20 ops/s per agent, 4 per debounce window). */
+const HOT_OP_INTERVAL_MS = 50;
+
+/** An agent's status, or undefined (reported) when it does not answer in time on a busy host. */
+async function statusOrUndefined(a: AgentProc) {
+  try {
+    return await a.client.status();
+  } catch (err) {
+    const alive = a.proc.exitCode === null && a.proc.signalCode === null;
+    process.stderr.write(`status of ${a.nodeId} failed (process ${alive ? 'alive' : 'exited'}): ${(err as Error).message}\n${a.stderr.slice(-5).join('')}\n`);
+    return undefined;
+  }
+}
+
+async function hotCounterRun(full: boolean): Promise<{ failed: number; unanswered: number; deltaBytes: number; updateBytes: number; totalBytes: number; updateMessages: number; ops: number; maxRssMb: number; converged: boolean }> {
+  const env: Record<string, string> = full ? { MISO_SEND_FULL_STATE: 'on' } : {};
+  const agents = await cluster(30, env, full ? 'F' : 'D');
+  for (const a of agents) await a.client.register('hot', 'bench');
+  await waitFor('hot to run everywhere', async () => {
+    const st = await agents[0]!.client.status();
+    return st.functions.find((f) => f.function === 'hot')?.nodes.length === 30;
+  }, 30_000, 100);
+  const before = await Promise.all(agents.map((a) => statusOrUndefined(a)));
+  type Status = NonNullable<(typeof before)[number]>;
+  const sum = (sts: (Status | undefined)[], f: (p: Status['peers'][number]) => number) =>
+    sts.reduce((acc, s) => acc + (s ? s.peers.reduce((x, p) => x + f(p), 0) : 0), 0);
+  const ms = QUICK ? 3000 : 8000;
+  let ops = 0;
+  let failed = 0;
+  let expected = 0;
+  const end = Date.now() + ms;
+  await Promise.all(
+    agents.map(async (a, i) => {
+      for (let k = 0; Date.now() < end; k++) {
+        const n = (k + i) % 3 === 0 ? -1 : 2;
+        try {
+          await a.client.apply('hot', 'o', 'pn', 'pncounter', { op: 'add', n });
+          expected += n;
+          ops++;
+        } catch (err) {
+          // A deadline under CPU starvation: the op may or may not have been applied, so the
+          // exact total is no longer known; counted and reported.
+          failed++;
+          process.stderr.write(`hot counter op on ${a.nodeId} failed: ${(err as Error).message}\n`);
+        }
+        await sleep(HOT_OP_INTERVAL_MS);
+      }
+    }),
+  );
+  let converged = true;
+  try {
+    await waitFor('the hot counter to converge', async () => {
+      const vs = await Promise.all(agents.map((a) => a.client.read('hot', 'o', 'pn', 'pncounter')));
+      const first = JSON.stringify(vs[0]!.value);
+      return vs.every((v) => (failed === 0 ? v.value === expected : JSON.stringify(v.value) === first));
+    }, 30_000, 200);
+  } catch {
+    converged = false;
+  }
+  const after = await Promise.all(agents.map((a) => statusOrUndefined(a)));
+  const unanswered = after.filter((x, i) => !x || !before[i]).length;
+  const maxRssMb = Math.max(...agents.map((a) => peakRssMb(a.proc.pid!)));
+  await stopAll(agents);
+  return {
+    failed,
+    unanswered,
+    updateBytes: sum(after, (p) => p.update_bytes_sent) - sum(before, (p) => p.update_bytes_sent),
+    deltaBytes: sum(after, (p) => p.delta_bytes_sent) - sum(before, (p) => p.delta_bytes_sent),
+    updateMessages: sum(after, (p) => p.update_messages_sent) - sum(before, (p) => p.update_messages_sent),
+    totalBytes: sum(after, (p) => p.bytes_sent) - sum(before, (p) => p.bytes_sent),
+    ops,
+    maxRssMb,
+    converged,
+  };
+}
+
+async function benchBytes(): Promise<void> {
+  const delta = await hotCounterRun(false);
+  const full = await hotCounterRun(true);
+  // Per operation: the two runs do not manage the same number of ops on a shared host.
+  const ratio = delta.deltaBytes / delta.ops / (full.deltaBytes / full.ops);
+  printTable(
+    'Hot PN-counter, 30 agents each incrementing (debounce 200 ms): replication bytes, deltas vs full state (target <= 25%)',
+    ['mode', 'ops', 'replication B', 'B/op', 'all Updates B', 'all peer B', 'converged', 'max agent RSS MB'],
+    [
+      ['deltas', delta.ops, delta.deltaBytes, delta.deltaBytes / delta.ops, delta.updateBytes, delta.totalBytes, String(delta.converged), delta.maxRssMb],
+      ['full state', full.ops, full.deltaBytes, full.deltaBytes / full.ops, full.updateBytes, full.totalBytes, String(full.converged), full.maxRssMb],
+    ],
+  );
+  process.stdout.write(`  replication bytes per op, deltas/full state: ${(ratio * 100).toFixed(1)}%   max agent RSS at 30 agents: ${Math.max(delta.maxRssMb, full.maxRssMb).toFixed(1)} MB (MISO: 251 MB; target <= 80 MB)\n`);
+  results['bytes'] = { delta, full, deltaOverFull: ratio, target: 0.25 };
+  results['rss'] = { maxAgentRssMbAt30: Math.max(delta.maxRssMb, full.maxRssMb), misoMb: 251, targetMb: 80 };
+}
+
+// --------------------------------------------------------------------------------------- table1
+async function benchTable1(): Promise<void> {
+  const intervals = [0, 5, 10, 50, 200, 1000];
+  const rows: (string | number)[][] = [];
+  const out: Record<string, unknown> = {};
+  for (const d of intervals) {
+    const agents = await cluster(3, { MISO_DEBOUNCE_MS: String(d), MISO_ANTI_ENTROPY_MS: '0', MISO_HEARTBEAT_MS: '0' }, `t${d}-`);
+    for (const a of agents) await a.client.register('t1', 'bench');
+    await waitFor('t1 everywhere', async () => (await agents[0]!.client.status()).functions.find((f) => f.function === 't1')?.nodes.length === 3, 20_000, 50);
+    const clients = Array.from({ length: 10 }, () => new MisoClient(agents[0]!.sdk, 30_000));
+    const before = await agents[0]!.client.status();
+    const r = await load(10, QUICK ? 2000 : 4000, (w) => clients[w]!.apply('t1', 'o', 'c', 'gcounter', { op: 'add', n: 1 }));
+    await sleep(d + 100);
+    const after = await agents[0]!.client.status();
+    const bytes = after.peers.reduce((x, p) => x + p.update_bytes_sent, 0) - before.peers.reduce((x, p) => x + p.update_bytes_sent, 0);
+    const msgs = after.peers.reduce((x, p) => x + p.update_messages_sent, 0) - before.peers.reduce((x, p) => x + p.update_messages_sent, 0);
+    for (const c of clients) c.close();
+    await stopAll(agents);
+    rows.push([d, Math.round(r.opsPerS), r.meanMs, r.p99Ms, bytes, msgs, bytes / r.ops]);
+    out[String(d)] = { ...r, updateBytes: bytes, updateMessages: msgs, bytesPerOp: bytes / r.ops };
+  }
+  printTable(
+    'MISO Table I: debounce interval vs throughput, latency and replication traffic (3 agents, 10 clients on one, gcounter add)',
+    ['interval ms', 'ops/s', 'mean ms', 'p99 ms', 'update bytes', 'update msgs', 'bytes/op'],
+    rows,
+  );
+  results['table1'] = out;
+}
+
+// ------------------------------------------------------------------------------------ allreduce
+/** Minimal RESP client: one command at a time per connection. */
+class Resp {
+  private buf = '';
+  private waiters: ((line: string) => void)[] = [];
+  private constructor(private readonly s: Socket) {
+    s.setEncoding('utf8');
+    s.on('data', (d: string) => {
+      this.buf += d;
+      let i: number;
+      while ((i = this.buf.indexOf('\r\n')) >= 0) {
+        const line = this.buf.slice(0, i);
+        this.buf = this.buf.slice(i + 2);
+        if (line.startsWith('$') && line !== '$-1') continue; // bulk header: the value follows
+        this.waiters.shift()?.(line);
+      }
+    });
+  }
+  static async open(port: number): Promise<Resp> {
+    const s = connect(port, '127.0.0.1');
+    await once(s, 'connect');
+    s.setNoDelay(true);
+    return new Resp(s);
+  }
+  cmd(...parts: string[]): Promise<string> {
+    return new Promise((ok) => {
+      this.waiters.push(ok);
+      this.s.write(`*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`);
+    });
+  }
+  close(): void {
+    this.s.destroy();
+  }
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer().listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+async function startRedis(): Promise<{ port: number; proc: ChildProcess }> {
+  const port = await freePort();
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
+    stdio: 'ignore',
+  });
+  await waitFor('redis-server to accept connections', async () => {
+    try {
+      const r = await Resp.open(port);
+      const pong = await r.cmd('PING');
+      r.close();
+      return pong === '+PONG';
+    } catch {
+      return false;
+    }
+  }, 10_000, 50);
+  return { port, proc };
+}
+
+async function benchAllReduce(): Promise<void> {
+  const len = QUICK ? 200_000 : 1_000_000;
+  const chunk = 10_000;
+  const concurrency = 10;
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed);
+  const data = Int32Array.from({ length: len }, () => (rand() % 2001) - 1000);
+  const expected = data.reduce((a, b) => a + b, 0);
+  const chunks = Math.ceil(len / chunk);
+  const sumChunk = (i: number) => {
+    let s = 0;
+    for (let k = i * chunk; k < Math.min(len, (i + 1) * chunk); k++) s += data[k]!;
+    return s;
+  };
+  const rounds = QUICK ? 3 : 10;
+  const [agent] = await cluster(1, {}, 'ar');
+  const clients = Array.from({ length: concurrency }, () => new MisoClient(agent!.sdk, 30_000));
+  const redis = await startRedis();
+  const conns = await Promise.all(Array.from({ length: concurrency }, () => Resp.open(redis.port)));
+  const misoTimes: number[] = [];
+  const redisTimes: number[] = [];
+  let ok = true;
+  // Round 0 warms up both (connections, streams, JIT) and is not counted.
+  for (let r = 0; r <= rounds; r++) {
+    // MISO: N invocations each sum a chunk and add it through the SDK; then one read.
+    let next = 0;
+    let t = performance.now();
+    await Promise.all(
+      clients.map(async (c) => {
+        for (let i = next++; i < chunks; i = next++) await c.apply('allreduce', `round${r}`, 'sum', 'pncounter', { op: 'add', n: sumChunk(i) });
+      }),
+    );
+    const mv = (await clients[0]!.read('allreduce', `round${r}`, 'sum', 'pncounter')).value;
+    if (r > 0) misoTimes.push(performance.now() - t);
+    // Redis: the same with INCRBY, then one GET.
+    next = 0;
+    t = performance.now();
+    await Promise.all(
+      conns.map(async (c) => {
+        for (let i = next++; i < chunks; i = next++) await c.cmd('INCRBY', `round${r}`, String(sumChunk(i)));
+      }),
+    );
+    const rv = Number(await conns[0]!.cmd('GET', `round${r}`));
+    if (r > 0) redisTimes.push(performance.now() - t);
+    if (mv !== expected || rv !== expected) ok = false;
+  }
+  for (const c of clients) c.close();
+  for (const c of conns) c.close();
+  redis.proc.kill('SIGTERM');
+  await once(redis.proc, 'exit');
+  await stopAll([agent!]);
+  const m = mean(misoTimes);
+  const rd = mean(redisTimes);
+  printTable(
+    `AllReduce: ${len} ints in ${chunks} chunks, ${concurrency} concurrent invocations, ${rounds} rounds (MISO claims 26.7% faster than Redis)`,
+    ['system', 'mean total ms', 'min ms', 'max ms', 'correct'],
+    [
+      ['MISO agent (SDK)', m, Math.min(...misoTimes), Math.max(...misoTimes), String(ok)],
+      ['Redis INCRBY', rd, Math.min(...redisTimes), Math.max(...redisTimes), String(ok)],
+    ],
+  );
+  process.stdout.write(`  MISO/Redis total time: ${((m / rd) * 100).toFixed(1)}% (${m < rd ? `${((1 - m / rd) * 100).toFixed(1)}% faster` : `${((m / rd - 1) * 100).toFixed(1)}% slower`})\n`);
+  results['allreduce'] = { len, chunks, concurrency, rounds, misoMeanMs: m, redisMeanMs: rd, misoOverRedis: m / rd, correct: ok };
+}
+
+async function main(): Promise<void> {
+  const sections: [string, () => Promise<void>][] = [
+    ['ops', benchOps],
+    ['repl', benchRepl],
+    ['bytes', benchBytes],
+    ['table1', benchTable1],
+    ['allreduce', benchAllReduce],
+  ];
+  for (const [name, fn] of sections) {
+    if (!ONLY.has(name)) continue;
+    const t = Date.now();
+    results[`${name}LoadAvg`] = loadavg();
+    await fn();
+    process.stdout.write(`  (${name}: ${((Date.now() - t) / 1000).toFixed(0)} s)\n`);
+  }
+  mkdirSync(dirname(OUT), { recursive: true });
+  results['finishedAt'] = new Date().toISOString();
+  writeFileSync(OUT, `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`\nwrote ${OUT}\n`);
+  process.exit(0);
+}
+
+void main();

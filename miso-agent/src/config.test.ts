@@ -1,0 +1,36 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadConfig, DEFAULT_DEBOUNCE_MS } from './config.js';
+import { MisoError } from './errors.js';
+
+const secret = { MISO_MESH_SECRET: 's'.repeat(32) };
+
+test('config - defaults are applied and the result is frozen', () => {
+  const c = loadConfig(secret);
+  assert.equal(c.debounceMs, DEFAULT_DEBOUNCE_MS);
+  assert.deepEqual(c.peers, []);
+  assert.equal(c.mdns, false);
+  assert.equal(c.mongodbUri, undefined);
+  assert.ok(Object.isFrozen(c));
+});
+
+test('config - peers, mdns and intervals are parsed (0 allowed)', () => {
+  const c = loadConfig({ ...secret, MISO_PEERS: '10.0.0.1:7650, 10.0.0.2:7650', MISO_MDNS: 'on', MISO_DEBOUNCE_MS: '0', MISO_PERSIST_DELAY_MS: '0' });
+  assert.deepEqual(c.peers, ['10.0.0.1:7650', '10.0.0.2:7650']);
+  assert.equal(c.mdns, true);
+  assert.equal(c.debounceMs, 0);
+  assert.equal(c.persistDelayMs, 0);
+});
+
+test('config - bad values are EDGE_MISO_CONFIG naming every variable', () => {
+  assert.throws(
+    () => loadConfig({ MISO_MESH_SECRET: 'short', MISO_PEERS: 'nohost', MISO_DEBOUNCE_MS: '-1' }),
+    (e: unknown) =>
+      e instanceof MisoError &&
+      e.code === 'EDGE_MISO_CONFIG' &&
+      /MISO_MESH_SECRET/.test(e.message) &&
+      /MISO_PEERS/.test(e.message) &&
+      /MISO_DEBOUNCE_MS/.test(e.message),
+  );
+  assert.throws(() => loadConfig({ ...secret, MISO_HEARTBEAT_MS: '5000', MISO_PEER_TIMEOUT_MS: '1000' }), /MISO_PEER_TIMEOUT_MS/);
+});

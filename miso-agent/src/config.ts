@@ -1,0 +1,132 @@
+/**
+ * The agent's configuration: read from the environment once, validated, frozen.
+ * Every variable is documented in miso-agent/README.md.
+ */
+import { z } from 'zod';
+import { MisoError } from './errors.js';
+
+/** Default debounce of replication per (object, CRDT). MISO's evaluation default. */
+export const DEFAULT_DEBOUNCE_MS = 200;
+/** Default write-behind delay of persistence. */
+export const DEFAULT_PERSIST_DELAY_MS = 100;
+/** Heartbeats on every peer stream. */
+export const DEFAULT_HEARTBEAT_MS = 1_000;
+/** A peer silent for this long is dropped (MISO: 24 h). */
+export const DEFAULT_PEER_TIMEOUT_MS = 3_000;
+/** Anti-entropy digest exchange period. */
+export const DEFAULT_ANTI_ENTROPY_MS = 5_000;
+/** Deadline of a restore fetch (Algorithm 2) to each peer. */
+export const DEFAULT_FETCH_TIMEOUT_MS = 1_000;
+/** How many peers a restore asks at most. */
+export const DEFAULT_RESTORE_FANOUT = 3;
+/** Reconnect backoff bounds (full jitter). */
+export const DEFAULT_BACKOFF_MIN_MS = 100;
+export const DEFAULT_BACKOFF_MAX_MS = 5_000;
+/** Largest gRPC message accepted (SDK and peers). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+const intMs = (def: number) => z.coerce.number().int().min(0).max(86_400_000).default(def);
+const onOff = (def: boolean) =>
+  z
+    .enum(['on', 'off', 'true', 'false', '1', '0'])
+    .default(def ? 'on' : 'off')
+    .transform((v) => v === 'on' || v === 'true' || v === '1');
+
+const hostPort = /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/;
+
+const schema = z
+  .object({
+    MISO_NODE_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - (1-64)').optional(),
+    MISO_GRPC_ADDR: z.string().regex(hostPort, 'host:port').default('0.0.0.0:7650'),
+    MISO_ADVERTISE_ADDR: z.string().regex(hostPort, 'host:port').optional(),
+    MISO_SDK_SOCKET: z.string().min(1).default('/run/miso/agent.sock'),
+    MISO_PEERS: z
+      .string()
+      .default('')
+      .transform((s) => s.split(/[,\s]+/).filter(Boolean))
+      .pipe(z.array(z.string().regex(hostPort, 'each peer must be host:port'))),
+    MISO_MDNS: onOff(false),
+    MISO_MDNS_INTERFACE: z.string().optional(),
+    MISO_MESH_SECRET: z.string().min(16, 'at least 16 characters'),
+    MISO_DEBOUNCE_MS: intMs(DEFAULT_DEBOUNCE_MS),
+    MISO_PERSIST_DELAY_MS: intMs(DEFAULT_PERSIST_DELAY_MS),
+    MISO_HEARTBEAT_MS: intMs(DEFAULT_HEARTBEAT_MS),
+    MISO_PEER_TIMEOUT_MS: intMs(DEFAULT_PEER_TIMEOUT_MS),
+    MISO_ANTI_ENTROPY_MS: intMs(DEFAULT_ANTI_ENTROPY_MS),
+    MISO_FETCH_TIMEOUT_MS: intMs(DEFAULT_FETCH_TIMEOUT_MS),
+    MISO_RESTORE_FANOUT: z.coerce.number().int().min(1).max(1000).default(DEFAULT_RESTORE_FANOUT),
+    MISO_MAX_MESSAGE_BYTES: z.coerce.number().int().min(65_536).default(DEFAULT_MAX_MESSAGE_BYTES),
+    MISO_SEND_FULL_STATE: onOff(false),
+    MONGODB_URI: z.string().optional(),
+    MISO_MONGO_DB: z.string().regex(/^[A-Za-z0-9_-]{1,60}$/).default('miso'),
+    MISO_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+    MISO_METRICS_ADDR: z.string().default('127.0.0.1'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .refine((c) => c.MISO_HEARTBEAT_MS === 0 || c.MISO_PEER_TIMEOUT_MS > c.MISO_HEARTBEAT_MS, {
+    message: 'MISO_PEER_TIMEOUT_MS must be larger than MISO_HEARTBEAT_MS',
+    path: ['MISO_PEER_TIMEOUT_MS'],
+  });
+
+export interface AgentConfig {
+  /** Stable node id; when unset, generated once and kept in MongoDB (miso.meta). */
+  readonly nodeId: string | undefined;
+  readonly grpcAddr: string;
+  readonly advertiseAddr: string | undefined;
+  readonly sdkSocket: string;
+  readonly peers: readonly string[];
+  readonly mdns: boolean;
+  readonly mdnsInterface: string | undefined;
+  readonly meshSecret: string;
+  readonly debounceMs: number;
+  readonly persistDelayMs: number;
+  readonly heartbeatMs: number;
+  readonly peerTimeoutMs: number;
+  readonly antiEntropyMs: number;
+  readonly fetchTimeoutMs: number;
+  readonly restoreFanout: number;
+  readonly maxMessageBytes: number;
+  /** Replicate the whole CRDT instead of deltas (what MISO does; for comparison only). */
+  readonly sendFullState: boolean;
+  /** Unset: state in memory only (benchmarks); production always sets it. */
+  readonly mongodbUri: string | undefined;
+  readonly mongoDb: string;
+  /** Unset = no metrics endpoint; 0 = an ephemeral port (tests). */
+  readonly metricsPort: number | undefined;
+  readonly metricsAddr: string;
+  readonly logLevel: string;
+}
+
+/** Reads and validates the environment; throws EDGE_MISO_CONFIG naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
+  const r = schema.safeParse(env);
+  if (!r.success) {
+    const problems = r.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`).join('; ');
+    throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: ${problems}`);
+  }
+  const c = r.data;
+  return Object.freeze({
+    nodeId: c.MISO_NODE_ID,
+    grpcAddr: c.MISO_GRPC_ADDR,
+    advertiseAddr: c.MISO_ADVERTISE_ADDR,
+    sdkSocket: c.MISO_SDK_SOCKET,
+    peers: Object.freeze([...c.MISO_PEERS]),
+    mdns: c.MISO_MDNS,
+    mdnsInterface: c.MISO_MDNS_INTERFACE,
+    meshSecret: c.MISO_MESH_SECRET,
+    debounceMs: c.MISO_DEBOUNCE_MS,
+    persistDelayMs: c.MISO_PERSIST_DELAY_MS,
+    heartbeatMs: c.MISO_HEARTBEAT_MS,
+    peerTimeoutMs: c.MISO_PEER_TIMEOUT_MS,
+    antiEntropyMs: c.MISO_ANTI_ENTROPY_MS,
+    fetchTimeoutMs: c.MISO_FETCH_TIMEOUT_MS,
+    restoreFanout: c.MISO_RESTORE_FANOUT,
+    maxMessageBytes: c.MISO_MAX_MESSAGE_BYTES,
+    sendFullState: c.MISO_SEND_FULL_STATE,
+    mongodbUri: c.MONGODB_URI || undefined,
+    mongoDb: c.MISO_MONGO_DB,
+    metricsPort: c.MISO_METRICS_PORT,
+    metricsAddr: c.MISO_METRICS_ADDR,
+    logLevel: c.LOG_LEVEL,
+  });
+}

@@ -1,0 +1,28 @@
+/**
+ * The agent's errors: one base class, stable codes EDGE_MISO_<THING>. The README's error table
+ * says how to solve each one. Errors thrown by the CRDT module (CrdtError) carry codes from
+ * the same EDGE_MISO_ space and are mapped the same way at the gRPC boundary.
+ */
+export type MisoErrorCode =
+  | 'EDGE_MISO_CONFIG'
+  | 'EDGE_MISO_BAD_REQUEST'
+  | 'EDGE_MISO_WRONG_TYPE'
+  | 'EDGE_MISO_NOT_FOUND'
+  | 'EDGE_MISO_AUTH'
+  | 'EDGE_MISO_STORE'
+  | 'EDGE_MISO_PEER'
+  | 'EDGE_MISO_UNAVAILABLE';
+
+export class MisoError extends Error {
+  readonly code: MisoErrorCode;
+  constructor(code: MisoErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'MisoError';
+    this.code = code;
+  }
+}
+
+/** Deliberately ignores an error; every call says why in a comment next to it. */
+export function squashError(_err: unknown): void {
+  /* intentionally empty: see the caller's comment */
+}

@@ -1,0 +1,243 @@
+/**
+ * Test and benchmark harness: spawns real agent processes (dist/src/main.js) on ephemeral
+ * loopback ports, waits for their READY line, and gives each an SDK client. Also a TCP relay and
+ * an HTTP CONNECT proxy that can cut and heal an agent's connections (a network partition on
+ * loopback, without touching the host's firewall).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { MisoClient } from '@syncmesh-edge/miso-sdk';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** dist/src/main.js of the agent (this file runs from dist/test/). */
+export const AGENT_MAIN = resolve(here, '..', 'src', 'main.js');
+/** V8 flags for agent processes (see README, "Running"): small young generation. */
+export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
+/** Start-up deadline of one agent (generous: the build machine is shared). */
+export const READY_TIMEOUT_MS = 60_000;
+/** Deadline of the harness's SDK calls; MISO_TEST_DEADLINE_MS raises it (benchmarks on a busy host). */
+export const CLIENT_DEADLINE_MS = Number(process.env['MISO_TEST_DEADLINE_MS'] ?? 5_000);
+export const TEST_SECRET = 'test-mesh-secret-0123456789abcdef';
+
+export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 15_000, everyMs = 25): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface AgentSpec {
+  nodeId: string;
+  mongoUri?: string | undefined;
+  /** Database name (agents sharing one test server use one database each). */
+  db?: string;
+  peers?: string[];
+  /** host:port to bind the peer server (default 127.0.0.1:0). */
+  grpcAddr?: string;
+  env?: Record<string, string>;
+}
+
+export interface AgentProc {
+  readonly spec: AgentSpec;
+  readonly nodeId: string;
+  /** The address peers use (the advertised one). */
+  readonly peerAddress: string;
+  /** The address the agent bound. */
+  readonly boundAddress: string;
+  readonly sdk: string;
+  /** Metrics port (0 when disabled). */
+  readonly metricsPort: number;
+  readonly client: MisoClient;
+  readonly proc: ChildProcess;
+  readonly stderr: string[];
+  /** SIGTERM and wait (or SIGKILL with hard = true). */
+  stop(hard?: boolean): Promise<void>;
+}
+
+/** MISO_TEST_LOG_DIR: also keep every agent's log in <dir>/<node id>.log (debugging). */
+const logDir = process.env['MISO_TEST_LOG_DIR'];
+const sockDir = mkdtempSync(join(tmpdir(), 'miso-test-'));
+process.once('exit', () => rmSync(sockDir, { recursive: true, force: true }));
+
+export async function spawnAgent(spec: AgentSpec): Promise<AgentProc> {
+  const sock = join(sockDir, `${spec.nodeId}-${Math.random().toString(36).slice(2, 8)}.sock`);
+  const env: Record<string, string> = {
+    PATH: process.env['PATH'] ?? '',
+    MISO_NODE_ID: spec.nodeId,
+    MISO_GRPC_ADDR: spec.grpcAddr ?? '127.0.0.1:0',
+    MISO_SDK_SOCKET: sock,
+    MISO_MESH_SECRET: TEST_SECRET,
+    MISO_PEERS: (spec.peers ?? []).join(','),
+    MISO_MONGO_DB: spec.db ?? `miso_${spec.nodeId.replace(/[^A-Za-z0-9_]/g, '_')}`,
+    LOG_LEVEL: process.env['MISO_TEST_LOG_LEVEL'] ?? 'warn',
+    MISO_EXIT_ON_STDIN_EOF: '1',
+    // glibc: fewer malloc arenas for a mostly single-threaded process (see README, "Running").
+    MALLOC_ARENA_MAX: '2',
+    ...(spec.mongoUri ? { MONGODB_URI: spec.mongoUri } : {}),
+    ...spec.env,
+  };
+  const proc = spawn(process.execPath, [...AGENT_NODE_FLAGS, AGENT_MAIN], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  proc.stderr!.setEncoding('utf8').on('data', (c: string) => {
+    stderr.push(c);
+    if (stderr.length > 200) stderr.shift();
+    if (process.env['MISO_TEST_LOG_LEVEL']) process.stderr.write(`[${spec.nodeId}] ${c}`);
+    if (logDir) appendFileSync(join(logDir, `${spec.nodeId}.log`), c);
+  });
+  const line = await new Promise<string>((ok, fail) => {
+    const t = setTimeout(() => fail(new Error(`agent ${spec.nodeId} not ready in ${READY_TIMEOUT_MS} ms: ${stderr.join('')}`)), READY_TIMEOUT_MS);
+    createInterface({ input: proc.stdout! }).on('line', (l) => {
+      if (l.startsWith('READY ')) {
+        clearTimeout(t);
+        ok(l);
+      }
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(t);
+      fail(new Error(`agent ${spec.nodeId} exited with ${code}: ${stderr.join('')}`));
+    });
+  });
+  const field = (k: string) => new RegExp(`${k}=(\\S+)`).exec(line)![1]!;
+  const client = new MisoClient(field('sdk'), CLIENT_DEADLINE_MS);
+  let stopped: Promise<void> | undefined;
+  return {
+    spec,
+    nodeId: spec.nodeId,
+    peerAddress: field('peer'),
+    boundAddress: field('bound'),
+    sdk: field('sdk'),
+    metricsPort: Number(field('metrics')),
+    client,
+    proc,
+    stderr,
+    stop(hard = false) {
+      stopped ??= (async () => {
+        client.close();
+        if (proc.exitCode !== null || proc.signalCode !== null) return;
+        const exited = once(proc, 'exit');
+        proc.kill(hard ? 'SIGKILL' : 'SIGTERM');
+        const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(t);
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** A point where connections can be cut: tracks its sockets, refuses new ones while cut. */
+abstract class Cuttable {
+  protected readonly sockets = new Set<Socket>();
+  isCut = false;
+  /** Open sockets through this point (both legs). */
+  get active(): number {
+    return this.sockets.size;
+  }
+  protected track(s: Socket): void {
+    this.sockets.add(s);
+    s.once('close', () => this.sockets.delete(s));
+    s.on('error', () => s.destroy());
+  }
+  cut(): void {
+    this.isCut = true;
+    for (const s of this.sockets) s.destroy();
+  }
+  heal(): void {
+    this.isCut = false;
+  }
+  /** Opens the upstream leg to host:port, tied to the client leg (one closing closes both). */
+  protected upstream(client: Socket, hostPort: string, onConnect: (up: Socket) => void): void {
+    const i = hostPort.lastIndexOf(':');
+    const up = connect(Number(hostPort.slice(i + 1)), hostPort.slice(0, i));
+    this.track(up);
+    up.once('connect', () => onConnect(up));
+    client.once('close', () => up.destroy());
+    up.once('close', () => client.destroy());
+  }
+  protected server: Server | HttpServer | undefined;
+  port = 0;
+  protected async listen(server: Server | HttpServer): Promise<void> {
+    this.server = server;
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    this.port = (server.address() as { port: number }).port;
+  }
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+}
+
+/** A TCP relay 127.0.0.1:<port> -> target: the address others use to reach one agent. */
+export class Relay extends Cuttable {
+  target = '';
+  async start(target?: string): Promise<this> {
+    if (target) this.target = target;
+    await this.listen(
+      createServer((c) => {
+        this.track(c);
+        if (this.isCut || !this.target) return c.destroy();
+        this.upstream(c, this.target, (up) => c.pipe(up).pipe(c));
+      }),
+    );
+    return this;
+  }
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+}
+
+/** An HTTP CONNECT proxy an agent's outgoing gRPC connections use (env grpc_proxy). */
+export class ConnectProxy extends Cuttable {
+  async start(): Promise<this> {
+    const server = createHttpServer((_req, res) => res.writeHead(405).end());
+    server.on('connect', (req, c: Socket) => {
+      this.track(c);
+      if (this.isCut) {
+        c.end('HTTP/1.1 503 Service Unavailable\r\n\r\n');
+        return;
+      }
+      this.upstream(c, req.url ?? '', (up) => {
+        c.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        c.pipe(up).pipe(c);
+      });
+    });
+    await this.listen(server);
+    return this;
+  }
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+}
+
+/** Reads the same CRDT on every agent; resolves when all values are deep-equal (JSON). */
+export async function waitConverged(
+  agents: AgentProc[],
+  fn: string,
+  object: string,
+  name: string,
+  type: string,
+  expected?: unknown,
+  timeoutMs = 15_000,
+): Promise<unknown> {
+  let last: unknown[] = [];
+  try {
+    await waitFor(`${name} to converge on ${agents.length} agents`, async () => {
+      last = await Promise.all(agents.map(async (a) => (await a.client.read(fn, object, name, type)).value));
+      const s = last.map((v) => JSON.stringify(v));
+      return s.every((x) => x === s[0]) && (expected === undefined || s[0] === JSON.stringify(expected));
+    }, timeoutMs, 50);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; last values: ${JSON.stringify(last)}`, { cause: err });
+  }
+  return last[0];
+}

@@ -1,0 +1,151 @@
+/**
+ * `make bench-mesh`: aggregate and collect round trips through node-1 for 3, 6, 12 and 30 nodes
+ * under the regional profile, with sequential forwarding (as the original Syncmesh aggregated)
+ * and with parallel fan-out, on the same mesh and data (the functions are restarted between the
+ * two modes). Also the entry node answering alone (no forwarding): its database and function
+ * time, the floor under every mesh-wide round trip. Prints a table and writes JSON.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT, type MeshConfig } from './config.js';
+import { postFunction } from './client.js';
+import { MeshError } from './errors.js';
+import { down, restartFunctions, status, up, type Progress } from './mesh.js';
+import { pool } from './sys.js';
+import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from './queries.js';
+
+const DEFAULT_SIZES = [3, 6, 12, 30];
+const DEFAULT_REPEAT = 7;
+const WARMUP = 2;
+const WARMUP_PER_NODE = 2;
+
+export interface Stats {
+  median_ms: number;
+  p90_ms: number;
+  min_ms: number;
+  samples: number;
+}
+
+export interface BenchRow {
+  nodes: number;
+  mode: 'sequential' | 'parallel' | 'local';
+  query: 'aggregate' | 'collect';
+  stats: Stats;
+  answered: number;
+  asked: number;
+}
+
+function stats(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+  const r1 = (x: number) => Math.round(x * 10) / 10;
+  return { median_ms: r1(at(0.5)), p90_ms: r1(at(0.9)), min_ms: r1(s[0]!), samples: s.length };
+}
+
+async function measure(url: string, body: Record<string, unknown>, repeat: number, expectNodes: number): Promise<{ stats: Stats; answered: number; asked: number }> {
+  let answered = 0;
+  let asked = 0;
+  const samples: number[] = [];
+  for (let i = 0; i < WARMUP + repeat; i++) {
+    const r = await postFunction(url, body, { timeoutMs: 120_000 });
+    if (r.status !== 200 || r.answer.errors?.length) {
+      throw new MeshError('EDGE_MESH_REQUEST', `benchmark query failed (${r.status}): ${JSON.stringify(r.answer.errors ?? r.answer).slice(0, 300)}`);
+    }
+    asked = Number(r.answer.extensions?.['asked'] ?? 1);
+    const got = Number(r.answer.extensions?.['answered'] ?? 1);
+    if (got !== expectNodes) {
+      const failed = r.answer.extensions?.nodes?.filter((n) => n.status !== 'ok') ?? [];
+      process.stderr.write(`  only ${got} of ${expectNodes} nodes answered, e.g. ${JSON.stringify(failed[0] ?? {})}\n`);
+    }
+    if (i >= WARMUP) {
+      samples.push(r.rttMs);
+      answered = i === WARMUP ? got : Math.min(answered, got);
+    }
+  }
+  return { stats: stats(samples), answered, asked };
+}
+
+export async function runBench(base: MeshConfig, progress: Progress, argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      nodes: { type: 'string', default: DEFAULT_SIZES.join(',') },
+      repeat: { type: 'string', default: String(DEFAULT_REPEAT) },
+      latency: { type: 'string', default: 'regional' },
+      out: { type: 'string', default: join(REPO_ROOT, 'bench-results', 'mesh.json') },
+    },
+  });
+  const sizes = values.nodes!.split(',').map(Number);
+  const repeat = Number(values.repeat);
+  const rows: BenchRow[] = [];
+  const memory: { nodes: number; per_node_rss_mb: number[]; total_rss_mb: number }[] = [];
+  const startups: { nodes: number; seconds: number }[] = [];
+  // node timeouts high enough that sequential forwarding over 30 nodes is not cut short; the
+  // function signs a fan-out once, so the last node of a long sequential run sees an old
+  // timestamp: widen the replay window accordingly
+  const timeouts = { nodeTimeoutMs: 30_000, deadlineMs: 300_000, replayWindowMs: 300_000 };
+  const save = () => {
+    mkdirSync(join(values.out!, '..'), { recursive: true });
+    writeFileSync(values.out!, JSON.stringify({ date: new Date().toISOString(), latency: values.latency, repeat, rows, startups, memory }, null, 2));
+  };
+  for (const n of sizes) {
+    const cfg: MeshConfig = { ...base, ...timeouts, nodes: n, latency: values.latency!, forwardMode: 'parallel' };
+    const t0 = performance.now();
+    const mesh = await up(cfg, { progress });
+    startups.push({ nodes: n, seconds: Math.round((performance.now() - t0) / 100) / 10 });
+    try {
+      const s = await status(cfg.stateRoot, cfg.name);
+      memory.push({ nodes: n, per_node_rss_mb: s.nodes.map((x) => Math.round(x.rssBytes / 1048576)), total_rss_mb: Math.round(s.totalRssBytes / 1048576) });
+      const url = mesh.topology.nodes[0]!.function_url;
+      // a fresh JVM is slow until its JIT has compiled the scan: warm every node alone first
+      progress(`${n} nodes: warming up every node's database`);
+      await pool(mesh.topology.nodes, 2, async (node) => {
+        for (let i = 0; i < WARMUP_PER_NODE; i++) {
+          await postFunction(node.function_url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), { timeoutMs: 120_000 });
+          await postFunction(node.function_url, collectRequest(undefined, undefined, { useMetaData: false, limit: 1000 }), { timeoutMs: 120_000 });
+        }
+      });
+      const agg = aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM });
+      const col = collectRequest(undefined, undefined, { radius: DEFAULT_RADIUS_KM, limit: 1000 });
+      progress(`${n} nodes: entry node alone`);
+      rows.push({ nodes: n, mode: 'local', query: 'aggregate', ...(await measure(url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), repeat, 1)) });
+      rows.push({ nodes: n, mode: 'local', query: 'collect', ...(await measure(url, collectRequest(undefined, undefined, { useMetaData: false, limit: 1000 }), repeat, 1)) });
+      for (const mode of ['parallel', 'sequential'] as const) {
+        if (mode === 'sequential') await restartFunctions({ ...cfg, forwardMode: mode }, mode, progress);
+        progress(`${n} nodes: ${mode} aggregate and collect x${repeat}`);
+        rows.push({ nodes: n, mode, query: 'aggregate', ...(await measure(url, agg, repeat, n)) });
+        rows.push({ nodes: n, mode, query: 'collect', ...(await measure(url, col, repeat, n)) });
+      }
+    } finally {
+      await down(cfg.stateRoot, cfg.name, progress);
+      save();
+    }
+  }
+
+  const get = (n: number, mode: string, q: string) => rows.find((r) => r.nodes === n && r.mode === mode && r.query === q)?.stats.median_ms ?? NaN;
+  const partial = rows.filter((r) => r.answered !== (r.mode === 'local' ? 1 : r.nodes));
+  const lines = [
+    `Round trip through node-1, median of ${repeat} (ms), latency profile ${values.latency}`,
+    `${'nodes'.padStart(5)}  ${'query'.padEnd(9)}  ${'local'.padStart(8)}  ${'sequential'.padStart(10)}  ${'parallel'.padStart(8)}  ${'speed-up'.padStart(8)}  ${'local/parallel'.padStart(14)}`,
+  ];
+  for (const n of sizes) {
+    for (const q of ['aggregate', 'collect']) {
+      const loc = get(n, 'local', q);
+      const seq = get(n, 'sequential', q);
+      const par = get(n, 'parallel', q);
+      lines.push(`${String(n).padStart(5)}  ${q.padEnd(9)}  ${loc.toFixed(1).padStart(8)}  ${seq.toFixed(1).padStart(10)}  ${par.toFixed(1).padStart(8)}  ${(seq / par).toFixed(1).padStart(7)}x  ${((100 * loc) / par).toFixed(0).padStart(13)}%`);
+    }
+  }
+  const first = sizes[0]!;
+  const last = sizes[sizes.length - 1]!;
+  for (const q of ['aggregate', 'collect']) {
+    lines.push(`${q}: parallel grows ${(get(last, 'parallel', q) / get(first, 'parallel', q)).toFixed(1)}x from ${first} to ${last} nodes, sequential ${(get(last, 'sequential', q) / get(first, 'sequential', q)).toFixed(1)}x`);
+  }
+  for (const r of partial) lines.push(`note: ${r.nodes} nodes ${r.mode} ${r.query}: only ${r.answered} of ${r.nodes} nodes answered in some runs`);
+  for (const s of startups) lines.push(`start of ${s.nodes} nodes: ${s.seconds} s; RSS ${memory.find((m) => m.nodes === s.nodes)?.total_rss_mb} MB total, max ${Math.max(...(memory.find((m) => m.nodes === s.nodes)?.per_node_rss_mb ?? [0]))} MB per node`);
+  process.stdout.write(`\n${lines.join('\n')}\n`);
+  save();
+  progress(`results written to ${values.out}`);
+  return 0;
+}

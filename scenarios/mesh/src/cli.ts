@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+/**
+ * mesh <command>: the Makefile's mesh-* targets call this.
+ *
+ *   up                       start a mesh (MESH_NODES, MESH_LATENCY, MESH_DATA, ... from env)
+ *   down                     remove it (idempotent; also after a crash)
+ *   status [--json]          processes, readiness, memory per node and per process
+ *   cut <node> | restore <node>
+ *   capture -- <command...>  bytes per link and direction while the command runs (JSON)
+ *   demo                     3 nodes, a collect and an aggregate query, a table, teardown
+ *   bench                    sequential vs parallel fan-out for 3..30 nodes (regional profile)
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startCapture } from './capture.js';
+import { loadConfig } from './config.js';
+import { MeshError } from './errors.js';
+import { cut, down, requireState, restore, status, up } from './mesh.js';
+import { runBench } from './bench.js';
+import { runDemo } from './demo.js';
+
+const MB = 1024 * 1024;
+
+function progress(message: string): void {
+  process.stderr.write(`[mesh ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const cfg = loadConfig();
+  switch (command) {
+    case 'up': {
+      const ac = new AbortController();
+      const onSignal = () => {
+        progress('interrupted: stopping the start and removing what was created');
+        ac.abort();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        const mesh = await up(cfg, { progress, signal: ac.signal });
+        for (const n of mesh.topology.nodes) progress(`  ${n.id}  ${n.function_url}  ${n.mongodb_uri}${n.namespace ? `  netns ${n.namespace}` : ''}`);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      return 0;
+    }
+    case 'down': {
+      // finish the teardown even if Ctrl-C is pressed again
+      process.on('SIGINT', () => progress('teardown in progress; please wait'));
+      const r = await down(cfg.stateRoot, cfg.name, progress);
+      progress(`mesh '${cfg.name}' down (${r.stopped} processes stopped, ${r.netns} namespaces and ${r.links} interfaces removed)`);
+      return 0;
+    }
+    case 'status': {
+      const s = await status(cfg.stateRoot, cfg.name);
+      if (rest.includes('--json')) {
+        process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+        return 0;
+      }
+      const out: string[] = [];
+      out.push(`mesh ${s.mesh}: ${s.phase}, ${s.isolation}, latency ${s.latency}, ${s.nodes.length} nodes, total RSS ${(s.totalRssBytes / MB).toFixed(0)} MB`);
+      if (s.toxiproxy) out.push(`toxiproxy pid ${s.toxiproxy.pid} ${s.toxiproxy.alive ? 'running' : 'DEAD'} ${((s.toxiproxy.rssBytes ?? 0) / MB).toFixed(0)} MB`);
+      out.push(`${'node'.padEnd(8)} ${'address'.padEnd(15)} ${'ready'.padEnd(5)} ${'cut'.padEnd(4)} ${'RSS MB'.padStart(7)}  processes (role pid RSS MB)`);
+      for (const n of s.nodes) {
+        const procs = n.processes.map((p) => `${p.role} ${p.pid} ${p.alive ? ((p.rssBytes ?? 0) / MB).toFixed(0) : 'DEAD'}`).join(', ');
+        out.push(`${n.id.padEnd(8)} ${n.addr.padEnd(15)} ${(n.ready ? 'yes' : 'NO').padEnd(5)} ${(n.cut ? 'CUT' : '-').padEnd(4)} ${(n.rssBytes / MB).toFixed(0).padStart(7)}  ${procs}`);
+      }
+      process.stdout.write(`${out.join('\n')}\n`);
+      return 0;
+    }
+    case 'cut':
+    case 'restore': {
+      const ref = rest[0];
+      if (!ref) throw new MeshError('EDGE_MESH_UNKNOWN_NODE', `usage: mesh ${command} <node>, e.g. node-2 (make mesh-${command} NODE=2)`);
+      const node = command === 'cut' ? await cut(cfg.stateRoot, cfg.name, ref) : await restore(cfg.stateRoot, cfg.name, ref);
+      progress(`${node.id} ${command === 'cut' ? 'cut off (connections to and from it hang)' : 'restored'}`);
+      return 0;
+    }
+    case 'capture': {
+      // the Makefile passes CMD through the environment, so any quoting in it survives
+      const fromEnv = process.env['MESH_CAPTURE_CMD']?.trim();
+      const cmd = rest[0] === '--' ? rest.slice(1) : rest.length > 0 ? rest : fromEnv ? [fromEnv] : [];
+      if (cmd.length === 0) throw new MeshError('EDGE_MESH_COMMAND_FAILED', 'usage: mesh capture -- <command...> (make mesh-capture CMD="...")');
+      const state = requireState(cfg.stateRoot, cfg.name);
+      const capture = await startCapture(state.plan);
+      progress(`capturing on ${state.plan.isolation === 'netns' ? `${state.plan.nodes.length} node links` : 'loopback'} while: ${cmd.join(' ')}`);
+      const code = await new Promise<number>((resolveCode) => {
+        const child = spawn(cmd[0]!, cmd.slice(1), { stdio: 'inherit', shell: cmd.length === 1 });
+        child.once('exit', (c, sig) => resolveCode(c ?? (sig ? 128 : 1)));
+        child.once('error', () => resolveCode(127));
+      });
+      const result = { ...(await capture.stop()), command: cmd.join(' '), exit_code: code };
+      const file = join(state.plan.stateDir, `capture-${Date.now()}.json`);
+      writeFileSync(file, JSON.stringify(result, null, 2));
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      progress(`capture written to ${file}`);
+      return code;
+    }
+    case 'demo':
+      return runDemo(cfg, progress);
+    case 'bench':
+      return runBench(cfg, progress, rest);
+    default:
+      process.stderr.write('usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench\n');
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof MeshError) process.stderr.write(`mesh: ${err.code}: ${err.message}\n`);
+    else process.stderr.write(`mesh: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,98 @@
+/**
+ * HTTP client for a node's Syncmesh function: data queries (unsigned, as any client sends them)
+ * and registry ("meta") requests, signed with the mesh secret like node-to-node traffic.
+ */
+import { signRequest } from '@syncmesh-edge/syncmesh-fn/mesh-auth';
+import { MeshError } from './errors.js';
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+export interface NodeStatus {
+  node: string;
+  status: string;
+  ms?: number;
+  [k: string]: unknown;
+}
+
+export interface FunctionAnswer {
+  data?: Record<string, unknown> | null;
+  errors?: { message: string; extensions?: Record<string, unknown> }[];
+  extensions?: { nodes?: NodeStatus[]; partial?: boolean; [k: string]: unknown };
+}
+
+export interface TimedAnswer {
+  answer: FunctionAnswer;
+  /** Round-trip time in ms, measured by the client. */
+  rttMs: number;
+  status: number;
+  /** Response body size in bytes as received (before JSON parsing). */
+  bytes: number;
+}
+
+/** POSTs a JSON body to a function URL; signs it when a secret is given. */
+export async function postFunction(url: string, body: unknown, opts: { secret?: string; timeoutMs?: number } = {}): Promise<TimedAnswer> {
+  const text = JSON.stringify(body);
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (opts.secret) Object.assign(headers, signRequest(opts.secret, text));
+  const t0 = performance.now();
+  let res: Response;
+  let raw: string;
+  try {
+    res = await fetch(url, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS) });
+    raw = await res.text();
+  } catch (err) {
+    throw new MeshError('EDGE_MESH_REQUEST', `POST ${url} failed: ${(err as Error).message}`, { cause: err });
+  }
+  const rttMs = performance.now() - t0;
+  let answer: FunctionAnswer;
+  try {
+    answer = JSON.parse(raw) as FunctionAnswer;
+  } catch (err) {
+    throw new MeshError('EDGE_MESH_REQUEST', `POST ${url} answered ${res.status} with a body that is not JSON: ${raw.slice(0, 200)}`, { cause: err });
+  }
+  return { answer, rttMs, status: res.status, bytes: Buffer.byteLength(raw) };
+}
+
+/** A registry request; throws when the node reports GraphQL errors. */
+export async function meta(url: string, secret: string, query: string): Promise<Record<string, unknown>> {
+  const { answer, status } = await postFunction(url, { request_type: 'meta', query }, { secret });
+  if (answer.errors && answer.errors.length > 0) {
+    throw new MeshError('EDGE_MESH_REQUEST', `registry request to ${url} failed (${status}): ${answer.errors.map((e) => e.message).join('; ')}`);
+  }
+  return answer.data ?? {};
+}
+
+/** GraphQL string literal. */
+export function gqlString(s: string): string {
+  return JSON.stringify(s);
+}
+
+export interface RegistryNode {
+  id: string;
+  address: string;
+  lat: number;
+  lon: number;
+  distance: number | null;
+  own_node: boolean;
+}
+
+export async function ownNode(url: string, secret: string): Promise<RegistryNode | null> {
+  const data = await meta(url, secret, '{ ownNode { id address lat lon distance own_node } }');
+  return (data['ownNode'] as RegistryNode | null) ?? null;
+}
+
+export async function listNodes(url: string, secret: string): Promise<RegistryNode[]> {
+  const data = await meta(url, secret, '{ nodes { id address lat lon distance own_node } }');
+  return (data['nodes'] as RegistryNode[]) ?? [];
+}
+
+/** Adds a peer, or updates it when the registry already has it (a restarted mesh keeps its data). */
+export async function upsertPeer(url: string, secret: string, peer: { id: string; address: string; lat: number; lon: number }): Promise<void> {
+  const fields = `address:${gqlString(peer.address)}, lat:${peer.lat}, lon:${peer.lon}`;
+  try {
+    await meta(url, secret, `mutation { addNode(node:{id:${gqlString(peer.id)}, ${fields}, subscribed:false}) { id } }`);
+  } catch (err) {
+    if (!(err instanceof MeshError) || !/already registered|EXISTS/i.test(err.message)) throw err;
+    await meta(url, secret, `mutation { updateNode(id:${gqlString(peer.id)}, node:{${fields}}) { id } }`);
+  }
+}

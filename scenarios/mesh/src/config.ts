@@ -1,0 +1,134 @@
+/**
+ * All configuration of the emulated mesh, read once from the environment, validated and frozen.
+ * Every variable, its default and its meaning is listed in ../README.md.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { MeshError } from './errors.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** Package root, both from src/ and from dist/src/. */
+export const PACKAGE_ROOT = existsSync(join(here, '..', 'package.json')) ? resolve(here, '..') : resolve(here, '..', '..');
+/** Repository root (scenarios/mesh/..). */
+export const REPO_ROOT = resolve(PACKAGE_ROOT, '..', '..');
+
+export const MAX_NODES = 30;
+export const DEFAULT_MESH_NAME = 'sme0';
+export const DEFAULT_NODES = 3;
+/** Heap of each node's test server; one sensor-month (~18k readings) fits in well under this. */
+export const DEFAULT_MONGO_HEAP_MB = 64;
+export const DEFAULT_NODE_TIMEOUT_MS = 5_000; // one peer may take this long (SYNCMESH_NODE_TIMEOUT_MS)
+export const DEFAULT_DEADLINE_MS = 15_000; // the whole fan-out (SYNCMESH_DEADLINE_MS)
+export const DEFAULT_READY_TIMEOUT_MS = 90_000; // one process must be ready within this
+export const DEFAULT_START_CONCURRENCY = 3; // nodes started at once (2 cores)
+export const DEFAULT_FUNCTION_PORT = 8080; // as on a real node behind the faasd gateway
+export const DEFAULT_MONGO_PORT = 27017;
+export const DEFAULT_AGENT_PORT = 7070;
+
+const envSchema = z.object({
+  MESH_NAME: z
+    .string()
+    .regex(/^[a-z][a-z0-9]{1,7}$/, 'a lowercase letter, then 1-7 lowercase letters or digits (it prefixes every interface name, max 15 chars)')
+    .default(DEFAULT_MESH_NAME),
+  MESH_NODES: z.coerce.number().int().min(1).max(MAX_NODES).default(DEFAULT_NODES),
+  MESH_LATENCY: z.string().min(1).default('none'),
+  MESH_DATA: z.string().optional(),
+  MESH_STATE_DIR: z.string().min(1).default(join(REPO_ROOT, '.mesh')),
+  MESH_ISOLATION: z.enum(['auto', 'netns', 'loopback']).default('auto'),
+  MESH_SUBNET: z
+    .string()
+    .regex(/^10\.\d{1,3}\.\d{1,3}\.0\/24$/, 'a /24 inside 10.0.0.0/8, e.g. 10.77.3.0/24')
+    .optional(),
+  MESH_PORT_BASE: z.coerce.number().int().min(1024).max(63000).optional(),
+  SYNCMESH_MESH_SECRET: z.string().min(16).optional(),
+  MESH_NODE_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_NODE_TIMEOUT_MS),
+  MESH_DEADLINE_MS: z.coerce.number().int().positive().default(DEFAULT_DEADLINE_MS),
+  MESH_FORWARD_MODE: z.enum(['parallel', 'sequential']).default('parallel'),
+  MESH_REPLAY_WINDOW_MS: z.coerce.number().int().positive().optional(),
+  MESH_MONGO_STORAGE: z.enum(['disk', 'memory']).default('memory'),
+  MESH_MONGO_HEAP_MB: z.coerce.number().int().min(32).max(4096).default(DEFAULT_MONGO_HEAP_MB),
+  MESH_READY_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_READY_TIMEOUT_MS),
+  MESH_START_CONCURRENCY: z.coerce.number().int().min(1).max(MAX_NODES).default(DEFAULT_START_CONCURRENCY),
+  MESH_FUNCTION_MAIN: z.string().min(1).default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js')),
+  MESH_LOAD_CLI: z.string().min(1).default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'load', 'cli.js')),
+  MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
+  TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
+});
+
+export type Isolation = 'netns' | 'loopback';
+
+export interface MeshConfig {
+  readonly name: string;
+  readonly nodes: number;
+  /** none | site | regional | path of a latency file */
+  readonly latency: string;
+  /** Directory with the Sofia CSVs (N.csv); undefined means generated data. */
+  readonly dataDir: string | undefined;
+  readonly stateRoot: string;
+  readonly isolation: Isolation;
+  readonly subnet: string | undefined;
+  readonly portBase: number | undefined;
+  /** Fixed mesh secret; undefined means a random one per mesh (kept in the state directory). */
+  readonly secret: string | undefined;
+  readonly nodeTimeoutMs: number;
+  readonly deadlineMs: number;
+  readonly forwardMode: 'parallel' | 'sequential';
+  /** SYNCMESH_REPLAY_WINDOW_MS of every node; undefined keeps the function's default. */
+  readonly replayWindowMs: number | undefined;
+  /** disk: each node's test server keeps its data in its own data directory; memory: in the JVM heap. */
+  readonly mongoStorage: 'disk' | 'memory';
+  readonly mongoHeapMb: number;
+  readonly readyTimeoutMs: number;
+  readonly startConcurrency: number;
+  readonly functionMain: string;
+  readonly loadCli: string;
+  readonly nodeLogLevel: string;
+  readonly toxiproxyBin: string;
+}
+
+/** Reads the configuration from `env` (tests pass their own). Throws EDGE_MESH_CONFIG naming each bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new MeshError('EDGE_MESH_CONFIG', `invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  if (e.MESH_DEADLINE_MS < e.MESH_NODE_TIMEOUT_MS) {
+    throw new MeshError(
+      'EDGE_MESH_CONFIG',
+      `invalid configuration: MESH_DEADLINE_MS (${e.MESH_DEADLINE_MS}) must be at least MESH_NODE_TIMEOUT_MS (${e.MESH_NODE_TIMEOUT_MS})`,
+    );
+  }
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const isolation: Isolation = e.MESH_ISOLATION === 'auto' ? (isRoot ? 'netns' : 'loopback') : e.MESH_ISOLATION;
+  if (isolation === 'netns' && !isRoot) {
+    throw new MeshError('EDGE_MESH_NOT_ROOT', 'MESH_ISOLATION=netns needs root (network namespaces); run as root or use MESH_ISOLATION=loopback');
+  }
+  const dataDir = e.MESH_DATA && e.MESH_DATA.trim() !== '' ? resolve(e.MESH_DATA) : undefined;
+  return Object.freeze({
+    name: e.MESH_NAME,
+    nodes: e.MESH_NODES,
+    latency: e.MESH_LATENCY,
+    dataDir,
+    stateRoot: resolve(e.MESH_STATE_DIR),
+    isolation,
+    subnet: e.MESH_SUBNET,
+    portBase: e.MESH_PORT_BASE,
+    secret: e.SYNCMESH_MESH_SECRET,
+    nodeTimeoutMs: e.MESH_NODE_TIMEOUT_MS,
+    deadlineMs: e.MESH_DEADLINE_MS,
+    forwardMode: e.MESH_FORWARD_MODE,
+    replayWindowMs: e.MESH_REPLAY_WINDOW_MS,
+    mongoStorage: e.MESH_MONGO_STORAGE,
+    mongoHeapMb: e.MESH_MONGO_HEAP_MB,
+    readyTimeoutMs: e.MESH_READY_TIMEOUT_MS,
+    startConcurrency: e.MESH_START_CONCURRENCY,
+    functionMain: resolve(e.MESH_FUNCTION_MAIN),
+    loadCli: resolve(e.MESH_LOAD_CLI),
+    nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
+    toxiproxyBin: resolve(e.TOXIPROXY_BIN),
+  });
+}

@@ -1,0 +1,39 @@
+/**
+ * The one error class of the mesh tooling. Every failure carries a stable code
+ * (EDGE_MESH_<THING>); README.md lists each code with how to solve it.
+ */
+export type MeshErrorCode =
+  | 'EDGE_MESH_CONFIG'
+  | 'EDGE_MESH_NOT_ROOT'
+  | 'EDGE_MESH_NAME_TAKEN'
+  | 'EDGE_MESH_PORT_TAKEN'
+  | 'EDGE_MESH_SUBNET_TAKEN'
+  | 'EDGE_MESH_ALREADY_UP'
+  | 'EDGE_MESH_NOT_UP'
+  | 'EDGE_MESH_TOOL_MISSING'
+  | 'EDGE_MESH_COMMAND_FAILED'
+  | 'EDGE_MESH_NODE_START'
+  | 'EDGE_MESH_DATA'
+  | 'EDGE_MESH_LATENCY_FILE'
+  | 'EDGE_MESH_TOXIPROXY'
+  | 'EDGE_MESH_REQUEST'
+  | 'EDGE_MESH_UNKNOWN_NODE'
+  | 'EDGE_MESH_INTERRUPTED';
+
+export class MeshError extends Error {
+  readonly code: MeshErrorCode;
+
+  constructor(code: MeshErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'MeshError';
+    this.code = code;
+  }
+}
+
+/**
+ * A deliberate swallow: the error is expected and harmless where this is called (for example,
+ * removing something that is already gone during teardown). Grep for it to review them all.
+ */
+export function squashError(_err: unknown): void {
+  // intentionally empty
+}

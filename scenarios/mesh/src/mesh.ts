@@ -1,0 +1,424 @@
+/**
+ * Bringing a mesh up and down, cutting nodes off and restoring them, and reporting its status.
+ *
+ * Order of `up` (every step records itself in the state file first, so `down` can undo any
+ * prefix of it): preflight (changes nothing) -> bridge -> toxiproxy with one proxy per directed
+ * pair -> per node (a few at a time): namespace, MongoDB, data, function -> registries -> link
+ * profile -> topology.json.
+ */
+import { randomBytes } from 'node:crypto';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { MeshConfig } from './config.js';
+import { upsertPeer, ownNode } from './client.js';
+import { MeshError, squashError } from './errors.js';
+import { linkShapes, validateProfile } from './latency.js';
+import { loadNodeData } from './load.js';
+import { moduleLogger } from './log.js';
+import {
+  createBridge,
+  createNodeNetwork,
+  cutNodeFirewall,
+  preflightNetwork,
+  removeMeshNetwork,
+  restoreNodeFirewall,
+} from './network.js';
+import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
+import { DATABASE_SERVICES, NODE_SERVICES, type NodeService, type ServiceContext } from './services.js';
+import { readState, writeState, type MeshState } from './state.js';
+import {
+  hostListeners,
+  httpOk,
+  isAlive,
+  pool,
+  portTaken,
+  rssBytes,
+  startDetached,
+  stopProcess,
+  tail,
+  waitFor,
+  type ProcessRecord,
+} from './sys.js';
+import { buildTopology, type Topology } from './topology.js';
+import { ToxiproxyClient } from './toxiproxy.js';
+
+const log = moduleLogger('mesh');
+/** Nodes whose registries are filled at once (each gets N-1 signed addNode requests). */
+const REGISTRY_CONCURRENCY = 8;
+
+export type Progress = (message: string) => void;
+
+export interface UpOptions {
+  /** Load data into each node (default true). Plumbing tests turn it off. */
+  loadData?: boolean;
+  /** Fill every node's registry with its peers (default true). */
+  fillRegistry?: boolean;
+  progress?: Progress;
+  /** Aborts the start (Ctrl-C); everything created so far is removed. */
+  signal?: AbortSignal;
+}
+
+export interface MeshHandle {
+  readonly plan: MeshPlan;
+  readonly topology: Topology;
+  readonly secret: string;
+}
+
+/** Minimal environment for node processes: nothing of ours leaks into them. */
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin' };
+  for (const k of ['LANG', 'HOME', 'JAVA_HOME', 'TZ']) if (process.env[k]) env[k] = process.env[k]!;
+  return env;
+}
+
+export function planFor(cfg: MeshConfig): MeshPlan {
+  return planMesh({ name: cfg.name, nodes: cfg.nodes, isolation: cfg.isolation, subnet: cfg.subnet, portBase: cfg.portBase, stateRoot: cfg.stateRoot });
+}
+
+function csvFor(cfg: MeshConfig, node: NodePlan): string | undefined {
+  return cfg.dataDir ? join(cfg.dataDir, `${node.index}.csv`) : undefined;
+}
+
+/** Everything `up` checks before it changes anything. */
+export async function preflight(cfg: MeshConfig, plan: MeshPlan, opts: UpOptions = {}): Promise<void> {
+  const existing = readState(plan.stateDir);
+  if (existing) {
+    throw new MeshError(
+      'EDGE_MESH_ALREADY_UP',
+      `mesh '${plan.name}' already has state in ${plan.stateDir} (phase ${existing.phase}); run make mesh-down MESH_NAME=${plan.name} first`,
+    );
+  }
+  validateProfile(cfg.latency, cfg.nodes);
+  const need: [string, string][] = [
+    [cfg.toxiproxyBin, 'toxiproxy (run: make tools)'],
+    [cfg.functionMain, 'the Syncmesh function (run: make build)'],
+  ];
+  if (opts.loadData !== false) need.push([cfg.loadCli, 'the Syncmesh data loader (run: make build)']);
+  for (const [file, what] of need) {
+    try {
+      accessSync(file, constants.R_OK);
+    } catch (err) {
+      throw new MeshError('EDGE_MESH_TOOL_MISSING', `${what} is missing: ${file}`, { cause: err });
+    }
+  }
+  if (opts.loadData !== false && cfg.dataDir) {
+    const missing = plan.nodes.map((n) => csvFor(cfg, n)!).filter((f) => !existsSync(f));
+    if (missing.length > 0) {
+      throw new MeshError('EDGE_MESH_DATA', `DATA=${cfg.dataDir} lacks ${missing.length} of the ${plan.nodes.length} sensor files, e.g. ${missing[0]}`);
+    }
+  }
+  if (plan.isolation === 'netns') await preflightNetwork(plan);
+  const listeners = hostListeners();
+  // in netns mode the proxies listen on the bridge address, which does not exist yet; wildcard
+  // listeners on the same ports would still take them
+  const taken = hostPorts(plan).filter((p) => portTaken(listeners, p.host, p.port));
+  if (taken.length > 0) {
+    throw new MeshError(
+      'EDGE_MESH_PORT_TAKEN',
+      `cannot start mesh '${plan.name}': ports already in use: ${taken
+        .slice(0, 5)
+        .map((p) => `${p.host}:${p.port} (${p.what})`)
+        .join(', ')}${taken.length > 5 ? ` and ${taken.length - 5} more` : ''}; stop what listens there, or set ${plan.isolation === 'loopback' ? 'MESH_PORT_BASE' : 'MESH_NAME'}`,
+    );
+  }
+}
+
+/** Brings a mesh up. On any failure or abort, removes everything it created and rethrows. */
+export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHandle> {
+  const progress = opts.progress ?? (() => undefined);
+  const plan = planFor(cfg);
+  await preflight(cfg, plan, opts);
+
+  mkdirSync(join(plan.stateDir, 'logs'), { recursive: true });
+  const secret = cfg.secret ?? randomBytes(32).toString('hex');
+  const secretFile = join(plan.stateDir, 'secret');
+  writeFileSync(secretFile, secret, { mode: 0o600 });
+  const state: MeshState = {
+    version: 1,
+    name: plan.name,
+    phase: 'starting',
+    createdAt: new Date().toISOString(),
+    latency: cfg.latency,
+    dataDir: cfg.dataDir ?? null,
+    forwardMode: cfg.forwardMode,
+    plan,
+    processes: [],
+    cut: [],
+    coords: {},
+  };
+  writeState(state);
+  const t0 = performance.now();
+  const aborted = () => {
+    if (opts.signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);
+  };
+
+  try {
+    if (plan.isolation === 'netns') {
+      progress(`bridge ${plan.bridge} ${plan.subnet} (host ${plan.hostAddr})`);
+      await createBridge(plan);
+    }
+    aborted();
+
+    progress(`toxiproxy on ${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port} with ${plan.links.length} directed links`);
+    const toxi = await startToxiproxy(cfg, plan, state);
+    await toxi.createLinks(plan.links);
+    aborted();
+
+    let started = 0;
+    await pool(plan.nodes, cfg.startConcurrency, async (node) => {
+      aborted();
+      const t = performance.now();
+      const ctx: ServiceContext = { cfg, plan, node, secretFile, forwardMode: cfg.forwardMode };
+      mkdirSync(node.dir, { recursive: true });
+      if (plan.isolation === 'netns') await createNodeNetwork(plan, node);
+      for (const svc of DATABASE_SERVICES) await startService(svc, ctx, state, opts.signal);
+      let loaded = '';
+      if (opts.loadData !== false) {
+        const count = await loadNodeData(cfg, node, csvFor(cfg, node));
+        loaded = `, ${count} readings`;
+      }
+      for (const svc of NODE_SERVICES) await startService(svc, ctx, state, opts.signal);
+      started++;
+      progress(`${node.id} ready at ${node.addr} (${((performance.now() - t) / 1000).toFixed(1)} s${loaded}) [${started}/${plan.nodes.length}]`);
+    });
+    aborted();
+
+    if (opts.fillRegistry !== false) {
+      progress('registries: own locations and peers');
+      await fillRegistries(plan, secret, state);
+    }
+    aborted();
+
+    const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
+    progress(`links: profile ${cfg.latency}`);
+    await toxi.applyShapes(plan.links, linkShapes(cfg.latency, plan.nodes.length, coords));
+
+    state.phase = 'up';
+    writeState(state);
+    const topology = buildTopology(state);
+    writeTopology(plan, topology);
+    progress(`mesh '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`);
+    return { plan, topology, secret };
+  } catch (err) {
+    state.phase = 'failed';
+    writeState(state);
+    const failure = opts.signal?.aborted ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err }) : err;
+    log.info({ err }, 'mesh start failed; removing what was created');
+    progress(opts.signal?.aborted ? 'interrupted; removing what was created' : `start failed; removing what was created`);
+    await down(cfg.stateRoot, plan.name, progress);
+    throw failure;
+  }
+}
+
+async function startToxiproxy(cfg: MeshConfig, plan: MeshPlan, state: MeshState): Promise<ToxiproxyClient> {
+  const logFile = join(plan.stateDir, 'logs', 'toxiproxy.log');
+  const rec = startDetached('toxiproxy', null, [cfg.toxiproxyBin, '-host', plan.toxiproxyApi.host, '-port', String(plan.toxiproxyApi.port)], logFile, baseEnv());
+  state.processes.push(rec);
+  writeState(state);
+  const client = new ToxiproxyClient(plan.toxiproxyApi.host, plan.toxiproxyApi.port);
+  await waitFor('toxiproxy', () => httpOk(`${client.base}/version`), cfg.readyTimeoutMs, () => assertAlive(rec));
+  return client;
+}
+
+function assertAlive(rec: ProcessRecord): void {
+  if (!isAlive(rec)) {
+    throw new MeshError('EDGE_MESH_NODE_START', `${rec.role}${rec.node ? ` of ${rec.node}` : ''} exited during start; last log lines (${rec.log}):\n${tail(rec.log)}`);
+  }
+}
+
+async function startService(svc: NodeService, ctx: ServiceContext, state: MeshState, signal?: AbortSignal): Promise<void> {
+  const { node, plan } = ctx;
+  const logFile = join(plan.stateDir, 'logs', `${node.id}.${svc.role}.log`);
+  const argv = svc.argv(ctx);
+  const full = node.netns ? ['ip', 'netns', 'exec', node.netns, ...argv] : argv;
+  const rec = startDetached(svc.role, node.id, full, logFile, { ...baseEnv(), ...svc.env(ctx) });
+  state.processes.push(rec);
+  writeState(state);
+  await waitFor(`${svc.role} of ${node.id}`, () => svc.ready(ctx), ctx.cfg.readyTimeoutMs, () => {
+    if (signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);
+    assertAlive(rec);
+  });
+}
+
+/** Each node learns its own location (set by the loader) and every peer at its proxied address. */
+async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState): Promise<void> {
+  await pool(plan.nodes, 4, async (node) => {
+    const own = await ownNode(node.functionUrl, secret);
+    if (!own) throw new MeshError('EDGE_MESH_DATA', `${node.id} has no own node in its registry after loading; the loader's --set-own-location did not take`);
+    state.coords[String(node.index)] = { lat: own.lat, lon: own.lon };
+  });
+  writeState(state);
+  await pool(plan.nodes, REGISTRY_CONCURRENCY, async (node) => {
+    for (const l of plan.links.filter((x) => x.from === node.index)) {
+      const peer = plan.nodes[l.to - 1]!;
+      const c = state.coords[String(peer.index)]!;
+      await upsertPeer(node.functionUrl, secret, { id: peer.id, address: l.url, lat: c.lat, lon: c.lon });
+    }
+  });
+}
+
+function writeTopology(plan: MeshPlan, topology: Topology): void {
+  const text = JSON.stringify(topology, null, 2);
+  writeFileSync(join(plan.stateDir, 'topology.json'), text);
+  // the newest mesh's topology also at the well-known place
+  writeFileSync(join(plan.stateDir, '..', 'topology.json'), text);
+}
+
+/**
+ * Removes a mesh: stops its processes, deletes its namespaces and interfaces (by name, also the
+ * ones a crashed start left without state), its data and state. Logs stay. Idempotent.
+ */
+export async function down(stateRoot: string, name: string, progress: Progress = () => undefined): Promise<{ stopped: number; netns: number; links: number }> {
+  const stateDir = join(stateRoot, name);
+  const state = readState(stateDir);
+  let stopped = 0;
+  if (state) {
+    const live = state.processes.filter(isAlive);
+    if (live.length > 0) progress(`stopping ${live.length} processes`);
+    await Promise.all(
+      live.map(async (p) => {
+        await stopProcess(p);
+        stopped++;
+      }),
+    );
+  }
+  let removed = { netns: [] as string[], links: [] as string[] };
+  if (process.getuid?.() === 0) {
+    removed = await removeMeshNetwork(name);
+    if (removed.netns.length + removed.links.length > 0) progress(`removed ${removed.netns.length} namespaces, ${removed.links.length} interfaces`);
+  }
+  if (existsSync(stateDir)) {
+    for (const entry of readdirSync(stateDir)) {
+      if (entry !== 'logs') rmSync(join(stateDir, entry), { recursive: true, force: true });
+    }
+  }
+  const wellKnown = join(stateRoot, 'topology.json');
+  try {
+    if ((JSON.parse(readFileSync(wellKnown, 'utf8')) as Topology).mesh === name) rmSync(wellKnown, { force: true });
+  } catch (err) {
+    squashError(err); // no topology.json, or another mesh's
+  }
+  return { stopped, netns: removed.netns.length, links: removed.links.length };
+}
+
+export function requireState(stateRoot: string, name: string): MeshState {
+  const state = readState(join(stateRoot, name));
+  if (!state) throw new MeshError('EDGE_MESH_NOT_UP', `mesh '${name}' is not up (no state in ${join(stateRoot, name)}); run make mesh-up first`);
+  return state;
+}
+
+function nodeOf(state: MeshState, ref: string): NodePlan {
+  const idx = parseNodeRef(ref);
+  const node = idx === undefined ? undefined : state.plan.nodes[idx - 1];
+  if (!node) throw new MeshError('EDGE_MESH_UNKNOWN_NODE', `'${ref}' is not a node of mesh '${state.name}' (node-1..node-${state.plan.nodes.length})`);
+  return node;
+}
+
+/**
+ * Cuts a node off: its links in both directions hold data forever (toxiproxy timeout toxics),
+ * and, when isolated, its interface drops every packet (iptables in its namespace), so
+ * connections to it hang instead of being refused.
+ */
+export async function cut(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
+  const state = requireState(stateRoot, name);
+  const node = nodeOf(state, ref);
+  const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
+  await toxi.cut(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
+  if (node.netns) await cutNodeFirewall(node);
+  if (!state.cut.includes(node.id)) state.cut.push(node.id);
+  writeState(state);
+  return node;
+}
+
+export async function restore(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
+  const state = requireState(stateRoot, name);
+  const node = nodeOf(state, ref);
+  if (node.netns) await restoreNodeFirewall(node);
+  const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
+  await toxi.restore(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
+  state.cut = state.cut.filter((id) => id !== node.id);
+  writeState(state);
+  return node;
+}
+
+export interface ProcessStatus {
+  role: string;
+  pid: number;
+  alive: boolean;
+  rssBytes: number | null;
+}
+
+export interface NodeStatusReport {
+  id: string;
+  addr: string;
+  functionUrl: string;
+  ready: boolean;
+  cut: boolean;
+  rssBytes: number;
+  processes: ProcessStatus[];
+}
+
+export interface StatusReport {
+  mesh: string;
+  phase: string;
+  isolation: string;
+  latency: string;
+  toxiproxy: ProcessStatus | null;
+  nodes: NodeStatusReport[];
+  totalRssBytes: number;
+}
+
+export async function status(stateRoot: string, name: string): Promise<StatusReport> {
+  const state = requireState(stateRoot, name);
+  const proc = (p: ProcessRecord): ProcessStatus => {
+    const alive = isAlive(p);
+    return { role: p.role, pid: p.pid, alive, rssBytes: alive ? rssBytes(p.pid) : null };
+  };
+  const tp = state.processes.find((p) => p.role === 'toxiproxy');
+  const nodes = await Promise.all(
+    state.plan.nodes.map(async (n) => {
+      const processes = state.processes.filter((p) => p.node === n.id).map(proc);
+      return {
+        id: n.id,
+        addr: n.addr,
+        functionUrl: n.functionUrl,
+        ready: await httpOk(`http://${n.addr}:${n.functionPort}/readyz`, 1_000),
+        cut: state.cut.includes(n.id),
+        rssBytes: processes.reduce((s, p) => s + (p.rssBytes ?? 0), 0),
+        processes,
+      };
+    }),
+  );
+  const toxiproxy = tp ? proc(tp) : null;
+  return {
+    mesh: state.name,
+    phase: state.phase,
+    isolation: state.plan.isolation,
+    latency: state.latency,
+    toxiproxy,
+    nodes,
+    totalRssBytes: nodes.reduce((s, n) => s + n.rssBytes, 0) + (toxiproxy?.rssBytes ?? 0),
+  };
+}
+
+
+/**
+ * Restarts every node's function with another forwarding mode (the benchmark compares them on
+ * the same mesh and data). Other services keep running.
+ */
+export async function restartFunctions(cfg: MeshConfig, forwardMode: 'parallel' | 'sequential', progress: Progress = () => undefined): Promise<void> {
+  const state = requireState(cfg.stateRoot, cfg.name);
+  const secretFile = join(state.plan.stateDir, 'secret');
+  progress(`restarting ${state.plan.nodes.length} functions with SYNCMESH_FORWARD_MODE=${forwardMode}`);
+  const svcRoles = new Set(NODE_SERVICES.map((s) => s.role));
+  const old = state.processes.filter((p) => p.node !== null && svcRoles.has(p.role));
+  await Promise.all(old.map((p) => stopProcess(p)));
+  state.processes = state.processes.filter((p) => !old.includes(p));
+  state.forwardMode = forwardMode;
+  writeState(state);
+  await pool(state.plan.nodes, cfg.startConcurrency, async (node) => {
+    const ctx: ServiceContext = { cfg, plan: state.plan, node, secretFile, forwardMode };
+    for (const svc of NODE_SERVICES) await startService(svc, ctx, state);
+  });
+  writeTopology(state.plan, buildTopology(state));
+}

@@ -1,0 +1,108 @@
+/**
+ * The expected mesh-wide aggregate, computed without the mesh: straight from the CSV files, or
+ * (for generated data) straight from every node's MongoDB. Tests and the demo compare the mesh's
+ * answer with it.
+ */
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { MongoClient } from 'mongodb';
+import { MeshError } from './errors.js';
+
+export interface ExpectedAggregate {
+  count: number;
+  average_temperature: number | null;
+  average_humidity: number | null;
+  average_pressure: number | null;
+}
+
+interface Sums {
+  count: number;
+  t: [number, number];
+  h: [number, number];
+  p: [number, number];
+}
+
+const empty = (): Sums => ({ count: 0, t: [0, 0], h: [0, 0], p: [0, 0] });
+const avg = ([sum, n]: [number, number]) => (n > 0 ? sum / n : null);
+
+function finish(s: Sums): ExpectedAggregate {
+  return { count: s.count, average_temperature: avg(s.t), average_humidity: avg(s.h), average_pressure: avg(s.p) };
+}
+
+function add(acc: [number, number], raw: string | undefined): void {
+  const v = (raw ?? '').trim();
+  if (v === '') return;
+  acc[0] += Number(v);
+  acc[1] += 1;
+}
+
+/** Timestamps without a zone are UTC (as the loader reads them). */
+function parseUtc(ts: string): number {
+  return Date.parse(/Z$|[+-]\d\d:?\d\d$/.test(ts) ? ts : `${ts}Z`);
+}
+
+/** count and averages over the CSV rows with start <= timestamp <= end. */
+export async function expectedFromCsv(files: readonly string[], start: string, end: string): Promise<ExpectedAggregate> {
+  const from = Date.parse(start);
+  const to = Date.parse(end);
+  const s = empty();
+  for (const file of files) {
+    const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+    let header: string[] | undefined;
+    for await (const line of lines) {
+      if (line.trim() === '') continue;
+      const f = line.split(',');
+      if (!header) {
+        header = f.map((x) => x.trim());
+        continue;
+      }
+      const col = (name: string) => f[header!.indexOf(name)];
+      const ts = parseUtc((col('timestamp') ?? '').trim());
+      if (!(ts >= from && ts <= to)) continue;
+      s.count++;
+      add(s.t, col('temperature'));
+      add(s.h, col('humidity'));
+      add(s.p, col('pressure'));
+    }
+  }
+  return finish(s);
+}
+
+/** The same, read from each node's MongoDB (syncmesh.sensor_data) with a plain scan. */
+export async function expectedFromMongo(uris: readonly string[], start: string, end: string): Promise<ExpectedAggregate> {
+  const s = empty();
+  for (const uri of uris) {
+    const client = await MongoClient.connect(uri, { serverSelectionTimeoutMS: 10_000 });
+    try {
+      const cursor = client
+        .db('syncmesh')
+        .collection('sensor_data')
+        .find({ timestamp: { $gte: new Date(start), $lte: new Date(end) } }, { projection: { temperature: 1, humidity: 1, pressure: 1 } });
+      for await (const d of cursor) {
+        s.count++;
+        for (const [acc, v] of [
+          [s.t, d['temperature']],
+          [s.h, d['humidity']],
+          [s.p, d['pressure']],
+        ] as const) {
+          if (typeof v === 'number') {
+            acc[0] += v;
+            acc[1] += 1;
+          }
+        }
+      }
+    } catch (err) {
+      throw new MeshError('EDGE_MESH_DATA', `cannot read the expected aggregate from ${uri}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      await client.close();
+    }
+  }
+  return finish(s);
+}
+
+/** Relative difference, 0 when both are equal (also both null). */
+export function relDiff(a: number | null | undefined, b: number | null | undefined): number {
+  if (a === b) return 0;
+  if (a === null || a === undefined || b === null || b === undefined) return Infinity;
+  return Math.abs(a - b) / Math.max(Math.abs(a), Math.abs(b), Number.MIN_VALUE);
+}

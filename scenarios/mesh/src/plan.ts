@@ -1,0 +1,223 @@
+/**
+ * The mesh's naming and addressing plan: a pure function of the configuration, so that
+ * `mesh-down` can recompute every name after a crash and two meshes with different names never
+ * collide (every namespace, interface and bridge name starts with the mesh name; the subnet and
+ * the loopback port range are derived from it).
+ */
+import { join } from 'node:path';
+import type { Isolation } from './config.js';
+import { DEFAULT_AGENT_PORT, DEFAULT_FUNCTION_PORT, DEFAULT_MONGO_PORT } from './config.js';
+
+/** faasd gateway path of the function; mesh URLs look like real node URLs. */
+export const FUNCTION_PATH = '/function/syncmesh-fn';
+/** Loopback mode: ports used by one mesh, from its base. */
+export const LOOPBACK_PORT_SPAN = 2000;
+/** netns mode: first port of the directed-pair proxies on the host's bridge address. */
+export const NETNS_PROXY_PORT_BASE = 20000;
+export const TOXIPROXY_API_PORT = 8474;
+/** Interface names are limited to 15 characters by the kernel. */
+export const MAX_IFNAME = 15;
+
+export interface NodePlan {
+  readonly index: number;
+  readonly id: string;
+  /** Network namespace (netns mode) or null. */
+  readonly netns: string | null;
+  /** Host side of the node's veth (netns mode) or null. */
+  readonly hostIf: string | null;
+  /** Address the node's services listen on, reachable from the host. */
+  readonly addr: string;
+  readonly mongoPort: number;
+  readonly functionPort: number;
+  readonly agentPort: number;
+  /** Function URL as seen from the host (direct, no link emulation). */
+  readonly functionUrl: string;
+  /** MongoDB URI as seen from the host. */
+  readonly mongoUri: string;
+  /** MongoDB URI as the node's own processes use it. */
+  readonly localMongoUri: string;
+  readonly dir: string;
+}
+
+export interface LinkPlan {
+  /** toxiproxy proxy name, e.g. node-1>node-2 */
+  readonly name: string;
+  readonly from: number;
+  readonly to: number;
+  readonly listenHost: string;
+  readonly listenPort: number;
+  /** host:port the proxy forwards to (the destination's function server). */
+  readonly upstream: string;
+  /** URL under which `from` reaches `to` through the emulated link. */
+  readonly url: string;
+}
+
+export interface MeshPlan {
+  readonly name: string;
+  readonly isolation: Isolation;
+  /** 10.a.b.0/24 (netns) or null (loopback). */
+  readonly subnet: string | null;
+  /** Bridge (netns) or null. */
+  readonly bridge: string | null;
+  /** Address of the host on the bridge (netns) or 127.0.0.1. */
+  readonly hostAddr: string;
+  /** Loopback mode: first port of the mesh's range; null in netns mode. */
+  readonly portBase: number | null;
+  readonly toxiproxyApi: { readonly host: string; readonly port: number };
+  readonly stateDir: string;
+  readonly nodes: readonly NodePlan[];
+  readonly links: readonly LinkPlan[];
+}
+
+/** FNV-1a 32-bit: a stable hash of the mesh name. */
+export function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** The subnet a mesh uses unless MESH_SUBNET says otherwise: 10.(100..199).(0..255).0/24 from its name. */
+export function defaultSubnet(name: string): string {
+  const h = fnv1a(name);
+  return `10.${100 + (h % 100)}.${(h >>> 8) % 256}.0/24`;
+}
+
+/** Loopback mode: the first port of the mesh's range, from its name (20000..58000). */
+export function defaultPortBase(name: string): number {
+  return 20000 + (fnv1a(name) % 20) * LOOPBACK_PORT_SPAN;
+}
+
+export function nodeId(index: number): string {
+  return `node-${index}`;
+}
+
+/** Parses "node-3" or "3" into 3. */
+export function parseNodeRef(ref: string): number | undefined {
+  const m = /^(?:node-)?(\d{1,2})$/.exec(ref.trim());
+  return m ? Number(m[1]) : undefined;
+}
+
+export interface PlanInput {
+  readonly name: string;
+  readonly nodes: number;
+  readonly isolation: Isolation;
+  readonly subnet?: string | undefined;
+  readonly portBase?: number | undefined;
+  readonly stateRoot: string;
+}
+
+export function planMesh(input: PlanInput): MeshPlan {
+  const { name, nodes: n, isolation } = input;
+  const stateDir = join(input.stateRoot, name);
+  const nodeList: NodePlan[] = [];
+  const links: LinkPlan[] = [];
+  if (isolation === 'netns') {
+    const subnet = input.subnet ?? defaultSubnet(name);
+    const prefix = subnet.replace(/\.0\/24$/, '');
+    const hostAddr = `${prefix}.1`;
+    const bridge = `${name}-br`;
+    for (let i = 1; i <= n; i++) {
+      const addr = `${prefix}.${10 + i}`;
+      nodeList.push({
+        index: i,
+        id: nodeId(i),
+        netns: `${name}-n${i}`,
+        hostIf: `${name}-h${i}`,
+        addr,
+        mongoPort: DEFAULT_MONGO_PORT,
+        functionPort: DEFAULT_FUNCTION_PORT,
+        agentPort: DEFAULT_AGENT_PORT,
+        functionUrl: `http://${addr}:${DEFAULT_FUNCTION_PORT}${FUNCTION_PATH}`,
+        mongoUri: `mongodb://${addr}:${DEFAULT_MONGO_PORT}/?directConnection=true`,
+        localMongoUri: `mongodb://127.0.0.1:${DEFAULT_MONGO_PORT}/?directConnection=true`,
+        dir: join(stateDir, 'nodes', nodeId(i)),
+      });
+    }
+    for (const a of nodeList) {
+      for (const b of nodeList) {
+        if (a === b) continue;
+        const port = NETNS_PROXY_PORT_BASE + a.index * 100 + b.index;
+        links.push(link(a, b, hostAddr, port));
+      }
+    }
+    return { name, isolation, subnet, bridge, hostAddr, portBase: null, toxiproxyApi: { host: hostAddr, port: TOXIPROXY_API_PORT }, stateDir, nodes: nodeList, links };
+  }
+  const base = input.portBase ?? defaultPortBase(name);
+  const host = '127.0.0.1';
+  for (let i = 1; i <= n; i++) {
+    const functionPort = base + i;
+    const mongoPort = base + 100 + i;
+    nodeList.push({
+      index: i,
+      id: nodeId(i),
+      netns: null,
+      hostIf: null,
+      addr: host,
+      mongoPort,
+      functionPort,
+      agentPort: base + 200 + i,
+      functionUrl: `http://${host}:${functionPort}${FUNCTION_PATH}`,
+      mongoUri: `mongodb://${host}:${mongoPort}/?directConnection=true`,
+      localMongoUri: `mongodb://${host}:${mongoPort}/?directConnection=true`,
+      dir: join(stateDir, 'nodes', nodeId(i)),
+    });
+  }
+  for (const a of nodeList) {
+    for (const b of nodeList) {
+      if (a === b) continue;
+      links.push(link(a, b, host, base + 1000 + a.index * 32 + b.index));
+    }
+  }
+  return { name, isolation, subnet: null, bridge: null, hostAddr: host, portBase: base, toxiproxyApi: { host, port: base + 999 }, stateDir, nodes: nodeList, links };
+}
+
+function link(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number): LinkPlan {
+  return {
+    name: `${a.id}>${b.id}`,
+    from: a.index,
+    to: b.index,
+    listenHost,
+    listenPort,
+    upstream: `${b.addr}:${b.functionPort}`,
+    url: `http://${listenHost}:${listenPort}${FUNCTION_PATH}`,
+  };
+}
+
+/** Every host port the mesh listens on (toxiproxy API and proxies), with what it is for. */
+export function hostPorts(plan: MeshPlan): { host: string; port: number; what: string }[] {
+  const ports = [{ host: plan.toxiproxyApi.host, port: plan.toxiproxyApi.port, what: 'toxiproxy API' }];
+  for (const l of plan.links) ports.push({ host: l.listenHost, port: l.listenPort, what: `link ${l.name}` });
+  if (plan.isolation === 'loopback') {
+    for (const n of plan.nodes) {
+      ports.push({ host: n.addr, port: n.functionPort, what: `${n.id} function` });
+      ports.push({ host: n.addr, port: n.mongoPort, what: `${n.id} MongoDB` });
+    }
+  }
+  return ports;
+}
+
+/** Every kernel object name (namespaces, interfaces) the mesh creates. */
+export function kernelNames(plan: MeshPlan): { netns: string[]; links: string[] } {
+  const netns = plan.nodes.flatMap((n) => (n.netns ? [n.netns] : []));
+  const links = [...(plan.bridge ? [plan.bridge] : []), ...plan.nodes.flatMap((n) => (n.hostIf ? [n.hostIf] : []))];
+  return { netns, links };
+}
+
+/** Does 10.a.b.0/24 overlap `cidr` (any IPv4 prefix)? */
+export function overlaps(subnet: string, cidr: string): boolean {
+  const [aAddr, aLen] = splitCidr(subnet);
+  const [bAddr, bLen] = splitCidr(cidr);
+  const len = Math.min(aLen, bLen);
+  const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
+  return ((aAddr & mask) >>> 0) === ((bAddr & mask) >>> 0);
+}
+
+function splitCidr(cidr: string): [number, number] {
+  const [addr, len] = cidr.includes('/') ? cidr.split('/') : [cidr, '32'];
+  const parts = (addr ?? '').split('.').map(Number);
+  const value = (((parts[0] ?? 0) << 24) | ((parts[1] ?? 0) << 16) | ((parts[2] ?? 0) << 8) | (parts[3] ?? 0)) >>> 0;
+  return [value, Number(len)];
+}

@@ -1,0 +1,44 @@
+/**
+ * Mesh state on disk (.mesh/<name>/state.json): what was created and which processes were
+ * started. It is written before and after every step, so that `mesh-down` can clean up after a
+ * crash or Ctrl-C at any point.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Coordinates } from './latency.js';
+import type { MeshPlan } from './plan.js';
+import type { ProcessRecord } from './sys.js';
+
+export interface MeshState {
+  version: 1;
+  name: string;
+  phase: 'starting' | 'up' | 'failed';
+  createdAt: string;
+  latency: string;
+  dataDir: string | null;
+  forwardMode: 'parallel' | 'sequential';
+  plan: MeshPlan;
+  processes: ProcessRecord[];
+  /** Node ids that are cut off. */
+  cut: string[];
+  /** Node index -> location (from its own registry entry). */
+  coords: Record<string, Coordinates>;
+}
+
+export function statePath(stateDir: string): string {
+  return join(stateDir, 'state.json');
+}
+
+export function readState(stateDir: string): MeshState | null {
+  const p = statePath(stateDir);
+  if (!existsSync(p)) return null;
+  return JSON.parse(readFileSync(p, 'utf8')) as MeshState;
+}
+
+/** Atomic write (rename), so a crash never leaves half a state file. */
+export function writeState(state: MeshState): void {
+  mkdirSync(state.plan.stateDir, { recursive: true });
+  const p = statePath(state.plan.stateDir);
+  writeFileSync(`${p}.tmp`, JSON.stringify(state, null, 2));
+  renameSync(`${p}.tmp`, p);
+}

@@ -1,0 +1,69 @@
+/** Shared by the mesh integration tests: unique names, and a snapshot of what a mesh leaves behind. */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../config.js';
+import { squashError } from '../errors.js';
+import { isAlive } from '../sys.js';
+import { readState } from '../state.js';
+
+export const isRoot = process.getuid?.() === 0;
+
+/** A mesh name no other test process uses at the same time. */
+export function uniqueMeshName(prefix: string): string {
+  return `${prefix}${process.pid % 100000}`;
+}
+
+export function tempStateRoot(): string {
+  return mkdtempSync(join(tmpdir(), 'mesh-test-'));
+}
+
+export function has(cmd: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch (err) {
+    squashError(err); // not installed
+    return false;
+  }
+}
+
+/** Namespaces and interfaces whose names start with the mesh name, and the host's iptables rules. */
+export function leftovers(name: string): { netns: string[]; links: string[] } {
+  const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter((n) => n.startsWith(`${name}-`));
+  const links = (JSON.parse(execFileSync('ip', ['-j', 'link', 'show'], { encoding: 'utf8' })) as { ifname: string }[])
+    .map((l) => l.ifname)
+    .filter((n) => n.startsWith(`${name}-`));
+  return { netns, links };
+}
+
+export function iptablesRules(): string {
+  return has('iptables-save') ? execFileSync('iptables-save', { encoding: 'utf8' }).replace(/^#.*$/gm, '').trim() : '';
+}
+
+/** The processes the mesh's state file recorded (read before `down` removes it). */
+export function recordedProcesses(stateDir: string): { pid: number; startTime: number; role: string }[] {
+  return readState(stateDir)?.processes ?? [];
+}
+
+export function stillRunning(procs: { pid: number; startTime: number }[]): number[] {
+  return procs.filter(isAlive).map((p) => p.pid);
+}
+
+/** Where `make tools` installs toxiproxy. */
+export const TOXIPROXY_BIN = join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server');
+
+/**
+ * Why a namespace test cannot run here, or false when it can: it needs root, toxiproxy and
+ * iptables, and optionally the built Syncmesh function.
+ */
+export function netnsSkipReason(opts: { functionMain?: string } = {}): string | false {
+  if (!isRoot) return 'needs root for network namespaces (the CI runs as root)';
+  if (!existsSync(TOXIPROXY_BIN) || !has('iptables')) return 'needs toxiproxy and iptables: run make tools';
+  if (opts.functionMain && !existsSync(opts.functionMain)) return `needs the Syncmesh function: ${opts.functionMain} is missing (make build)`;
+  return false;
+}

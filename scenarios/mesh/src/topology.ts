@@ -1,0 +1,70 @@
+/**
+ * .mesh/<name>/topology.json (and .mesh/topology.json for the newest mesh): how to reach every
+ * node from the machine that ran mesh-up. Every URL in it is reachable from there.
+ */
+import { join } from 'node:path';
+import type { MeshState } from './state.js';
+
+export interface TopologyNode {
+  id: string;
+  /** Direct URL of the node's function (no link emulation): what a client on this machine uses. */
+  function_url: string;
+  mongodb_uri: string;
+  /** MISO agent address (host:port) when the agent runs on the nodes, else null. */
+  agent_address: string | null;
+  lat: number | null;
+  lon: number | null;
+  /** Network namespace (null without isolation). */
+  namespace: string | null;
+  /** The node's IP address. */
+  address: string;
+  /** Host side of the node's link (capture here), null without isolation. */
+  host_interface: string | null;
+  /** How this node reaches each peer: through the emulated link (toxiproxy). */
+  peers: Record<string, string>;
+}
+
+export interface Topology {
+  mesh: string;
+  isolation: 'netns' | 'loopback';
+  subnet: string | null;
+  host_address: string;
+  latency: string;
+  forward_mode: 'parallel' | 'sequential';
+  toxiproxy_api: string;
+  /** File with the mesh secret (registry requests must be signed with it). */
+  secret_file: string;
+  created_at: string;
+  nodes: TopologyNode[];
+}
+
+export function buildTopology(state: MeshState): Topology {
+  const { plan } = state;
+  const hasAgent = state.processes.some((p) => p.role === 'agent');
+  return {
+    mesh: plan.name,
+    isolation: plan.isolation,
+    subnet: plan.subnet,
+    host_address: plan.hostAddr,
+    latency: state.latency,
+    forward_mode: state.forwardMode,
+    toxiproxy_api: `http://${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port}`,
+    secret_file: join(plan.stateDir, 'secret'),
+    created_at: state.createdAt,
+    nodes: plan.nodes.map((n) => {
+      const c = state.coords[String(n.index)];
+      return {
+        id: n.id,
+        function_url: n.functionUrl,
+        mongodb_uri: n.mongoUri,
+        agent_address: hasAgent ? `${n.addr}:${n.agentPort}` : null,
+        lat: c?.lat ?? null,
+        lon: c?.lon ?? null,
+        namespace: n.netns,
+        address: n.addr,
+        host_interface: n.hostIf,
+        peers: Object.fromEntries(plan.links.filter((l) => l.from === n.index).map((l) => [plan.nodes[l.to - 1]!.id, l.url])),
+      };
+    }),
+  };
+}
