@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /**
  * The agent's configuration: read from the environment once, validated, frozen.
  * Every variable is documented in miso-agent/README.md.
@@ -97,9 +98,23 @@ export interface AgentConfig {
   readonly logLevel: string;
 }
 
+/**
+ * MISO_MESH_SECRET_FILE (e.g. a mounted secret) supplies MISO_MESH_SECRET when that is unset, so
+ * the secret need not sit in the process environment.
+ */
+function withSecretFromFile(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const file = env['MISO_MESH_SECRET_FILE'];
+  if (env['MISO_MESH_SECRET'] || !file) return env;
+  try {
+    return { ...env, MISO_MESH_SECRET: readFileSync(file, 'utf8').trim() };
+  } catch (err) {
+    throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: MISO_MESH_SECRET_FILE: cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
 /** Reads and validates the environment; throws EDGE_MISO_CONFIG naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
-  const r = schema.safeParse(env);
+  const r = schema.safeParse(withSecretFromFile(env));
   if (!r.success) {
     const problems = r.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`).join('; ');
     throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: ${problems}`);

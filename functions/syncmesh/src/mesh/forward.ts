@@ -79,12 +79,13 @@ const answerSchema = z.object({
 export async function fanOut(targets: readonly Target[], body: unknown, opts: FanOutOptions): Promise<FanOutResult> {
   const json = JSON.stringify(body);
   const payload = await gzip(json);
-  const headers = {
+  // Signed per call, when it is sent: a sequential fan-out may outlast the replay window.
+  const headers = () => ({
     'content-type': 'application/json',
     'content-encoding': 'gzip',
     'accept-encoding': 'gzip',
     ...signRequest(opts.secret, json),
-  };
+  });
   const result: FanOutResult = { outcomes: [], answers: [] };
   const collect = (outcome: NodeOutcome, partials?: Record<string, PartialAnswer>) => {
     result.outcomes.push(outcome);
@@ -105,7 +106,7 @@ export async function fanOut(targets: readonly Target[], body: unknown, opts: Fa
 async function callOne(
   target: Target,
   payload: Buffer,
-  headers: Record<string, string>,
+  headers: () => Record<string, string>,
   opts: FanOutOptions,
 ): Promise<[NodeOutcome, Record<string, PartialAnswer> | undefined]> {
   const started = performance.now();
@@ -114,7 +115,7 @@ async function callOne(
   const timeout = AbortSignal.timeout(opts.nodeTimeoutMs);
   const signal = AbortSignal.any([timeout, opts.deadline]);
   try {
-    const res = await fetch(target.url, { method: 'POST', headers, body: payload, signal });
+    const res = await fetch(target.url, { method: 'POST', headers: headers(), body: payload, signal });
     const text = await res.text();
     const bytes = Number(res.headers.get('content-length') ?? Buffer.byteLength(text));
     if (res.status !== 200) {

@@ -1,0 +1,98 @@
+/**
+ * One measured phase's packet capture: `tcpdump -w` on the host side of every interface that
+ * matters (the client's, every node's, the central server's), started before the phase and
+ * stopped after it, so phases are separated by the harness and not by sleeps. The pcap files are
+ * the evidence; the numbers are computed from them (pcap.ts, classify.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { classify, type CapturedInterface, type InterfaceKind, type Layout, type TrafficBreakdown } from './classify.js';
+import { ScenarioError } from './errors.js';
+import { readPcap } from './pcap.js';
+
+/** Headers are enough: the wire length of every frame is in its pcap record. */
+export const SNAPLEN_BYTES = 96;
+const TCPDUMP_READY_TIMEOUT_MS = 10_000;
+const TCPDUMP_STOP_TIMEOUT_MS = 10_000;
+
+export interface CaptureTarget {
+  iface: string;
+  kind: InterfaceKind;
+  node?: string;
+}
+
+export interface PhaseTraffic extends TrafficBreakdown {
+  phase: string;
+  duration_ms: number;
+  /** The pcap files the numbers were computed from. */
+  pcap_files: string[];
+  /** Packets tcpdump reported dropped by the kernel (0: the counts are complete). */
+  dropped_packets: number;
+  source: 'pcap';
+}
+
+export interface RunningCapture {
+  stop(): Promise<PhaseTraffic>;
+}
+
+/** Starts tcpdump on every target; resolves once all of them listen. */
+export async function startCapture(phase: string, dir: string, targets: readonly CaptureTarget[], layout: Layout): Promise<RunningCapture> {
+  const t0 = performance.now();
+  const procs: { p: ChildProcess; t: CaptureTarget; file: string; exited: Promise<void>; dropped: number }[] = [];
+  try {
+    await Promise.all(
+      targets.map(
+        (t) =>
+          new Promise<void>((ready, fail) => {
+            const file = join(dir, `${phase}.${t.iface}.pcap`);
+            const p = spawn('tcpdump', ['-i', t.iface, '-w', file, '-s', String(SNAPLEN_BYTES), '-U', '-nn', '--immediate-mode'], { stdio: ['ignore', 'ignore', 'pipe'] });
+            const rec = { p, t, file, exited: new Promise<void>((r) => p.once('close', () => r())), dropped: 0 };
+            procs.push(rec);
+            const timer = setTimeout(() => fail(new ScenarioError('EDGE_SCENARIO_CAPTURE', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)), TCPDUMP_READY_TIMEOUT_MS);
+            createInterface({ input: p.stderr! }).on('line', (line) => {
+              if (/listening on/.test(line)) {
+                clearTimeout(timer);
+                ready();
+              }
+              const d = /(\d+) packets? dropped by kernel/.exec(line);
+              if (d) rec.dropped += Number(d[1]);
+            });
+            p.once('error', (err) => {
+              clearTimeout(timer);
+              fail(new ScenarioError('EDGE_SCENARIO_TOOL_MISSING', `tcpdump cannot run (run: make tools): ${err.message}`, { cause: err }));
+            });
+            p.once('exit', (code) => {
+              clearTimeout(timer);
+              fail(new ScenarioError('EDGE_SCENARIO_CAPTURE', `tcpdump on ${t.iface} exited with ${code}`));
+            });
+          }),
+      ),
+    );
+  } catch (err) {
+    for (const r of procs) r.p.kill('SIGKILL');
+    throw err;
+  }
+  let result: Promise<PhaseTraffic> | undefined;
+  return {
+    stop() {
+      result ??= (async () => {
+        const duration = Math.round(performance.now() - t0);
+        for (const r of procs) r.p.kill('SIGINT');
+        const killer = setTimeout(() => procs.forEach((r) => r.p.kill('SIGKILL')), TCPDUMP_STOP_TIMEOUT_MS);
+        await Promise.all(procs.map((r) => r.exited));
+        clearTimeout(killer);
+        const captured: CapturedInterface[] = procs.map((r) => ({ iface: r.t.iface, kind: r.t.kind, ...(r.t.node ? { node: r.t.node } : {}), packets: readPcap(r.file).packets }));
+        return {
+          phase,
+          duration_ms: duration,
+          ...classify(layout, captured),
+          pcap_files: procs.map((r) => r.file),
+          dropped_packets: procs.reduce((s, r) => s + r.dropped, 0),
+          source: 'pcap' as const,
+        };
+      })();
+      return result;
+    },
+  };
+}

@@ -1,0 +1,34 @@
+/**
+ * The one error class of the measurement scenarios. Every failure carries a stable code
+ * (EDGE_SCENARIO_<THING>); ../README.md lists each code with how to solve it.
+ */
+export type ScenarioErrorCode =
+  | 'EDGE_SCENARIO_CONFIG'
+  | 'EDGE_SCENARIO_NOT_ROOT'
+  | 'EDGE_SCENARIO_TOOL_MISSING'
+  | 'EDGE_SCENARIO_COMMAND_FAILED'
+  | 'EDGE_SCENARIO_CENTRAL_START'
+  | 'EDGE_SCENARIO_INGEST'
+  | 'EDGE_SCENARIO_CAPTURE'
+  | 'EDGE_SCENARIO_PCAP'
+  | 'EDGE_SCENARIO_K6'
+  | 'EDGE_SCENARIO_TOXIPROXY'
+  | 'EDGE_SCENARIO_REPORT';
+
+export class ScenarioError extends Error {
+  readonly code: ScenarioErrorCode;
+
+  constructor(code: ScenarioErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ScenarioError';
+    this.code = code;
+  }
+}
+
+/**
+ * A deliberate swallow: the error is expected and harmless where this is called (for example,
+ * removing something that is already gone during teardown). Grep for it to review them all.
+ */
+export function squashError(_err: unknown): void {
+  // intentionally empty
+}

@@ -1,0 +1,79 @@
+/**
+ * The two namespaces the scenarios add to a running mesh, on the mesh's bridge: the client (k6
+ * runs there, so its traffic has its own address and interface) and the baseline's central
+ * server. Names start with the mesh name (`<mesh>-cl`, `<mesh>-db`; host ends `<mesh>-clh`,
+ * `<mesh>-dbh`), so two meshes never collide, and removeExtraNamespaces() finds them by name
+ * also after a crash.
+ */
+import { run, tryRun } from './sys.js';
+import { squashError } from './errors.js';
+
+/** Last octet of the client's and the central server's addresses in the mesh's /24 (nodes use .11-.40). */
+export const CLIENT_HOST_OCTET = 240;
+export const CENTRAL_HOST_OCTET = 250;
+export const EXTRA_ROLES = ['cl', 'db'] as const;
+export type ExtraRole = (typeof EXTRA_ROLES)[number];
+
+export interface ExtraNamespace {
+  readonly role: ExtraRole;
+  readonly netns: string;
+  /** Host side of its veth (capture here). */
+  readonly hostIf: string;
+  readonly addr: string;
+}
+
+export function extraNamespace(mesh: string, subnet: string, role: ExtraRole): ExtraNamespace {
+  const prefix = subnet.replace(/\.0\/24$/, '');
+  const octet = role === 'cl' ? CLIENT_HOST_OCTET : CENTRAL_HOST_OCTET;
+  return { role, netns: `${mesh}-${role}`, hostIf: `${mesh}-${role}h`, addr: `${prefix}.${octet}` };
+}
+
+/** Creates the namespace and plugs it into the mesh's bridge. */
+export async function createExtraNamespace(ns: ExtraNamespace, bridge: string): Promise<void> {
+  const tmpIf = `${ns.netns}p`;
+  await run('ip', ['netns', 'add', ns.netns]);
+  await run('ip', ['link', 'add', ns.hostIf, 'type', 'veth', 'peer', 'name', tmpIf]);
+  await run('ip', ['link', 'set', tmpIf, 'netns', ns.netns]);
+  await run('ip', ['-n', ns.netns, 'link', 'set', tmpIf, 'name', 'eth0']);
+  await run('ip', ['-n', ns.netns, 'addr', 'add', `${ns.addr}/24`, 'dev', 'eth0']);
+  await run('ip', ['-n', ns.netns, 'link', 'set', 'lo', 'up']);
+  await run('ip', ['-n', ns.netns, 'link', 'set', 'eth0', 'up']);
+  await run('ip', ['link', 'set', ns.hostIf, 'master', bridge]);
+  await run('ip', ['link', 'set', ns.hostIf, 'up']);
+}
+
+/** Kills what runs in the scenario namespaces of `mesh` and deletes them (by name). Idempotent. */
+export async function removeExtraNamespaces(mesh: string): Promise<string[]> {
+  const { stdout } = await run('ip', ['netns', 'list']);
+  const existing = new Set(stdout.split('\n').map((l) => l.trim().split(/\s+/)[0] ?? ''));
+  const found: string[] = [];
+  for (const role of EXTRA_ROLES) {
+    // the address is not needed to remove it
+    const ns = extraNamespace(mesh, '0.0.0.0/24', role);
+    if (existing.has(ns.netns)) found.push(ns.netns);
+    await removeNamespace(ns);
+  }
+  return found;
+}
+
+/** Kills what runs in one scenario namespace and deletes it with its veth. Idempotent. */
+export async function removeNamespace(ns: ExtraNamespace): Promise<void> {
+  try {
+    const pids = (await run('ip', ['netns', 'pids', ns.netns])).stdout.split(/\s+/).filter(Boolean).map(Number);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch (err) {
+        squashError(err); // exited meanwhile
+      }
+    }
+  } catch (err) {
+    squashError(err); // the namespace is already gone
+  }
+  await tryRun('ip', ['netns', 'del', ns.netns]);
+  await tryRun('ip', ['link', 'del', ns.hostIf]);
+}
+
+export function inNetns(netns: string, argv: readonly string[]): string[] {
+  return ['ip', 'netns', 'exec', netns, ...argv];
+}

@@ -1,0 +1,121 @@
+/**
+ * One small cell end to end on a real emulated mesh (needs root, tcpdump, k6 and the plot venv:
+ * `make test` installs them): 3 nodes, aggregate, 1 day, 5 requests, both systems. Checks that the
+ * traffic numbers are sums over the packet captures (re-read here from the pcap files), that the
+ * plots and the report exist, and that nothing is left behind.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { readPcap } from '../../src/pcap.js';
+import { runOnOneMesh, type CellResult } from '../../src/run.js';
+import { writeResults } from '../../src/report.js';
+
+const isRoot = process.getuid?.() === 0;
+const has = (cmd: string) => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+/** Generous: the mesh start dominates, and other work shares the 2 cores. */
+const CELL_TIMEOUT_MS = 8 * 60_000;
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+
+function missing(): string | false {
+  if (!isRoot) return 'needs root (network namespaces)';
+  const cfg = loadConfig({});
+  for (const [file, what] of [
+    [cfg.k6Bin, 'k6 (make k6)'],
+    [cfg.python, 'the plot venv (make scenarios-venv)'],
+    [cfg.toxiproxyBin, 'toxiproxy (make tools)'],
+  ] as const) {
+    if (!existsSync(file)) return `needs ${what}: ${file}`;
+  }
+  if (!has('tcpdump')) return 'needs tcpdump (make tools)';
+  return false;
+}
+
+function namespacesOf(prefix: string): string[] {
+  return execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter((n) => n.startsWith(`${prefix}-`));
+}
+
+function linksOf(prefix: string): string[] {
+  return (JSON.parse(execFileSync('ip', ['-j', 'link', 'show'], { encoding: 'utf8' })) as { ifname: string }[]).map((l) => l.ifname).filter((n) => n.startsWith(`${prefix}-`));
+}
+
+test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the captures, plots, report, nothing left behind', { skip: missing(), timeout: CELL_TIMEOUT_MS }, async () => {
+  const mesh = `smt${process.pid % 100000}`;
+  const root = mkdtempSync(join(tmpdir(), 'scenario-test-'));
+  try {
+    const cfg = loadConfig({ SCENARIO_MESH_NAME: mesh, SCENARIO_RESULTS_DIR: join(root, 'results'), SCENARIO_STATE_DIR: join(root, 'state'), SCENARIO_LATENCY: 'regional' });
+    const runDir = join(cfg.resultsDir, 'test');
+    const cells = (['syncmesh', 'baseline'] as const).map((system) => ({ system, nodes: 3, workload: 'aggregate' as const, days: 1, requests: 5 }));
+    const results: CellResult[] = await runOnOneMesh(cfg, cells, runDir, () => undefined);
+    const { plots } = writeResults(cfg, runDir, { run: 'test', started_at: '', finished_at: '', latency: 'regional', host: { cpus: 2, note: 'test' }, duration_s: 0 }, results);
+
+    assert.equal(results.length, 2);
+    for (const r of results) {
+      const phases = [r.traffic.query, ...(r.traffic.ingest ? [r.traffic.ingest] : [])];
+      for (const ph of phases) {
+        assert.equal(ph.source, 'pcap');
+        assert.ok(ph.pcap_files.length >= 4, `${r.id} ${ph.phase}: one pcap per interface`);
+        // every interface's bytes are the sum of the wire lengths in its pcap
+        for (const iface of ph.interfaces) {
+          const file = ph.pcap_files.find((f) => f.endsWith(`.${iface.iface}.pcap`));
+          assert.ok(file && existsSync(file), `${r.id}: pcap of ${iface.iface} kept`);
+          const packets = readPcap(file).packets;
+          assert.equal(iface.packets, packets.length, `${r.id} ${iface.iface}: packet count from the pcap`);
+          assert.equal(iface.bytes, packets.reduce((s, p) => s + p.len, 0), `${r.id} ${iface.iface}: bytes from the pcap`);
+        }
+        const client = ph.interfaces.find((i) => i.kind === 'client')!;
+        const clientFile = ph.pcap_files.find((f) => f.endsWith(`.${client.iface}.pcap`))!;
+        assert.equal(ph.client_bytes, readPcap(clientFile).packets.filter((p) => p.src !== null).reduce((s, p) => s + p.len, 0));
+        assert.equal(ph.dropped_packets, 0);
+      }
+      assert.ok(r.traffic.query.client_bytes > 0, `${r.id}: the client's queries were captured`);
+      assert.equal(r.traffic.total_bytes, (r.traffic.ingest?.counted_bytes ?? 0) + r.traffic.query.counted_bytes);
+      assert.equal(r.thresholds_ok, true, `${r.id}: k6 thresholds (see ${r.files.k6_log})`);
+      assert.ok(r.rtt_ms.p50 > 0 && r.rtt_ms.p95 >= r.rtt_ms.p50);
+      assert.equal(r.nodes_answered, r.system === 'syncmesh' ? 3 : 1);
+    }
+    const sm = results.find((r) => r.system === 'syncmesh')!;
+    const bl = results.find((r) => r.system === 'baseline')!;
+    assert.ok(sm.traffic.query.node_node_bytes > 0, 'node-1 asked its peers over their links');
+    assert.deepEqual(
+      sm.traffic.query.pairs.map((p) => `${p.from}>${p.to}`),
+      ['node-1>node-2', 'node-1>node-3'],
+    );
+    assert.equal(bl.traffic.ingest!.node_central_bytes > 1_000_000, true, 'three sensor-months crossed the node->central links');
+    assert.ok(bl.traffic.ingest!.central_seen_bytes > 0, 'the central interface saw the ingest too');
+    assert.ok(sm.traffic.total_bytes < bl.traffic.total_bytes);
+    assert.ok(bl.db_ms.entry && bl.db_ms.entry.p50 > 0, 'the central database time is reported');
+    assert.ok(sm.db_ms.slowest_peer && sm.db_ms.slowest_peer.p50 > 0, 'the peers database time is reported');
+
+    for (const f of ['results.json', 'results.csv', 'report.md']) assert.ok(statSync(join(runDir, f)).size > 0, f);
+    assert.deepEqual(plots, ['traffic.png', 'rtt.png']);
+    for (const p of plots) {
+      const png = readFileSync(join(runDir, p));
+      assert.ok(png.length > 1000, `${p} is not empty`);
+      assert.deepEqual(png.subarray(0, 4), PNG_SIGNATURE, `${p} is a PNG`);
+    }
+    assert.match(readFileSync(join(runDir, 'report.md'), 'utf8'), /34\.74/);
+    assert.equal(readFileSync(join(runDir, 'results.csv'), 'utf8').trim().split('\n').length, 3);
+
+    assert.deepEqual(namespacesOf(mesh), [], 'no namespaces left');
+    assert.deepEqual(linksOf(mesh), [], 'no interfaces left');
+    const procs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`${mesh}-`) || l.includes(root));
+    assert.deepEqual(procs, [], 'no processes left (tcpdump, k6, servers)');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
