@@ -1,7 +1,7 @@
 # Syncmesh Edge: the one entry point.
 #
 # Common uses:
-#   make demo            set up everything on a fresh machine and run the local demo
+#   make demo            set up everything on a fresh machine and run the 3-node mesh demo
 #   make test            set up everything and run every test tier (unit + integration)
 #   make build           compile the TypeScript workspaces (tsc -b)
 #   make bench-function  latency/throughput of the Syncmesh function against direct queries
@@ -58,8 +58,7 @@ test-crdt-extensive: build ## Long CRDT property runs (MISO_CRDT_RUNS=5000; over
 # Demo and benchmarks
 ################################################################################
 .PHONY: demo
-demo: build ## One node with data, answering a collect and an aggregate query.
-	node functions/syncmesh/dist/scripts/demo.js $(if $(DATA),--data "$(DATA)")
+demo: mesh-demo ## The main job: a 3-node local mesh answers a collect and an aggregate query, then goes away.
 
 .PHONY: bench-function
 bench-function: build ## Function latency/throughput vs direct driver queries (needs ../shared/data or DATA=).
@@ -103,7 +102,8 @@ $(TOXIPROXY):
 .PHONY: tools
 tools: $(TOXIPROXY) ## Install the mesh tools: toxiproxy (go install, pinned), tcpdump and iptables (apt).
 	@command -v tcpdump >/dev/null && command -v iptables >/dev/null || \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tcpdump iptables
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tcpdump iptables || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tcpdump iptables; }
 
 # the mesh e2e test in `make test` needs the tools
 test: tools
@@ -136,6 +136,10 @@ mesh-capture: ## Bytes per node link and direction (JSON) while CMD runs: make m
 .PHONY: mesh-demo
 mesh-demo: build tools ## 3 nodes, a collect and an aggregate query via node-1, a table, teardown.
 	$(MESH_ENV) $(MESH_CLI) demo
+
+.PHONY: bench-replication
+bench-replication: build tools ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers.
+	$(MESH_ENV) $(MESH_CLI) bench-replication
 
 .PHONY: bench-mesh
 bench-mesh: build tools ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional).

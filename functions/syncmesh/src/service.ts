@@ -19,7 +19,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { MongoNetworkError, MongoServerSelectionError, type MongoClient } from 'mongodb';
+import { MongoError, MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError, type MongoClient } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { SyncmeshError, type ErrorCode } from './errors.js';
@@ -59,6 +59,18 @@ export interface ErrorBody {
   extensions: { code: string } & Record<string, unknown>;
 }
 
+/**
+ * Whether an error means this node's MongoDB cannot be reached (rather than a bug): network and
+ * server-selection errors, also when wrapped (a bulk write whose connection closed).
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof MongoNetworkError || e instanceof MongoServerSelectionError || e instanceof MongoTopologyClosedError || e instanceof MongoNotConnectedError) return true;
+    if (e instanceof MongoError && (e.hasErrorLabel('ResetPool') || /ECONNREFUSED|ECONNRESET|connection \d+ to .* closed/.test(e.message))) return true;
+  }
+  return false;
+}
+
 /** Turns any error into the error object of the GraphQL envelope, masking the unexpected ones. */
 export function errorBody(err: unknown, log: Logger): { status: number; error: ErrorBody } {
   const gql = err instanceof GraphQLError ? err : undefined;
@@ -67,7 +79,7 @@ export function errorBody(err: unknown, log: Logger): { status: number; error: E
   if (original instanceof SyncmeshError && original.expose) {
     return { status: original.status, error: { message: original.message, ...where, extensions: { code: original.code, ...(original.details ?? {}) } } };
   }
-  if (original instanceof MongoServerSelectionError || original instanceof MongoNetworkError) {
+  if (isDatabaseUnavailable(original)) {
     log.error({ err: original }, 'database unreachable');
     return {
       status: 503,

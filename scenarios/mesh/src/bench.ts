@@ -79,12 +79,10 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   const sizes = values.nodes!.split(',').map(Number);
   const repeat = Number(values.repeat);
   const rows: BenchRow[] = [];
-  const memory: { nodes: number; per_node_rss_mb: number[]; total_rss_mb: number }[] = [];
+  const memory: { nodes: number; per_node_rss_mb: number[]; per_node_pss_mb: number[]; total_rss_mb: number; total_pss_mb: number }[] = [];
   const startups: { nodes: number; seconds: number }[] = [];
-  // node timeouts high enough that sequential forwarding over 30 nodes is not cut short; the
-  // function signs a fan-out once, so the last node of a long sequential run sees an old
-  // timestamp: widen the replay window accordingly
-  const timeouts = { nodeTimeoutMs: 30_000, deadlineMs: 300_000, replayWindowMs: 300_000 };
+  // node timeouts high enough that sequential forwarding over 30 nodes is not cut short
+  const timeouts = { nodeTimeoutMs: 30_000, deadlineMs: 300_000 };
   const save = () => {
     mkdirSync(join(values.out!, '..'), { recursive: true });
     writeFileSync(values.out!, JSON.stringify({ date: new Date().toISOString(), latency: values.latency, repeat, rows, startups, memory }, null, 2));
@@ -96,7 +94,13 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
     startups.push({ nodes: n, seconds: Math.round((performance.now() - t0) / 100) / 10 });
     try {
       const s = await status(cfg.stateRoot, cfg.name);
-      memory.push({ nodes: n, per_node_rss_mb: s.nodes.map((x) => Math.round(x.rssBytes / 1048576)), total_rss_mb: Math.round(s.totalRssBytes / 1048576) });
+      memory.push({
+        nodes: n,
+        per_node_rss_mb: s.nodes.map((x) => Math.round(x.rssBytes / 1048576)),
+        per_node_pss_mb: s.nodes.map((x) => Math.round(x.pssBytes / 1048576)),
+        total_rss_mb: Math.round(s.totalRssBytes / 1048576),
+        total_pss_mb: Math.round(s.totalPssBytes / 1048576),
+      });
       const url = mesh.topology.nodes[0]!.function_url;
       // a fresh JVM is slow until its JIT has compiled the scan: warm every node alone first
       progress(`${n} nodes: warming up every node's database`);
@@ -143,7 +147,10 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
     lines.push(`${q}: parallel grows ${(get(last, 'parallel', q) / get(first, 'parallel', q)).toFixed(1)}x from ${first} to ${last} nodes, sequential ${(get(last, 'sequential', q) / get(first, 'sequential', q)).toFixed(1)}x`);
   }
   for (const r of partial) lines.push(`note: ${r.nodes} nodes ${r.mode} ${r.query}: only ${r.answered} of ${r.nodes} nodes answered in some runs`);
-  for (const s of startups) lines.push(`start of ${s.nodes} nodes: ${s.seconds} s; RSS ${memory.find((m) => m.nodes === s.nodes)?.total_rss_mb} MB total, max ${Math.max(...(memory.find((m) => m.nodes === s.nodes)?.per_node_rss_mb ?? [0]))} MB per node`);
+  for (const s of startups) {
+    const m = memory.find((x) => x.nodes === s.nodes);
+    lines.push(`start of ${s.nodes} nodes: ${s.seconds} s; PSS ${m?.total_pss_mb} MB total (RSS ${m?.total_rss_mb}), max ${Math.max(...(m?.per_node_pss_mb ?? [0]))} MB PSS per node (RSS ${Math.max(...(m?.per_node_rss_mb ?? [0]))})`);
+  }
   process.stdout.write(`\n${lines.join('\n')}\n`);
   save();
   progress(`results written to ${values.out}`);

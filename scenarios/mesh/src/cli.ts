@@ -9,6 +9,7 @@
  *   capture -- <command...>  bytes per link and direction while the command runs (JSON)
  *   demo                     3 nodes, a collect and an aggregate query, a table, teardown
  *   bench                    sequential vs parallel fan-out for 3..30 nodes (regional profile)
+ *   bench-replication        insert-on-origin to replica-on-subscriber latency and events/s, 1 and 5 subscribers
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { loadConfig } from './config.js';
 import { MeshError } from './errors.js';
 import { cut, down, requireState, restore, status, up } from './mesh.js';
 import { runBench } from './bench.js';
+import { runReplicationBench } from './bench-replication.js';
 import { runDemo } from './demo.js';
 
 const MB = 1024 * 1024;
@@ -61,12 +63,12 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       const out: string[] = [];
-      out.push(`mesh ${s.mesh}: ${s.phase}, ${s.isolation}, latency ${s.latency}, ${s.nodes.length} nodes, total RSS ${(s.totalRssBytes / MB).toFixed(0)} MB`);
+      out.push(`mesh ${s.mesh}: ${s.phase}, ${s.isolation}, latency ${s.latency}, ${s.nodes.length} nodes, total PSS ${(s.totalPssBytes / MB).toFixed(0)} MB (RSS ${(s.totalRssBytes / MB).toFixed(0)} MB; RSS counts shared code once per process)`);
       if (s.toxiproxy) out.push(`toxiproxy pid ${s.toxiproxy.pid} ${s.toxiproxy.alive ? 'running' : 'DEAD'} ${((s.toxiproxy.rssBytes ?? 0) / MB).toFixed(0)} MB`);
-      out.push(`${'node'.padEnd(8)} ${'address'.padEnd(15)} ${'ready'.padEnd(5)} ${'cut'.padEnd(4)} ${'RSS MB'.padStart(7)}  processes (role pid RSS MB)`);
+      out.push(`${'node'.padEnd(8)} ${'address'.padEnd(15)} ${'ready'.padEnd(5)} ${'cut'.padEnd(4)} ${'PSS MB'.padStart(7)} ${'RSS MB'.padStart(7)}  processes (role pid PSS/RSS MB)`);
       for (const n of s.nodes) {
-        const procs = n.processes.map((p) => `${p.role} ${p.pid} ${p.alive ? ((p.rssBytes ?? 0) / MB).toFixed(0) : 'DEAD'}`).join(', ');
-        out.push(`${n.id.padEnd(8)} ${n.addr.padEnd(15)} ${(n.ready ? 'yes' : 'NO').padEnd(5)} ${(n.cut ? 'CUT' : '-').padEnd(4)} ${(n.rssBytes / MB).toFixed(0).padStart(7)}  ${procs}`);
+        const procs = n.processes.map((p) => `${p.role} ${p.pid} ${p.alive ? `${((p.pssBytes ?? 0) / MB).toFixed(0)}/${((p.rssBytes ?? 0) / MB).toFixed(0)}` : 'DEAD'}`).join(', ');
+        out.push(`${n.id.padEnd(8)} ${n.addr.padEnd(15)} ${(n.ready ? 'yes' : 'NO').padEnd(5)} ${(n.cut ? 'CUT' : '-').padEnd(4)} ${(n.pssBytes / MB).toFixed(0).padStart(7)} ${(n.rssBytes / MB).toFixed(0).padStart(7)}  ${procs}`);
       }
       process.stdout.write(`${out.join('\n')}\n`);
       return 0;
@@ -103,8 +105,10 @@ async function main(argv: string[]): Promise<number> {
       return runDemo(cfg, progress);
     case 'bench':
       return runBench(cfg, progress, rest);
+    case 'bench-replication':
+      return runReplicationBench(cfg, progress, rest);
     default:
-      process.stderr.write('usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench\n');
+      process.stderr.write('usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication\n');
       return 2;
   }
 }

@@ -18,7 +18,7 @@ export const MAX_NODES = 30;
 export const DEFAULT_MESH_NAME = 'sme0';
 export const DEFAULT_NODES = 3;
 /** Heap of each node's test server; one sensor-month (~18k readings) fits in well under this. */
-export const DEFAULT_MONGO_HEAP_MB = 64;
+export const DEFAULT_MONGO_HEAP_MB = 128; // own readings, replicas of subscribed nodes and the oplog of both (the test server keeps all in the heap)
 export const DEFAULT_NODE_TIMEOUT_MS = 5_000; // one peer may take this long (SYNCMESH_NODE_TIMEOUT_MS)
 export const DEFAULT_DEADLINE_MS = 15_000; // the whole fan-out (SYNCMESH_DEADLINE_MS)
 export const DEFAULT_READY_TIMEOUT_MS = 90_000; // one process must be ready within this
@@ -26,6 +26,9 @@ export const DEFAULT_START_CONCURRENCY = 3; // nodes started at once (2 cores)
 export const DEFAULT_FUNCTION_PORT = 8080; // as on a real node behind the faasd gateway
 export const DEFAULT_MONGO_PORT = 27017;
 export const DEFAULT_AGENT_PORT = 7070;
+export const DEFAULT_LISTENER_HEALTH_PORT = 8091; // the listener's /readyz inside a node namespace
+/** Processes of a node besides its database, in start order. */
+export const NODE_ROLES = ['function', 'listener', 'agent'] as const;
 
 const envSchema = z.object({
   MESH_NAME: z
@@ -53,6 +56,13 @@ const envSchema = z.object({
   MESH_START_CONCURRENCY: z.coerce.number().int().min(1).max(MAX_NODES).default(DEFAULT_START_CONCURRENCY),
   MESH_FUNCTION_MAIN: z.string().min(1).default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js')),
   MESH_LOAD_CLI: z.string().min(1).default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'load', 'cli.js')),
+  MESH_LISTENER_MAIN: z.string().min(1).default(join(REPO_ROOT, 'listeners', 'dist', 'src', 'main.js')),
+  MESH_AGENT_MAIN: z.string().min(1).default(join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js')),
+  MESH_SERVICES: z
+    .string()
+    .default(NODE_ROLES.join(','))
+    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(NODE_ROLES)).refine((r) => r.includes('function'), 'must include function')),
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
 });
@@ -84,6 +94,10 @@ export interface MeshConfig {
   readonly startConcurrency: number;
   readonly functionMain: string;
   readonly loadCli: string;
+  readonly listenerMain: string;
+  readonly agentMain: string;
+  /** Which node processes run (the function always; the listener and MISO agent by default). */
+  readonly services: ReadonlyArray<(typeof NODE_ROLES)[number]>;
   readonly nodeLogLevel: string;
   readonly toxiproxyBin: string;
 }
@@ -128,6 +142,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     startConcurrency: e.MESH_START_CONCURRENCY,
     functionMain: resolve(e.MESH_FUNCTION_MAIN),
     loadCli: resolve(e.MESH_LOAD_CLI),
+    listenerMain: resolve(e.MESH_LISTENER_MAIN),
+    agentMain: resolve(e.MESH_AGENT_MAIN),
+    services: Object.freeze([...e.MESH_SERVICES]),
     nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
     toxiproxyBin: resolve(e.TOXIPROXY_BIN),
   });

@@ -16,5 +16,5 @@ export type { FunctionAnswer, TimedAnswer } from './client.js';
 export { expectedFromCsv, expectedFromMongo, relDiff } from './oracle.js';
 export { aggregateRequest, collectRequest, MONTH_START, MONTH_END } from './queries.js';
 export type { Topology, TopologyNode } from './topology.js';
-export { NODE_SERVICES, DATABASE_SERVICES } from './services.js';
+export { NODE_SERVICES, DATABASE_SERVICES, nodeServices } from './services.js';
 export type { NodeService, ServiceContext } from './services.js';

@@ -24,7 +24,7 @@ import {
   restoreNodeFirewall,
 } from './network.js';
 import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
-import { DATABASE_SERVICES, NODE_SERVICES, type NodeService, type ServiceContext } from './services.js';
+import { DATABASE_SERVICES, functionService, nodeServices, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
 import {
   hostListeners,
@@ -33,6 +33,7 @@ import {
   pool,
   portTaken,
   rssBytes,
+  pssBytes,
   startDetached,
   stopProcess,
   tail,
@@ -92,6 +93,8 @@ export async function preflight(cfg: MeshConfig, plan: MeshPlan, opts: UpOptions
   const need: [string, string][] = [
     [cfg.toxiproxyBin, 'toxiproxy (run: make tools)'],
     [cfg.functionMain, 'the Syncmesh function (run: make build)'],
+    ...(cfg.services.includes('listener') ? [[cfg.listenerMain, 'the change-stream listener (run: make build)'] as [string, string]] : []),
+    ...(cfg.services.includes('agent') ? [[cfg.agentMain, 'the MISO agent (run: make build)'] as [string, string]] : []),
   ];
   if (opts.loadData !== false) need.push([cfg.loadCli, 'the Syncmesh data loader (run: make build)']);
   for (const [file, what] of need) {
@@ -177,7 +180,7 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
         const count = await loadNodeData(cfg, node, csvFor(cfg, node));
         loaded = `, ${count} readings`;
       }
-      for (const svc of NODE_SERVICES) await startService(svc, ctx, state, opts.signal);
+      for (const svc of nodeServices(cfg)) await startService(svc, ctx, state, opts.signal);
       started++;
       progress(`${node.id} ready at ${node.addr} (${((performance.now() - t) / 1000).toFixed(1)} s${loaded}) [${started}/${plan.nodes.length}]`);
     });
@@ -346,6 +349,7 @@ export interface ProcessStatus {
   pid: number;
   alive: boolean;
   rssBytes: number | null;
+  pssBytes: number | null;
 }
 
 export interface NodeStatusReport {
@@ -355,6 +359,7 @@ export interface NodeStatusReport {
   ready: boolean;
   cut: boolean;
   rssBytes: number;
+  pssBytes: number;
   processes: ProcessStatus[];
 }
 
@@ -366,13 +371,14 @@ export interface StatusReport {
   toxiproxy: ProcessStatus | null;
   nodes: NodeStatusReport[];
   totalRssBytes: number;
+  totalPssBytes: number;
 }
 
 export async function status(stateRoot: string, name: string): Promise<StatusReport> {
   const state = requireState(stateRoot, name);
   const proc = (p: ProcessRecord): ProcessStatus => {
     const alive = isAlive(p);
-    return { role: p.role, pid: p.pid, alive, rssBytes: alive ? rssBytes(p.pid) : null };
+    return { role: p.role, pid: p.pid, alive, rssBytes: alive ? rssBytes(p.pid) : null, pssBytes: alive ? pssBytes(p.pid) : null };
   };
   const tp = state.processes.find((p) => p.role === 'toxiproxy');
   const nodes = await Promise.all(
@@ -385,6 +391,7 @@ export async function status(stateRoot: string, name: string): Promise<StatusRep
         ready: await httpOk(`http://${n.addr}:${n.functionPort}/readyz`, 1_000),
         cut: state.cut.includes(n.id),
         rssBytes: processes.reduce((s, p) => s + (p.rssBytes ?? 0), 0),
+        pssBytes: processes.reduce((s, p) => s + (p.pssBytes ?? 0), 0),
         processes,
       };
     }),
@@ -398,6 +405,7 @@ export async function status(stateRoot: string, name: string): Promise<StatusRep
     toxiproxy,
     nodes,
     totalRssBytes: nodes.reduce((s, n) => s + n.rssBytes, 0) + (toxiproxy?.rssBytes ?? 0),
+    totalPssBytes: nodes.reduce((s, n) => s + n.pssBytes, 0) + (toxiproxy?.pssBytes ?? 0),
   };
 }
 
@@ -410,15 +418,14 @@ export async function restartFunctions(cfg: MeshConfig, forwardMode: 'parallel' 
   const state = requireState(cfg.stateRoot, cfg.name);
   const secretFile = join(state.plan.stateDir, 'secret');
   progress(`restarting ${state.plan.nodes.length} functions with SYNCMESH_FORWARD_MODE=${forwardMode}`);
-  const svcRoles = new Set(NODE_SERVICES.map((s) => s.role));
-  const old = state.processes.filter((p) => p.node !== null && svcRoles.has(p.role));
+  const old = state.processes.filter((p) => p.node !== null && p.role === functionService.role);
   await Promise.all(old.map((p) => stopProcess(p)));
   state.processes = state.processes.filter((p) => !old.includes(p));
   state.forwardMode = forwardMode;
   writeState(state);
   await pool(state.plan.nodes, cfg.startConcurrency, async (node) => {
     const ctx: ServiceContext = { cfg, plan: state.plan, node, secretFile, forwardMode };
-    for (const svc of NODE_SERVICES) await startService(svc, ctx, state);
+    await startService(functionService, ctx, state);
   });
   writeTopology(state.plan, buildTopology(state));
 }

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import type { Isolation } from './config.js';
-import { DEFAULT_AGENT_PORT, DEFAULT_FUNCTION_PORT, DEFAULT_MONGO_PORT } from './config.js';
+import { DEFAULT_AGENT_PORT, DEFAULT_FUNCTION_PORT, DEFAULT_LISTENER_HEALTH_PORT, DEFAULT_MONGO_PORT } from './config.js';
 
 /** faasd gateway path of the function; mesh URLs look like real node URLs. */
 export const FUNCTION_PATH = '/function/syncmesh-fn';
@@ -30,6 +30,8 @@ export interface NodePlan {
   readonly mongoPort: number;
   readonly functionPort: number;
   readonly agentPort: number;
+  /** The listener's health endpoint (/readyz). */
+  readonly listenerPort: number;
   /** Function URL as seen from the host (direct, no link emulation). */
   readonly functionUrl: string;
   /** MongoDB URI as seen from the host. */
@@ -130,6 +132,7 @@ export function planMesh(input: PlanInput): MeshPlan {
         mongoPort: DEFAULT_MONGO_PORT,
         functionPort: DEFAULT_FUNCTION_PORT,
         agentPort: DEFAULT_AGENT_PORT,
+        listenerPort: DEFAULT_LISTENER_HEALTH_PORT,
         functionUrl: `http://${addr}:${DEFAULT_FUNCTION_PORT}${FUNCTION_PATH}`,
         mongoUri: `mongodb://${addr}:${DEFAULT_MONGO_PORT}/?directConnection=true`,
         localMongoUri: `mongodb://127.0.0.1:${DEFAULT_MONGO_PORT}/?directConnection=true`,
@@ -159,6 +162,7 @@ export function planMesh(input: PlanInput): MeshPlan {
       mongoPort,
       functionPort,
       agentPort: base + 200 + i,
+      listenerPort: base + 300 + i,
       functionUrl: `http://${host}:${functionPort}${FUNCTION_PATH}`,
       mongoUri: `mongodb://${host}:${mongoPort}/?directConnection=true`,
       localMongoUri: `mongodb://${host}:${mongoPort}/?directConnection=true`,

@@ -127,6 +127,21 @@ export function rssBytes(pid: number): number | null {
 }
 
 /**
+ * Proportional set size in bytes (Pss in smaps_rollup): private memory plus this process's share
+ * of pages it shares with others (the node and java binaries). Summing PSS over processes gives
+ * the memory they really take; summing RSS counts shared code once per process.
+ */
+export function pssBytes(pid: number): number | null {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch (err) {
+    squashError(err); // the process is gone
+    return null;
+  }
+}
+
+/**
  * Starts a detached process (own session, so Ctrl-C on the terminal does not reach it) with
  * output appended to `log`, and returns its record. `ip netns exec` execs in place, so the pid
  * is the service's own.

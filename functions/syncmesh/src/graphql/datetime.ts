@@ -6,6 +6,9 @@ import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
  */
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$/;
 
+/** What Date.prototype.toISOString produces. */
+const CANONICAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 export function parseDateTime(raw: string): Date {
   const m = ISO.exec(raw);
   if (!m) {
@@ -28,7 +31,8 @@ export const DateTimeScalar = new GraphQLScalarType<Date, string>({
   description: 'ISO-8601 date-time. Without a zone it is read as UTC. Returned as UTC, e.g. 2017-07-31T00:00:00.000Z.',
   serialize(value) {
     if (value instanceof Date) return value.toISOString();
-    if (typeof value === 'string') return parseDateTime(value).toISOString();
+    // Readings travel as canonical ISO strings already (toSensorDoc); only others are re-parsed.
+    if (typeof value === 'string') return CANONICAL.test(value) ? value : parseDateTime(value).toISOString();
     throw new GraphQLError(`DateTime cannot represent ${typeof value}`);
   },
   parseValue(value) {

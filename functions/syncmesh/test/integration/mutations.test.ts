@@ -53,3 +53,18 @@ test('mutations - a reading without a metric does not dilute that metric', async
   const r = await post(b.url, { query: '{ sensorsAggregate { count average_temperature average_humidity average_pressure } }' });
   assert.deepEqual(r.body.data!['sensorsAggregate'], { count: 2, average_temperature: 15, average_humidity: 50, average_pressure: null });
 });
+
+test('mutations - a node whose MongoDB is gone answers 503 and stays up', async () => {
+  const lonely = await startNode('m-nodb');
+  try {
+    if (!lonely.db) return; // with MONGODB_URI the database cannot be stopped from here
+    await lonely.db.stop();
+    const r = await post(lonely.url, { query: 'mutation { addSensors(sensors: [{lat: 1, lon: 1, timestamp: "2017-07-01"}]) }' });
+    assert.equal(r.status, 503, JSON.stringify(r.body));
+    assert.equal(r.body.errors![0]!.extensions.code, 'EDGE_SYNCMESH_DB_UNAVAILABLE');
+    const ready = await fetch(`${lonely.url}/readyz`);
+    assert.equal(ready.status, 503);
+  } finally {
+    await lonely.close();
+  }
+});
