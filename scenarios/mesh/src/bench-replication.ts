@@ -70,7 +70,9 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
   });
   const samples = Number(values.samples);
   const burst = Number(values.burst);
-  const cfg: MeshConfig = { ...base, nodes: 6, latency: 'none' };
+  // The test server keeps every oplog entry (and the outbox's) in its heap: 5,000-reading bursts
+  // to 5 subscribers need more than the mesh default.
+  const cfg: MeshConfig = { ...base, nodes: 6, latency: 'none', mongoHeapMb: Math.max(base.mongoHeapMb, 384) };
   const mesh = await up(cfg, { progress });
   const rows: ReplicationRow[] = [];
   const clients: MongoClient[] = [];
