@@ -596,6 +596,9 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     p.out = dialer;
     dialer.peerId = h.node_id;
     dialer.established();
+    // Our functions as they are now: a function registered while this link was still being
+    // established was not broadcast on it, and the hello we sent may predate it.
+    this.send(link, { functions: { functions: [...this.local.keys()] } }, p);
     // Full state on (re)join: everything we hold for the functions the peer runs.
     this.sendFullState(p, link, p.sync.functions);
   }

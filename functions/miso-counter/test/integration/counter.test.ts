@@ -48,6 +48,11 @@ test('miso-counter - start-up registers the function replica with the agent', as
 });
 
 test('miso-counter - increments on two nodes add up on both', async () => {
+  // Restore asks the peers that run the function: wait until each agent knows the other does.
+  await waitFor('both agents to know where miso-counter runs', async () => {
+    const st = await Promise.all(agents.map((a) => a.client.status()));
+    return st.every((x) => (x.functions.find((f) => f.function === 'miso-counter')?.nodes.length ?? 0) >= 2);
+  });
   assert.deepEqual((await call(fns[0]!, 'POST', '5')).json, { totalSum: 5 });
   assert.deepEqual((await call(fns[1]!, 'POST', '')).json, { totalSum: 6 }, 'restored from n1 before adding');
   await waitFor('both nodes to report 6', async () => {
