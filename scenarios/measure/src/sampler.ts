@@ -4,6 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { rssBytes } from '@syncmesh-edge/mesh';
 import { squashError } from './errors.js';
 
 export interface WatchedProcess {
@@ -57,16 +58,6 @@ export function cpuTicks(pid: number): number | null {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[11]) + Number(fields[12]);
-  } catch (err) {
-    squashError(err); // the process is gone
-    return null;
-  }
-}
-
-export function rssBytes(pid: number): number | null {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : null;
   } catch (err) {
     squashError(err); // the process is gone
     return null;

@@ -1,7 +1,6 @@
 /** Small process helpers: run a command with a deadline, start a logged service, poll with a deadline. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { ScenarioError, squashError } from './errors.js';
 
 export interface RunResult {
@@ -67,30 +66,6 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   throw new ScenarioError('EDGE_SCENARIO_CENTRAL_START', `${what} not ready within ${timeoutMs} ms`);
 }
 
-export function tcpOpen(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
-  return new Promise((r) => {
-    const s = connect({ host, port });
-    const done = (ok: boolean) => {
-      s.destroy();
-      r(ok);
-    };
-    s.setTimeout(timeoutMs, () => done(false));
-    s.once('connect', () => done(true));
-    s.once('error', () => done(false));
-  });
-}
-
-export async function httpOk(url: string, timeoutMs = 1_000): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return res.ok;
-  } catch (err) {
-    squashError(err); // not up yet
-    return false;
-  }
-}
-
 /** A service we started; `ip netns exec` execs in place, so `pid` is the service's own. */
 export interface Service {
   readonly role: string;
@@ -144,16 +119,5 @@ export function tail(path: string, lines = 8): string {
   }
 }
 
-/** Runs `fn` over `items` with at most `limit` at once. */
-export async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  });
-  await Promise.all(workers);
-  return out;
-}
+/** Readiness probes and the bounded pool are the mesh's; one copy for both components. */
+export { tcpOpen, httpOk, pool } from '@syncmesh-edge/mesh';
