@@ -6,7 +6,9 @@
  * straight to the database with the driver running the same query. Prints a table and writes
  * JSON. Works unchanged against a real MongoDB through MONGODB_URI.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
@@ -93,6 +95,7 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '3' },
       out: { type: 'string', default: join(REPO_ROOT, 'bench-results', 'function.json') },
+      'no-pin': { type: 'boolean', default: false },
     },
   });
   const sensor = Number(values.sensor);
@@ -103,6 +106,16 @@ async function main(): Promise<void> {
 
   console.log(`starting one node (${process.env['MONGODB_URI'] ? 'MONGODB_URI' : 'MongoDB-compatible test server'}) ...`);
   const node = await startLocalNode('bench-node');
+  // On a small machine the database, the function and the client fight for the same cores, and
+  // the function's CPU then shows up as database queueing. Pin the test server to CPU 0 and the
+  // function and this client to CPU 1, so both paths get the same database and the same client core.
+  const pinned = !values['no-pin'] && node.mongo.pid !== undefined && availableParallelism() >= 2;
+  if (pinned) {
+    execFileSync('taskset', ['-a', '-pc', '0', String(node.mongo.pid)], { stdio: 'ignore' });
+    execFileSync('taskset', ['-a', '-pc', '1', String(node.fn.pid)], { stdio: 'ignore' });
+    execFileSync('taskset', ['-a', '-pc', '1', String(process.pid)], { stdio: 'ignore' });
+    console.log('pinned: test server on CPU 0; function and client on CPU 1 (--no-pin to turn off)');
+  }
   const client = await MongoClient.connect(node.mongo.uri, { maxPoolSize: concurrency });
   try {
     const store = new SensorStore(client.db('syncmesh'), 'sensor_data');
@@ -166,6 +179,7 @@ async function main(): Promise<void> {
       data: file ?? `generated sensor ${sensor}`,
       concurrency,
       seconds,
+      pinned: pinned ? { database_cpu: 0, function_and_client_cpu: 1 } : false,
       rows,
       raw: results,
       measured_at: new Date().toISOString(),

@@ -5,6 +5,8 @@ export interface MongoTarget {
   readonly uri: string;
   /** 'real' when MONGODB_URI points at a MongoDB, 'test-server' for mongo-java-server. */
   readonly kind: 'real' | 'test-server';
+  /** The test server's process id (undefined for a real MongoDB). */
+  readonly pid?: number | undefined;
   /** Stops the test server; a no-op for a real MongoDB. */
   stop(): Promise<void>;
 }
@@ -20,5 +22,5 @@ export async function resolveMongo(
   const uri = env['MONGODB_URI'];
   if (uri) return { uri, kind: 'real', stop: async () => {} };
   const server = await startTestServer(opts);
-  return { uri: server.uri, kind: 'test-server', stop: () => server.stop() };
+  return { uri: server.uri, kind: 'test-server', pid: server.pid, stop: () => server.stop() };
 }
