@@ -119,6 +119,8 @@ interface Prepared {
   document: DocumentNode;
   operation: OperationDefinitionNode;
   variables: Record<string, unknown>;
+  /** The variables coerced to their GraphQL types (dates parsed, defaults applied). */
+  coerced: Record<string, unknown>;
 }
 
 export class SyncmeshService {
@@ -173,7 +175,7 @@ export class SyncmeshService {
     }
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], req.variables);
     if (coerced.errors) throw fail('EDGE_SYNCMESH_BAD_ARGUMENT', coerced.errors[0]!.message);
-    return { document, operation, variables: req.variables };
+    return { document, operation, variables: req.variables, coerced: coerced.coerced };
   }
 
   /** Checks every root field's arguments before anything is forwarded. */
@@ -181,13 +183,12 @@ export class SyncmeshService {
     const fragments = new Map<string, FragmentDefinitionNode>();
     for (const d of p.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
     const rootType = p.operation.operation === 'mutation' ? dataSchema.getMutationType() : dataSchema.getQueryType();
-    const coerced = getVariableValues(dataSchema, p.operation.variableDefinitions ?? [], p.variables);
-    if (coerced.errors || !rootType) return;
+    if (!rootType) return;
     const limits = { maxLimit: this.deps.config.maxLimit, maxSensorsPerMutation: this.deps.config.maxSensorsPerMutation };
     for (const { node } of rootFields(p.operation, fragments)) {
       const def = rootType.getFields()[node.name.value];
       if (!def) continue; // __typename
-      validateDataArgs(node.name.value, getArgumentValues(def, node, coerced.coerced), limits);
+      validateDataArgs(node.name.value, getArgumentValues(def, node, p.coerced), limits);
     }
   }
 

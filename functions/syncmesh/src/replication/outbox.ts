@@ -41,13 +41,6 @@ export interface ReplicateBody {
   batches: Array<{ db: string; coll: string; seq: number; ops: ReplicationOp[] }>;
 }
 
-export interface SubscriberStats {
-  subscriber: string;
-  delivered: number;
-  failures: number;
-  lastError?: string;
-}
-
 export class Outbox {
   private readonly outbox: Collection<OutboxDoc>;
   private lastSeq = 0;
@@ -81,10 +74,6 @@ export class Outbox {
     return seq;
   }
 
-  stats(): SubscriberStats[] {
-    return [...this.senders.values()].map((s) => s.stats());
-  }
-
   /** Batches waiting, for one subscriber or for all. */
   async pending(subscriber?: string): Promise<number> {
     return this.outbox.countDocuments(subscriber ? { subscriber } : {});
@@ -112,17 +101,12 @@ class Sender {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
-  private readonly counters = { delivered: 0, failures: 0, lastError: undefined as string | undefined };
 
   constructor(
     private readonly subscriber: string,
     private readonly outbox: Collection<OutboxDoc>,
     private readonly deps: { nodeId: string; secret: string | undefined; registry: NodeRegistry; log: Logger },
   ) {}
-
-  stats(): SubscriberStats {
-    return { subscriber: this.subscriber, delivered: this.counters.delivered, failures: this.counters.failures, ...(this.counters.lastError ? { lastError: this.counters.lastError } : {}) };
-  }
 
   wake(): void {
     this.again = true;
@@ -161,8 +145,6 @@ class Sender {
         sent = await this.sendOnce();
         if (sent) backoff = RETRY_MIN_MS;
       } catch (err) {
-        this.counters.failures++;
-        this.counters.lastError = (err as Error).message;
         log.warn({ subscriber: this.subscriber, err: (err as Error).message, retryInMs: backoff }, 'replication to subscriber failed; will retry');
         await this.sleep(backoff * (0.75 + Math.random() * 0.5));
         backoff = Math.min(backoff * 2, RETRY_MAX_MS);
@@ -195,7 +177,6 @@ class Sender {
     const text = await res.text();
     if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${text.slice(0, 200)}`);
     await this.outbox.deleteMany({ _id: { $in: docs.map((d) => d._id) } });
-    this.counters.delivered += docs.length;
     return true;
   }
 }

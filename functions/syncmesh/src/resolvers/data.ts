@@ -4,7 +4,7 @@
  * nodes before GraphQL shapes the result. Mutations only ever touch this node's database.
  */
 import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
-import { badArgument, SyncmeshError } from '../errors.js';
+import { badArgument } from '../errors.js';
 import {
   finishAggregate,
   mergePartials,
@@ -204,7 +204,3 @@ export const dataRoot = {
     return timed(ctx, () => ctx.store.deleteInRange(filterOf(args)));
   },
 };
-
-export function isExpected(err: unknown): err is SyncmeshError {
-  return err instanceof SyncmeshError && err.expose;
-}
