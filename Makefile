@@ -137,6 +137,10 @@ mesh-capture: ## Bytes per node link and direction (JSON) while CMD runs: make m
 mesh-demo: build tools ## 3 nodes, a collect and an aggregate query via node-1, a table, teardown.
 	$(MESH_ENV) $(MESH_CLI) demo
 
+.PHONY: test-mesh-mdns
+test-mesh-mdns: build tools ## MISO agents find each other by real mDNS across 3 namespaces (root); prints discovery and dead-peer times.
+	node --test scenarios/mesh/dist/test/integration/mdns.test.js
+
 .PHONY: bench-replication
 bench-replication: build tools ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers.
 	$(MESH_ENV) $(MESH_CLI) bench-replication

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { pino } from 'pino';
-import { announcement, MdnsDiscovery, peersIn, SERVICE_TYPE } from './mdns.js';
+import { MisoError } from '../errors.js';
+import makeMdns from 'multicast-dns';
+import { announcement, answersFor, dnsLabel, EXPIRE_AFTER_QUERIES, hostName, MdnsDiscovery, peersIn, QUERY_INTERVAL_MS, SERVICE_TYPE, SERVICES_ENUMERATION, type MdnsRecord } from './mdns.js';
 
 test('mdns - an announcement is DNS-SD shaped (PTR, SRV, TXT, A)', () => {
   const recs = announcement('node-a', 7650, ['10.1.0.2']);
@@ -16,6 +18,47 @@ test('mdns - an announcement is DNS-SD shaped (PTR, SRV, TXT, A)', () => {
       ['A', 'node-a.miso.local'],
     ],
   );
+});
+
+test('mdns - unique records carry the cache-flush bit, the shared PTR does not (RFC 6762 §10.2)', () => {
+  const recs = announcement('node-a', 7650, ['10.1.0.2']);
+  assert.deepEqual(
+    recs.map((r) => [r.type, r.flush ?? false]),
+    [
+      ['PTR', false],
+      ['SRV', true],
+      ['TXT', true],
+      ['A', true],
+    ],
+  );
+});
+
+test('mdns - node ids become valid DNS labels; the TXT record keeps the real id', () => {
+  assert.equal(dnsLabel('node-1'), 'node-1');
+  assert.equal(dnsLabel('edge.site_2'), 'edge-site-2'); // a '.' would split the label
+  const long = 'a'.repeat(64); // MISO_NODE_ID allows 64 characters; a label holds 63
+  assert.equal(dnsLabel(long).length, 63);
+  assert.deepEqual(peersIn(announcement(long, 7650, ['10.1.0.2'])), [{ nodeId: long, address: '10.1.0.2:7650', goodbye: false }]);
+});
+
+test('mdns - questions are answered the way DNS-SD resolvers ask (PTR, SRV, TXT, A, ANY, enumeration)', () => {
+  const own = announcement('node-a', 7650, ['10.1.0.2']);
+  const types = (rs: MdnsRecord[]) => rs.map((r) => `${r.type} ${r.name}`);
+  const inst = `node-a.${SERVICE_TYPE}`;
+  // browse: PTR in answers, SRV/TXT/A as additionals (RFC 6763 §12.1)
+  const browse = answersFor([{ name: SERVICE_TYPE, type: 'PTR' }], own);
+  assert.deepEqual(types(browse.answers), [`PTR ${SERVICE_TYPE}`]);
+  assert.deepEqual(types(browse.additionals), [`SRV ${inst}`, `TXT ${inst}`, `A ${hostName('node-a')}`]);
+  // resolve: SRV with the address as additional (§12.2), TXT, the host's A; names are case-insensitive
+  const srv = answersFor([{ name: inst.toUpperCase(), type: 'SRV' }], own);
+  assert.deepEqual([types(srv.answers), types(srv.additionals)], [[`SRV ${inst}`], [`A node-a.miso.local`]]);
+  assert.deepEqual(types(answersFor([{ name: inst, type: 'TXT' }], own).answers), [`TXT ${inst}`]);
+  assert.deepEqual(types(answersFor([{ name: 'node-a.miso.local', type: 'A' }], own).answers), ['A node-a.miso.local']);
+  assert.deepEqual(types(answersFor([{ name: inst, type: 'ANY' }], own).answers), [`SRV ${inst}`, `TXT ${inst}`]);
+  // service type enumeration (RFC 6763 §9): avahi-browse -a
+  assert.deepEqual(types(answersFor([{ name: SERVICES_ENUMERATION, type: 'PTR' }], own).answers), [`PTR ${SERVICES_ENUMERATION}`]);
+  // somebody else's names: no answer
+  assert.deepEqual(answersFor([{ name: '_http._tcp.local', type: 'PTR' }, { name: 'node-b.miso.local', type: 'A' }], own), { answers: [], additionals: [] });
 });
 
 test('mdns - peers are read back from answers, goodbyes are flagged', () => {
@@ -57,9 +100,60 @@ test('mdns - two agents find each other and see the goodbye (unicast loopback, n
   const deadline = Date.now() + 5000;
   while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(seen.sort(), ['a saw nb at 127.0.0.1:7002', 'b saw na at 127.0.0.1:7001']);
-  b.stop();
+  const stoppedAt = Date.now();
+  await b.stop();
   while (gone.length < 1 && Date.now() < deadline + 5000) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(gone, ['a lost nb at 127.0.0.1:7002']);
-  a.stop();
-  b.stop();
+  // the goodbye, not the expiry after missed queries, removed it
+  assert.ok(Date.now() - stoppedAt < QUERY_INTERVAL_MS * EXPIRE_AFTER_QUERIES, `gone after ${Date.now() - stoppedAt} ms: the goodbye was not received`);
+  await a.stop();
+  await b.stop();
+});
+
+/** An agent's discovery and a plain multicast-dns client on unicast loopback sockets, sending to each other. */
+async function pair(nodeId: string) {
+  const sa = createSocket({ type: 'udp4', reuseAddr: false });
+  const sp = createSocket({ type: 'udp4', reuseAddr: false });
+  sa.bind(0, '127.0.0.1');
+  sp.bind(0, '127.0.0.1');
+  await Promise.all([once(sa, 'listening'), once(sp, 'listening')]);
+  const agent = new MdnsDiscovery({
+    nodeId, port: 7001, addresses: ['127.0.0.1'], log: pino({ level: 'silent' }),
+    onPeer: () => undefined,
+    onGone: () => undefined,
+    mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },
+  });
+  const probe = makeMdns({ multicast: false, socket: sp, port: sa.address().port, ip: '127.0.0.1', bind: false });
+  return { agent, probe };
+}
+
+test('mdns - a resolver gets the answers over the wire, with cache-flush bits, for any node id', async () => {
+  const long = 'n'.repeat(64);
+  const { agent, probe } = await pair(long);
+  const responses: MdnsRecord[][] = [];
+  probe.on('response', (r) => responses.push([...r.answers, ...(r.additionals ?? [])] as MdnsRecord[]));
+  agent.start(); // announces (twice) and queries; the probe ignores queries
+  const srvName = `${dnsLabel(long)}.${SERVICE_TYPE}`;
+  probe.query({ questions: [{ name: srvName, type: 'SRV' }] });
+  const deadline = Date.now() + 5000;
+  const isSrvAnswer = (rs: MdnsRecord[]) => rs.length === 2 && rs[0]!.type === 'SRV';
+  while (!responses.some(isSrvAnswer) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  const srv = responses.find(isSrvAnswer);
+  assert.ok(srv, `no SRV answer; got ${JSON.stringify(responses.map((rs) => rs.map((r) => r.type)))}`);
+  assert.deepEqual(
+    srv.map((r) => [r.type, r.name, r.flush]),
+    [
+      ['SRV', srvName, true],
+      ['A', hostName(long), true],
+    ],
+  );
+  // the announcement decodes to the real (64-character) node id
+  assert.deepEqual(peersIn(responses[0]!), [{ nodeId: long, address: '127.0.0.1:7001', goodbye: false }]);
+  await agent.stop();
+  probe.destroy();
+});
+
+test('mdns - an interface without an IPv4 address is a configuration error, not a silent fallback to all interfaces', () => {
+  const d = new MdnsDiscovery({ nodeId: 'na', port: 7001, interface: 'no-such-if0', log: pino({ level: 'silent' }), onPeer: () => undefined, onGone: () => undefined });
+  assert.throws(() => d.start(), (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_CONFIG' && /no-such-if0/.test(e.message));
 });

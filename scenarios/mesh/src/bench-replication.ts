@@ -12,9 +12,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
+import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { meta } from './client.js';
 import { down, up, type Progress } from './mesh.js';
+import { throwIfInterrupted } from './bench.js';
 
 interface LatencyStats {
   samples: number;
@@ -49,17 +51,20 @@ const reading = (i: number, sensorId = 9000): Document => ({
   pressure: 94000,
 });
 
-async function waitVisible(replicas: Collection[], id: ObjectId, timeoutMs: number): Promise<void> {
+/** Polls each subscriber for the replica by its _id (an index lookup, also on the test server). */
+async function waitVisible(replicas: Collection<{ _id: string }>[], origin: string, id: ObjectId, timeoutMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const rid = replicaId(origin, id);
   for (const c of replicas) {
-    while ((await c.countDocuments({ _origin_id: id }, { limit: 1 })) === 0) {
+    while ((await c.findOne({ _id: rid }, { projection: { _id: 1 } })) === null) {
+      throwIfInterrupted(signal);
       if (Date.now() > deadline) throw new Error(`reading ${id.toHexString()} not replicated within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
   }
 }
 
-export async function runReplicationBench(base: MeshConfig, progress: Progress, argv: string[]): Promise<number> {
+export async function runReplicationBench(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -70,10 +75,8 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
   });
   const samples = Number(values.samples);
   const burst = Number(values.burst);
-  // The test server keeps every oplog entry (and the outbox's) in its heap: 5,000-reading bursts
-  // to 5 subscribers need more than the mesh default.
-  const cfg: MeshConfig = { ...base, nodes: 6, latency: 'none', mongoHeapMb: Math.max(base.mongoHeapMb, 384) };
-  const mesh = await up(cfg, { progress });
+  const cfg: MeshConfig = { ...base, nodes: 6, latency: 'none' };
+  const mesh = await up(cfg, { progress, signal });
   const rows: ReplicationRow[] = [];
   const clients: MongoClient[] = [];
   try {
@@ -85,8 +88,8 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       return c;
     };
     const origin = (await connect(nodes[0]!.mongodb_uri)).db('syncmesh').collection('sensor_data');
-    const replicaColls: Collection[] = [];
-    for (const n of nodes.slice(1)) replicaColls.push((await connect(n.mongodb_uri)).db('syncmesh').collection('sensor_data_replicas'));
+    const replicaColls: Collection<{ _id: string }>[] = [];
+    for (const n of nodes.slice(1)) replicaColls.push((await connect(n.mongodb_uri)).db('syncmesh').collection<{ _id: string }>('sensor_data_replicas'));
     let seq = 0;
 
     for (const subscribers of [1, 5]) {
@@ -98,7 +101,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       for (let i = 0; i < 20; i++) {
         const doc = reading(seq++);
         await origin.insertOne(doc);
-        await waitVisible(targets, doc['_id'] as ObjectId, 30_000);
+        await waitVisible(targets, nodes[0]!.id, doc['_id'] as ObjectId, 30_000, signal);
       }
       progress(`${subscribers} subscriber(s): latency, ${samples} readings one at a time`);
       const lat: number[] = [];
@@ -106,7 +109,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
         const doc = reading(seq++);
         const t0 = performance.now();
         await origin.insertOne(doc);
-        await waitVisible(targets, doc['_id'] as ObjectId, 30_000);
+        await waitVisible(targets, nodes[0]!.id, doc['_id'] as ObjectId, 30_000, signal);
         lat.push(performance.now() - t0);
       }
       lat.sort((a, b) => a - b);
@@ -117,7 +120,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       const docs = Array.from({ length: burst }, () => reading(seq++, burstSensor));
       const t0 = performance.now();
       for (let i = 0; i < docs.length; i += 500) await origin.insertMany(docs.slice(i, i + 500));
-      await waitVisible(targets, docs[docs.length - 1]!['_id'] as ObjectId, 300_000);
+      await waitVisible(targets, nodes[0]!.id, docs[docs.length - 1]!['_id'] as ObjectId, 300_000, signal);
       // The last one visible does not prove the others are: count them all.
       for (const c of targets) {
         while ((await c.countDocuments({ _origin: nodes[0]!.id, sensor_id: burstSensor })) < burst) await new Promise((r) => setTimeout(r, 20));

@@ -4,16 +4,22 @@
  * and with parallel fan-out, on the same mesh and data (the functions are restarted between the
  * two modes). Also the entry node answering alone (no forwarding): its database and function
  * time, the floor under every mesh-wide round trip. Prints a table and writes JSON.
+ *
+ * Three queries: a month's aggregate and a 1,000-reading collect make every node's database scan
+ * its ~18k readings (the test server has no indexes), so with 30 test servers on 2 cores they are
+ * bound by CPU, not by links; the mesh-wide document estimate costs the databases almost nothing
+ * and shows the forwarding itself. Each row also reports the databases' time from the answer's
+ * `extensions` (the entry's own plus every node's `db_ms`).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, type MeshConfig } from './config.js';
-import { postFunction } from './client.js';
+import { postFunction, type FunctionAnswer } from './client.js';
 import { MeshError } from './errors.js';
 import { down, restartFunctions, status, up, type Progress } from './mesh.js';
 import { pool } from './sys.js';
-import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from './queries.js';
+import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, estimateRequest, MONTH_END, MONTH_START } from './queries.js';
 
 const DEFAULT_SIZES = [3, 6, 12, 30];
 const DEFAULT_REPEAT = 7;
@@ -27,11 +33,25 @@ export interface Stats {
   samples: number;
 }
 
+type Query = 'aggregate' | 'collect' | 'estimate';
+const QUERIES: readonly Query[] = ['aggregate', 'collect', 'estimate'];
+
+/** The request for a query, through the mesh (`radius`) or answered by the entry node alone. */
+function request(q: Query, mesh: boolean): Record<string, unknown> {
+  const opts = mesh ? { radius: DEFAULT_RADIUS_KM } : { useMetaData: false };
+  if (q === 'aggregate') return aggregateRequest(MONTH_START, MONTH_END, opts);
+  if (q === 'collect') return collectRequest(undefined, undefined, { ...opts, limit: 1000 });
+  return estimateRequest(opts);
+}
+
 export interface BenchRow {
   nodes: number;
   mode: 'sequential' | 'parallel' | 'local';
-  query: 'aggregate' | 'collect';
+  query: Query;
   stats: Stats;
+  /** Median over the runs of the databases' time summed over all nodes, and of the slowest node's. */
+  db_sum_ms: number;
+  db_max_ms: number;
   answered: number;
   asked: number;
 }
@@ -43,11 +63,24 @@ function stats(samples: number[]): Stats {
   return { median_ms: r1(at(0.5)), p90_ms: r1(at(0.9)), min_ms: r1(s[0]!), samples: s.length };
 }
 
-async function measure(url: string, body: Record<string, unknown>, repeat: number, expectNodes: number): Promise<{ stats: Stats; answered: number; asked: number }> {
+type Measured = Pick<BenchRow, 'stats' | 'answered' | 'asked' | 'db_sum_ms' | 'db_max_ms'>;
+
+/** Database time of one answer: the entry's own (timing.db_ms) plus every forwarded node's db_ms. */
+function dbTimes(answer: FunctionAnswer): { sum: number; max: number } {
+  const own = Number((answer.extensions?.['timing'] as { db_ms?: number } | undefined)?.db_ms ?? 0);
+  const remote = (answer.extensions?.nodes ?? []).map((n) => Number(n['db_ms'] ?? 0));
+  const all = [own, ...remote];
+  return { sum: all.reduce((a, b) => a + b, 0), max: Math.max(...all) };
+}
+
+async function measure(url: string, body: Record<string, unknown>, repeat: number, expectNodes: number, signal: AbortSignal): Promise<Measured> {
   let answered = 0;
   let asked = 0;
   const samples: number[] = [];
+  const dbSum: number[] = [];
+  const dbMax: number[] = [];
   for (let i = 0; i < WARMUP + repeat; i++) {
+    throwIfInterrupted(signal);
     const r = await postFunction(url, body, { timeoutMs: 120_000 });
     if (r.status !== 200 || r.answer.errors?.length) {
       throw new MeshError('EDGE_MESH_REQUEST', `benchmark query failed (${r.status}): ${JSON.stringify(r.answer.errors ?? r.answer).slice(0, 300)}`);
@@ -60,13 +93,20 @@ async function measure(url: string, body: Record<string, unknown>, repeat: numbe
     }
     if (i >= WARMUP) {
       samples.push(r.rttMs);
+      const db = dbTimes(r.answer);
+      dbSum.push(db.sum);
+      dbMax.push(db.max);
       answered = i === WARMUP ? got : Math.min(answered, got);
     }
   }
-  return { stats: stats(samples), answered, asked };
+  return { stats: stats(samples), answered, asked, db_sum_ms: stats(dbSum).median_ms, db_max_ms: stats(dbMax).median_ms };
 }
 
-export async function runBench(base: MeshConfig, progress: Progress, argv: string[]): Promise<number> {
+export function throwIfInterrupted(signal: AbortSignal): void {
+  if (signal.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', 'benchmark interrupted');
+}
+
+export async function runBench(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -90,7 +130,7 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   for (const n of sizes) {
     const cfg: MeshConfig = { ...base, ...timeouts, nodes: n, latency: values.latency!, forwardMode: 'parallel' };
     const t0 = performance.now();
-    const mesh = await up(cfg, { progress });
+    const mesh = await up(cfg, { progress, signal });
     startups.push({ nodes: n, seconds: Math.round((performance.now() - t0) / 100) / 10 });
     try {
       const s = await status(cfg.stateRoot, cfg.name);
@@ -106,20 +146,16 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
       progress(`${n} nodes: warming up every node's database`);
       await pool(mesh.topology.nodes, 2, async (node) => {
         for (let i = 0; i < WARMUP_PER_NODE; i++) {
-          await postFunction(node.function_url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), { timeoutMs: 120_000 });
-          await postFunction(node.function_url, collectRequest(undefined, undefined, { useMetaData: false, limit: 1000 }), { timeoutMs: 120_000 });
+          throwIfInterrupted(signal);
+          for (const q of QUERIES) await postFunction(node.function_url, request(q, false), { timeoutMs: 120_000 });
         }
       });
-      const agg = aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM });
-      const col = collectRequest(undefined, undefined, { radius: DEFAULT_RADIUS_KM, limit: 1000 });
       progress(`${n} nodes: entry node alone`);
-      rows.push({ nodes: n, mode: 'local', query: 'aggregate', ...(await measure(url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), repeat, 1)) });
-      rows.push({ nodes: n, mode: 'local', query: 'collect', ...(await measure(url, collectRequest(undefined, undefined, { useMetaData: false, limit: 1000 }), repeat, 1)) });
+      for (const q of QUERIES) rows.push({ nodes: n, mode: 'local', query: q, ...(await measure(url, request(q, false), repeat, 1, signal)) });
       for (const mode of ['parallel', 'sequential'] as const) {
         if (mode === 'sequential') await restartFunctions({ ...cfg, forwardMode: mode }, mode, progress);
-        progress(`${n} nodes: ${mode} aggregate and collect x${repeat}`);
-        rows.push({ nodes: n, mode, query: 'aggregate', ...(await measure(url, agg, repeat, n)) });
-        rows.push({ nodes: n, mode, query: 'collect', ...(await measure(url, col, repeat, n)) });
+        progress(`${n} nodes: ${mode} ${QUERIES.join(', ')} x${repeat}`);
+        for (const q of QUERIES) rows.push({ nodes: n, mode, query: q, ...(await measure(url, request(q, true), repeat, n, signal)) });
       }
     } finally {
       await down(cfg.stateRoot, cfg.name, progress);
@@ -127,23 +163,27 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
     }
   }
 
-  const get = (n: number, mode: string, q: string) => rows.find((r) => r.nodes === n && r.mode === mode && r.query === q)?.stats.median_ms ?? NaN;
+  const row = (n: number, mode: string, q: string) => rows.find((r) => r.nodes === n && r.mode === mode && r.query === q);
+  const get = (n: number, mode: string, q: string) => row(n, mode, q)?.stats.median_ms ?? NaN;
   const partial = rows.filter((r) => r.answered !== (r.mode === 'local' ? 1 : r.nodes));
   const lines = [
-    `Round trip through node-1, median of ${repeat} (ms), latency profile ${values.latency}`,
-    `${'nodes'.padStart(5)}  ${'query'.padEnd(9)}  ${'local'.padStart(8)}  ${'sequential'.padStart(10)}  ${'parallel'.padStart(8)}  ${'speed-up'.padStart(8)}  ${'local/parallel'.padStart(14)}`,
+    `Round trip through node-1, median of ${repeat} (ms), latency profile ${values.latency}; db = databases' time (sum over nodes / slowest node), parallel runs`,
+    `${'nodes'.padStart(5)}  ${'query'.padEnd(9)}  ${'local'.padStart(8)}  ${'sequential'.padStart(10)}  ${'parallel'.padStart(8)}  ${'speed-up'.padStart(8)}  ${'local/parallel'.padStart(14)}  ${'db sum'.padStart(8)}  ${'db max'.padStart(7)}`,
   ];
   for (const n of sizes) {
-    for (const q of ['aggregate', 'collect']) {
+    for (const q of QUERIES) {
       const loc = get(n, 'local', q);
       const seq = get(n, 'sequential', q);
       const par = get(n, 'parallel', q);
-      lines.push(`${String(n).padStart(5)}  ${q.padEnd(9)}  ${loc.toFixed(1).padStart(8)}  ${seq.toFixed(1).padStart(10)}  ${par.toFixed(1).padStart(8)}  ${(seq / par).toFixed(1).padStart(7)}x  ${((100 * loc) / par).toFixed(0).padStart(13)}%`);
+      const p = row(n, 'parallel', q);
+      lines.push(
+        `${String(n).padStart(5)}  ${q.padEnd(9)}  ${loc.toFixed(1).padStart(8)}  ${seq.toFixed(1).padStart(10)}  ${par.toFixed(1).padStart(8)}  ${(seq / par).toFixed(1).padStart(7)}x  ${((100 * loc) / par).toFixed(0).padStart(13)}%  ${(p?.db_sum_ms ?? NaN).toFixed(0).padStart(8)}  ${(p?.db_max_ms ?? NaN).toFixed(0).padStart(7)}`,
+      );
     }
   }
   const first = sizes[0]!;
   const last = sizes[sizes.length - 1]!;
-  for (const q of ['aggregate', 'collect']) {
+  for (const q of QUERIES) {
     lines.push(`${q}: parallel grows ${(get(last, 'parallel', q) / get(first, 'parallel', q)).toFixed(1)}x from ${first} to ${last} nodes, sequential ${(get(last, 'sequential', q) / get(first, 'sequential', q)).toFixed(1)}x`);
   }
   for (const r of partial) lines.push(`note: ${r.nodes} nodes ${r.mode} ${r.query}: only ${r.answered} of ${r.nodes} nodes answered in some runs`);

@@ -28,27 +28,33 @@ function progress(message: string): void {
   process.stderr.write(`[mesh ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
+/** Runs `work` with a signal that Ctrl-C (SIGINT) and SIGTERM abort, saying `message`. */
+async function interruptible(message: string, work: (signal: AbortSignal) => Promise<number>): Promise<number> {
+  const ac = new AbortController();
+  const onSignal = () => {
+    progress(message);
+    ac.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await work(ac.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const cfg = loadConfig();
   switch (command) {
-    case 'up': {
-      const ac = new AbortController();
-      const onSignal = () => {
-        progress('interrupted: stopping the start and removing what was created');
-        ac.abort();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      try {
-        const mesh = await up(cfg, { progress, signal: ac.signal });
+    case 'up':
+      return interruptible('interrupted: stopping the start and removing what was created', async (signal) => {
+        const mesh = await up(cfg, { progress, signal });
         for (const n of mesh.topology.nodes) progress(`  ${n.id}  ${n.function_url}  ${n.mongodb_uri}${n.namespace ? `  netns ${n.namespace}` : ''}`);
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
-      return 0;
-    }
+        return 0;
+      });
     case 'down': {
       // finish the teardown even if Ctrl-C is pressed again
       process.on('SIGINT', () => progress('teardown in progress; please wait'));
@@ -104,9 +110,12 @@ async function main(argv: string[]): Promise<number> {
     case 'demo':
       return runDemo(cfg, progress);
     case 'bench':
-      return runBench(cfg, progress, rest);
     case 'bench-replication':
-      return runReplicationBench(cfg, progress, rest);
+      // a running start removes what it created; a running measurement ends at its next
+      // request, and the bench tears its mesh down before it exits
+      return interruptible('interrupted: stopping the benchmark and tearing its mesh down', (signal) =>
+        command === 'bench' ? runBench(cfg, progress, rest, signal) : runReplicationBench(cfg, progress, rest, signal),
+      );
     default:
       process.stderr.write('usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication\n');
       return 2;

@@ -29,6 +29,9 @@ export const DEFAULT_AGENT_PORT = 7070;
 export const DEFAULT_LISTENER_HEALTH_PORT = 8091; // the listener's /readyz inside a node namespace
 /** Processes of a node besides its database, in start order. */
 export const NODE_ROLES = ['function', 'listener', 'agent'] as const;
+/** How the MISO agents find each other: the static list (MISO_PEERS) or mDNS on the node's interface. */
+export const MISO_DISCOVERY_MODES = ['static', 'mdns'] as const;
+export type MisoDiscovery = (typeof MISO_DISCOVERY_MODES)[number];
 
 const envSchema = z.object({
   MESH_NAME: z
@@ -63,6 +66,7 @@ const envSchema = z.object({
     .default(NODE_ROLES.join(','))
     .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
     .pipe(z.array(z.enum(NODE_ROLES)).refine((r) => r.includes('function'), 'must include function')),
+  MESH_MISO_DISCOVERY: z.enum(MISO_DISCOVERY_MODES).default('static'),
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
 });
@@ -98,6 +102,8 @@ export interface MeshConfig {
   readonly agentMain: string;
   /** Which node processes run (the function always; the listener and MISO agent by default). */
   readonly services: ReadonlyArray<(typeof NODE_ROLES)[number]>;
+  /** static: every agent gets the others in MISO_PEERS; mdns: MISO_MDNS=on on the node's eth0 (netns only). */
+  readonly misoDiscovery: MisoDiscovery;
   readonly nodeLogLevel: string;
   readonly toxiproxyBin: string;
 }
@@ -121,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
   if (isolation === 'netns' && !isRoot) {
     throw new MeshError('EDGE_MESH_NOT_ROOT', 'MESH_ISOLATION=netns needs root (network namespaces); run as root or use MESH_ISOLATION=loopback');
   }
+  assertDiscoveryAllowed(isolation, e.MESH_MISO_DISCOVERY);
   const dataDir = e.MESH_DATA && e.MESH_DATA.trim() !== '' ? resolve(e.MESH_DATA) : undefined;
   return Object.freeze({
     name: e.MESH_NAME,
@@ -145,7 +152,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     listenerMain: resolve(e.MESH_LISTENER_MAIN),
     agentMain: resolve(e.MESH_AGENT_MAIN),
     services: Object.freeze([...e.MESH_SERVICES]),
+    misoDiscovery: e.MESH_MISO_DISCOVERY,
     nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
     toxiproxyBin: resolve(e.TOXIPROXY_BIN),
   });
+}
+
+/**
+ * mDNS discovery multicasts on the node's interface, so it needs one namespace per node: in the
+ * loopback fallback every agent would multicast from the host namespace, which a shared machine
+ * must never do. Throws EDGE_MESH_CONFIG for that combination.
+ */
+export function assertDiscoveryAllowed(isolation: Isolation, discovery: MisoDiscovery): void {
+  if (discovery === 'mdns' && isolation !== 'netns') {
+    throw new MeshError(
+      'EDGE_MESH_CONFIG',
+      `invalid configuration: MESH_MISO_DISCOVERY=mdns needs MESH_ISOLATION=netns (root): with isolation '${isolation}' the agents would send multicast from the host namespace; run as root, or use MESH_MISO_DISCOVERY=static`,
+    );
+  }
 }

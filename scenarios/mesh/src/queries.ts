@@ -32,3 +32,16 @@ export function collectRequest(start = MONTH_START, end = DAY_END, opts: QueryOp
     ...(opts.radius !== undefined ? { radius: opts.radius } : {}),
   };
 }
+
+/**
+ * The mesh-wide document estimate: every node answers from its collection's metadata, so the
+ * database does almost no work and the round trip shows the forwarding itself.
+ */
+export function estimateRequest(opts: QueryOptions = {}): Record<string, unknown> {
+  return {
+    query: '{ docEstimate }',
+    request_type: 'collect',
+    use_meta_data: opts.useMetaData ?? true,
+    ...(opts.radius !== undefined ? { radius: opts.radius } : {}),
+  };
+}

@@ -5,7 +5,8 @@
  */
 import { join } from 'node:path';
 import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
-import type { MeshConfig } from './config.js';
+import { assertDiscoveryAllowed, type MeshConfig } from './config.js';
+import { NODE_IF } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
 import { httpOk, tcpOpen } from './sys.js';
 
@@ -99,14 +100,23 @@ export const agentService: NodeService = {
     MISO_GRPC_ADDR: `${bindAddr(ctx)}:${ctx.node.agentPort}`,
     MISO_ADVERTISE_ADDR: `${ctx.node.addr}:${ctx.node.agentPort}`,
     MISO_SDK_SOCKET: join(ctx.node.dir, 'miso.sock'),
-    // Static peers: every other node's agent (agents dial back, so the full list is harmless).
-    MISO_PEERS: ctx.plan.nodes.filter((n) => n.index !== ctx.node.index).map((n) => `${n.addr}:${n.agentPort}`).join(','),
+    ...agentDiscoveryEnv(ctx),
     MISO_MESH_SECRET_FILE: ctx.secretFile,
     MONGODB_URI: ctx.node.localMongoUri,
     LOG_LEVEL: ctx.cfg.nodeLogLevel,
   }),
   ready: (ctx) => tcpOpen(ctx.node.addr, ctx.node.agentPort),
 };
+
+/**
+ * static: every other node's agent as a static peer (agents dial back, so the full list is
+ * harmless). mdns: no list; the agent announces itself and browses on the namespace's eth0.
+ */
+function agentDiscoveryEnv(ctx: ServiceContext): Record<string, string> {
+  assertDiscoveryAllowed(ctx.plan.isolation, ctx.cfg.misoDiscovery);
+  if (ctx.cfg.misoDiscovery === 'mdns') return { MISO_MDNS: 'on', MISO_MDNS_INTERFACE: NODE_IF };
+  return { MISO_PEERS: ctx.plan.nodes.filter((n) => n.index !== ctx.node.index).map((n) => `${n.addr}:${n.agentPort}`).join(',') };
+}
 
 const BY_ROLE: Record<string, NodeService> = { function: functionService, listener: listenerService, agent: agentService };
 

@@ -30,6 +30,10 @@ export interface TestServerOptions {
   heapMb?: number;
   /** Give up if the server is not ready within this time. Default 30 s. */
   startTimeoutMs?: number;
+  /** Oplog entries kept for change streams (launcher default 10,000). */
+  oplogMaxEntries?: number;
+  /** Oplog entries older than this are dropped (launcher default 120 s). */
+  oplogMaxAgeSeconds?: number;
 }
 
 export interface TestServer {
@@ -75,6 +79,8 @@ export function testServerCommand(opts: TestServerOptions & { exitOnStdinEof?: b
   const args = ['java', ...jvmFlags(opts.heapMb ?? DEFAULT_HEAP_MB), '-jar', ensureTestServerJar()];
   args.push('--bind', opts.bind ?? '127.0.0.1', '--port', String(opts.port ?? 0));
   if (opts.dataDir) args.push('--data-dir', opts.dataDir);
+  if (opts.oplogMaxEntries !== undefined) args.push('--oplog-max-entries', String(opts.oplogMaxEntries));
+  if (opts.oplogMaxAgeSeconds !== undefined) args.push('--oplog-max-age-seconds', String(opts.oplogMaxAgeSeconds));
   if (opts.exitOnStdinEof) args.push('--exit-on-stdin-eof');
   return args;
 }

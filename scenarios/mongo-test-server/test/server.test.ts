@@ -73,3 +73,36 @@ test('test server - change streams report inserts and deletes', async () => {
     await server.stop();
   }
 });
+
+test('test server - the oplog is capped: a resume behind it fails with ChangeStreamHistoryLost, a resume inside it continues', async () => {
+  const server = await startTestServer({ oplogMaxEntries: 50 });
+  const client = await MongoClient.connect(server.uri, { directConnection: true });
+  try {
+    const coll = client.db('d').collection('c');
+    const next = async (stream: ReturnType<typeof coll.watch>) => {
+      for (let polls = 0; polls < 200; polls++) {
+        const change = await stream.tryNext();
+        if (change) return change;
+      }
+      throw new Error('no change event');
+    };
+    const stream = coll.watch();
+    assert.equal(await stream.tryNext(), null);
+    await coll.insertOne({ n: 0 });
+    const first = await next(stream);
+    await stream.close();
+    // 10 more writes: the first one's entry is still in the oplog, resuming after it sees n: 1
+    await coll.insertMany(Array.from({ length: 10 }, (_, i) => ({ n: i + 1 })));
+    const inside = coll.watch([], { startAfter: first._id });
+    assert.equal(((await next(inside)) as { fullDocument: { n: number } }).fullDocument.n, 1);
+    await inside.close();
+    // 100 more: the oplog keeps the newest 50, so the first entry is gone
+    await coll.insertMany(Array.from({ length: 100 }, (_, i) => ({ n: i + 11 })));
+    const behind = coll.watch([], { startAfter: first._id });
+    await assert.rejects(behind.tryNext(), (err: { code?: number; codeName?: string }) => err.code === 286 && err.codeName === 'ChangeStreamHistoryLost');
+    await behind.close();
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+});

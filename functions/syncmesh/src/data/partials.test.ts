@@ -7,6 +7,7 @@ import {
   mergeAggregate,
   mergeDocs,
   METRICS,
+  statsFor,
   type AggregatePartial,
   type SensorDoc,
 } from './partials.js';
@@ -108,4 +109,12 @@ test('partials - mergeDocs equals sorting everything and cutting', () => {
     }),
     { seed: 11, numRuns: 200 },
   );
+});
+
+test('partials - statsFor computes only what the selected aggregate fields need', () => {
+  const needs = statsFor(['count', 'average_temperature', 'min_humidity', 'sum_humidity', 'max_pressure', '__typename']);
+  assert.deepEqual([...needs.temperature].sort(), ['n', 'sum']);
+  assert.deepEqual([...needs.humidity].sort(), ['min', 'sum']);
+  assert.deepEqual([...needs.pressure], ['max']);
+  assert.equal(statsFor(['count']).temperature.size, 0);
 });

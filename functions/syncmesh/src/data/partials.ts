@@ -54,6 +54,31 @@ export interface CountPartial {
 
 export type PartialAnswer = AggregatePartial | DocsPartial | DocPartial | CountPartial;
 
+/** The statistics a query needs per metric; nodes compute only these in their database. */
+export type Stat = 'n' | 'sum' | 'min' | 'max';
+export type AggregateNeeds = Record<Metric, ReadonlySet<Stat>>;
+
+const EVERY_STAT: ReadonlySet<Stat> = new Set<Stat>(['n', 'sum', 'min', 'max']);
+export const ALL_STATS: AggregateNeeds = { temperature: EVERY_STAT, humidity: EVERY_STAT, pressure: EVERY_STAT };
+
+/**
+ * The statistics behind the selected `SensorAggregate` fields: an average needs n and sum, a
+ * sum its sum, min and max themselves. Statistics that were not computed stay at their empty
+ * value (0 or null), which merges as a no-op, so a partial that holds more than this (from
+ * another node) still merges exactly for the fields that were asked.
+ */
+export function statsFor(fields: Iterable<string>): AggregateNeeds {
+  const needs: Record<Metric, Set<Stat>> = { temperature: new Set(), humidity: new Set(), pressure: new Set() };
+  for (const f of fields) {
+    const m = /^(average|sum|min|max)_(temperature|humidity|pressure)$/.exec(f);
+    if (!m) continue;
+    const set = needs[m[2] as Metric];
+    if (m[1] === 'average') set.add('n').add('sum');
+    else set.add(m[1] as Stat);
+  }
+  return needs;
+}
+
 export function emptyMetric(): MetricStats {
   return { n: 0, sum: 0, min: null, max: null };
 }

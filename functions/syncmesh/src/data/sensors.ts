@@ -4,7 +4,7 @@
  * caller-supplied object ever reaches a query.
  */
 import { ObjectId, type Collection, type Db, type Document, type Filter } from 'mongodb';
-import { METRICS, emptyAggregate, type AggregatePartial, type SensorDoc } from './partials.js';
+import { ALL_STATS, METRICS, emptyAggregate, type AggregateNeeds, type AggregatePartial, type SensorDoc } from './partials.js';
 
 /** Fields a reading may have, in the order they are stored. */
 export const SENSOR_FIELDS = ['sensor_id', 'location', 'lat', 'lon', 'timestamp', 'pressure', 'temperature', 'humidity'] as const;
@@ -64,26 +64,27 @@ export function buildFilter(f: SensorFilter, origin?: string): Filter<SensorReco
 }
 
 /**
- * The $group stage. Per metric it counts the readings that have a numeric value
+ * The $group stage, with only the statistics `needs` asks for (each accumulator costs a pass of
+ * work per reading in the database). Per metric, n counts the readings that have a numeric value
  * ({$gt: [field, null]} is true for numbers and false for null or missing; it works on MongoDB
  * 4.4-7.0 and on the test server, which lacks $isNumber). Metrics are only ever written as
  * numbers or null by this function and the loader.
  */
-function groupStage(): Document {
+function groupStage(needs: AggregateNeeds): Document {
   const group: Document = { _id: null, count: { $sum: 1 } };
   for (const m of METRICS) {
-    group[`${m}_n`] = { $sum: { $cond: [{ $gt: [`$${m}`, null] }, 1, 0] } };
-    group[`${m}_sum`] = { $sum: `$${m}` };
-    group[`${m}_min`] = { $min: `$${m}` };
-    group[`${m}_max`] = { $max: `$${m}` };
+    const want = needs[m];
+    if (want.has('n')) group[`${m}_n`] = { $sum: { $cond: [{ $gt: [`$${m}`, null] }, 1, 0] } };
+    if (want.has('sum')) group[`${m}_sum`] = { $sum: `$${m}` };
+    if (want.has('min')) group[`${m}_min`] = { $min: `$${m}` };
+    if (want.has('max')) group[`${m}_max`] = { $max: `$${m}` };
   }
   return { $group: group };
 }
 
-/** The whole aggregation: $match on the filter (when there is one), then the $group stage. */
-export function aggregatePipeline(f: SensorFilter, origin?: string): Document[] {
+export function aggregatePipeline(f: SensorFilter, origin?: string, needs: AggregateNeeds = ALL_STATS): Document[] {
   const filter = buildFilter(f, origin);
-  return Object.keys(filter).length > 0 ? [{ $match: filter }, groupStage()] : [groupStage()];
+  return Object.keys(filter).length > 0 ? [{ $match: filter }, groupStage(needs)] : [groupStage(needs)];
 }
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
@@ -113,8 +114,9 @@ export class SensorStore {
     await this.collection.createIndex({ sensor_id: 1, timestamp: 1 }, { name: 'sensor_id_1_timestamp_1' });
   }
 
-  async aggregate(f: SensorFilter): Promise<AggregatePartial> {
-    const [row] = await this.collection.aggregate(aggregatePipeline(f, this.origin)).toArray();
+  /** Count and the statistics in `needs` (the others stay empty: 0 or null). */
+  async aggregate(f: SensorFilter, needs: AggregateNeeds = ALL_STATS): Promise<AggregatePartial> {
+    const [row] = await this.collection.aggregate(aggregatePipeline(f, this.origin, needs)).toArray();
     const out = emptyAggregate();
     if (!row) return out;
     out.count = num(row['count']);

@@ -1,9 +1,16 @@
 /**
- * The replication outbox: operations waiting to reach each subscriber, kept in
+ * The replication outbox: operations waiting to reach subscribers, kept in
  * `syncmesh_meta.replication_outbox` so that nothing is lost while a subscriber is down or this
- * process restarts. The listener's events are acknowledged once they are in the outbox; a
- * sender per subscriber then delivers the batches in order, deleting each after the subscriber
- * acknowledged it, and retries with capped, jittered backoff.
+ * process restarts. The listener's events are acknowledged once they are in the outbox.
+ *
+ * One document per batch lists the subscribers that still need it (`pending`). A sender per
+ * subscriber delivers the batches in order; acknowledgements are written back a few ms later,
+ * together (the subscriber leaves `pending`, a batch nobody needs any more is deleted): a batch
+ * whose acknowledgement was not written yet when the process died is sent again, which replicas
+ * take as a no-op. Senders get new batches handed over in memory as they are stored, so the
+ * outbox is only read back after a restart, a long outage (more than MEMORY_BATCHES waiting) or
+ * an unknown state; a batch's JSON is encoded once for all its subscribers. Retries use capped,
+ * jittered backoff.
  */
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
@@ -17,6 +24,8 @@ const gzip = promisify(gzipCb);
 
 /** Batches sent in one request to a subscriber. */
 const SEND_BATCHES = 50;
+/** Batches a sender keeps in memory; beyond that it reads them back from the outbox. */
+const MEMORY_BATCHES = 1000;
 /** Backoff while a subscriber fails: from 200 ms doubling to 30 s, with ±25% jitter. */
 const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 30_000;
@@ -24,15 +33,22 @@ const RETRY_MAX_MS = 30_000;
 const IDLE_POLL_MS = 2_000;
 /** Deadline of one delivery to a subscriber. */
 const SEND_TIMEOUT_MS = 10_000;
+/** Acknowledgements are written to the outbox together, this long after the first one. */
+const ACK_FLUSH_MS = 20;
 
-interface OutboxDoc {
+/** One batch of operations for one namespace. */
+interface Batch {
   _id: ObjectId;
-  subscriber: string;
   db: string;
   coll: string;
   /** Origin sequence number of this batch (monotonic per origin). */
   seq: number;
   ops: ReplicationOp[];
+}
+
+interface OutboxDoc extends Batch {
+  /** Subscribers that have not acknowledged this batch yet. */
+  pending: string[];
 }
 
 /** Body of POST /replicate. */
@@ -41,15 +57,42 @@ export interface ReplicateBody {
   batches: Array<{ db: string; coll: string; seq: number; ops: ReplicationOp[] }>;
 }
 
+interface SenderDeps {
+  nodeId: string;
+  secret: string | undefined;
+  registry: NodeRegistry;
+  log: Logger;
+}
+
+/** A batch's part of a /replicate body, encoded once however many subscribers get it. */
+const encoded = new WeakMap<Batch, string>();
+function batchJson(b: Batch): string {
+  let json = encoded.get(b);
+  if (json === undefined) {
+    json = BSON.EJSON.stringify({ db: b.db, coll: b.coll, seq: b.seq, ops: b.ops }, { relaxed: true });
+    encoded.set(b, json);
+  }
+  return json;
+}
+
+/** The EJSON text of a ReplicateBody, from the batches' cached encodings. */
+export function replicateJson(origin: string, batches: readonly Batch[]): string {
+  return `{"origin":${JSON.stringify(origin)},"batches":[${batches.map(batchJson).join(',')}]}`;
+}
+
 export class Outbox {
   private readonly outbox: Collection<OutboxDoc>;
   private lastSeq = 0;
   private readonly senders = new Map<string, Sender>();
   private stopped = false;
+  /** Acknowledged batches per subscriber, not yet written to the outbox. */
+  private acks = new Map<string, ObjectId[]>();
+  private ackTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
 
   constructor(
     meta: Db,
-    private readonly deps: { nodeId: string; secret: string | undefined; registry: NodeRegistry; log: Logger },
+    private readonly deps: SenderDeps,
   ) {
     this.outbox = meta.collection<OutboxDoc>('replication_outbox');
   }
@@ -61,37 +104,73 @@ export class Outbox {
   }
 
   async start(): Promise<void> {
-    await this.outbox.createIndex({ subscriber: 1, _id: 1 }, { name: 'subscriber_1__id_1' });
-    const pending = (await this.outbox.distinct('subscriber')) as string[];
-    for (const s of pending) this.wake(s);
+    await this.outbox.createIndex({ pending: 1, _id: 1 }, { name: 'pending_1__id_1' });
+    const waiting = (await this.outbox.distinct('pending')) as string[];
+    for (const s of waiting) this.sender(s).wake();
   }
 
-  /** Queues the same batch for each subscriber; resolves once it is stored. */
+  /** Stores one batch for all `subscribers` and hands it to their senders; resolves once it is stored. */
   async enqueue(subscribers: readonly string[], db: string, coll: string, ops: ReplicationOp[], seq = this.nextSeq()): Promise<number> {
     if (subscribers.length === 0 || ops.length === 0) return seq;
-    await this.outbox.insertMany(subscribers.map((subscriber) => ({ _id: new ObjectId(), subscriber, db, coll, seq, ops })));
-    for (const s of subscribers) this.wake(s);
+    const batch: Batch = { _id: new ObjectId(), db, coll, seq, ops };
+    await this.outbox.insertOne({ ...batch, pending: [...new Set(subscribers)] });
+    for (const s of subscribers) this.sender(s).offer(batch);
     return seq;
   }
 
-  /** Batches waiting, for one subscriber or for all. */
+  /** Batches not acknowledged yet, for one subscriber or for any. */
   async pending(subscriber?: string): Promise<number> {
-    return this.outbox.countDocuments(subscriber ? { subscriber } : {});
+    await this.flushAcks();
+    return this.outbox.countDocuments(subscriber ? { pending: subscriber } : {});
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.senders.values()].map((s) => s.stop()));
+    await this.flushAcks().catch((err: unknown) => this.deps.log.warn({ err: (err as Error).message }, 'acknowledgements not written at stop; those batches go again after the restart'));
   }
 
-  private wake(subscriber: string): void {
-    if (this.stopped) return;
+  /** `subscriber` acknowledged these batches; written to the outbox shortly. */
+  private ack(subscriber: string, ids: readonly ObjectId[]): void {
+    const list = this.acks.get(subscriber) ?? [];
+    list.push(...ids);
+    this.acks.set(subscriber, list);
+    this.ackTimer ??= setTimeout(() => {
+      this.ackTimer = undefined;
+      this.flushAcks().catch((err: unknown) => this.deps.log.warn({ err: (err as Error).message }, 'writing acknowledgements to the outbox failed; will retry'));
+    }, ACK_FLUSH_MS);
+  }
+
+  /** Writes the acknowledgements so far (one after the other, never two flushes at once). */
+  flushAcks(): Promise<void> {
+    this.flushing = this.flushing.catch(() => undefined).then(() => this.writeAcks());
+    return this.flushing;
+  }
+
+  private async writeAcks(): Promise<void> {
+    if (this.acks.size === 0) return;
+    const acks = this.acks;
+    this.acks = new Map();
+    try {
+      for (const [subscriber, ids] of acks) await this.outbox.updateMany({ _id: { $in: ids } }, { $pull: { pending: subscriber } });
+      await this.outbox.deleteMany({ _id: { $in: [...acks.values()].flat() }, pending: { $size: 0 } });
+    } catch (err) {
+      for (const [subscriber, ids] of acks) this.ack(subscriber, ids); // kept, and tried again
+      throw err;
+    }
+  }
+
+  private sender(subscriber: string): Sender {
     let sender = this.senders.get(subscriber);
     if (!sender) {
-      sender = new Sender(subscriber, this.outbox, this.deps);
+      sender = new Sender(subscriber, this.outbox, this.deps, {
+        stopped: () => this.stopped,
+        ack: (ids) => this.ack(subscriber, ids),
+        flushAcks: () => this.flushAcks(),
+      });
       this.senders.set(subscriber, sender);
     }
-    sender.wake();
+    return sender;
   }
 }
 
@@ -101,14 +180,33 @@ class Sender {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
+  /**
+   * When `inSync`, `queue` holds exactly the batches this subscriber still needs, in order;
+   * otherwise the outbox is the truth and is read back. `offers` counts hand-overs, so that a
+   * read that raced with one is not taken as complete.
+   */
+  private queue: Batch[] = [];
+  private queued = new Set<string>();
+  private inSync = false;
+  private offers = 0;
 
   constructor(
     private readonly subscriber: string,
     private readonly outbox: Collection<OutboxDoc>,
-    private readonly deps: { nodeId: string; secret: string | undefined; registry: NodeRegistry; log: Logger },
+    private readonly deps: SenderDeps,
+    private readonly owner: { stopped(): boolean; ack(ids: readonly ObjectId[]): void; flushAcks(): Promise<void> },
   ) {}
 
+  /** A batch just stored for this subscriber. */
+  offer(batch: Batch): void {
+    this.offers++;
+    if (this.inSync && this.queue.length < MEMORY_BATCHES) this.remember([batch]);
+    else this.inSync = false;
+    this.wake();
+  }
+
   wake(): void {
+    if (this.owner.stopped()) return;
     this.again = true;
     if (this.wakeUp) this.wakeUp();
     this.running ??= this.loop().finally(() => {
@@ -121,6 +219,21 @@ class Sender {
     if (this.timer) clearTimeout(this.timer);
     this.wakeUp?.();
     await this.running;
+  }
+
+  private remember(batches: readonly Batch[]): void {
+    for (const b of batches) {
+      const id = b._id.toHexString();
+      if (this.queued.has(id)) continue; // read back and handed over at the same time
+      this.queued.add(id);
+      this.queue.push(b);
+    }
+  }
+
+  private forget(sent: readonly Batch[]): void {
+    const ids = new Set(sent.map((b) => b._id.toHexString()));
+    this.queue = this.queue.filter((b) => !ids.has(b._id.toHexString()));
+    for (const id of ids) this.queued.delete(id);
   }
 
   private sleep(ms: number): Promise<void> {
@@ -154,20 +267,37 @@ class Sender {
     }
   }
 
+  /** The oldest batches this subscriber needs, from memory when it is in sync, else from the outbox. */
+  private async next(): Promise<Batch[]> {
+    if (this.inSync) return this.queue.slice(0, SEND_BATCHES);
+    const offersBefore = this.offers;
+    await this.owner.flushAcks(); // batches already delivered are not read back
+    const docs = await this.outbox.find({ pending: this.subscriber }, { projection: { pending: 0 } }).sort({ _id: 1 }).limit(SEND_BATCHES).toArray();
+    this.queue = [];
+    this.queued.clear();
+    this.remember(docs);
+    // Everything it needs fits in one read and nothing arrived meanwhile: memory is complete.
+    if (docs.length < SEND_BATCHES && this.offers === offersBefore) this.inSync = true;
+    return docs;
+  }
+
   /** Sends the oldest batches; false when there was nothing to send. */
   private async sendOnce(): Promise<boolean> {
-    const docs = await this.outbox.find({ subscriber: this.subscriber }).sort({ _id: 1 }).limit(SEND_BATCHES).toArray();
-    if (docs.length === 0) return false;
+    const batches = await this.next();
+    if (batches.length === 0) return false;
     const node = await this.deps.registry.get(this.subscriber);
     if (!node) {
       // Unregistered subscribers get nothing more; their queue is dropped on purpose.
-      const res = await this.outbox.deleteMany({ subscriber: this.subscriber });
-      this.deps.log.warn({ subscriber: this.subscriber, dropped: res.deletedCount }, 'subscriber is no longer in the registry; dropped its queue');
+      const res = await this.outbox.updateMany({ pending: this.subscriber }, { $pull: { pending: this.subscriber } });
+      await this.outbox.deleteMany({ pending: { $size: 0 } });
+      this.queue = [];
+      this.queued.clear();
+      this.inSync = false;
+      this.deps.log.warn({ subscriber: this.subscriber, dropped: res.modifiedCount }, 'subscriber is no longer in the registry; dropped its queue');
       return false;
     }
     if (!this.deps.secret) throw new Error('this node has no mesh secret, so it cannot sign replication requests');
-    const body: ReplicateBody = { origin: this.deps.nodeId, batches: docs.map((d) => ({ db: d.db, coll: d.coll, seq: d.seq, ops: d.ops })) };
-    const json = BSON.EJSON.stringify(body, { relaxed: true });
+    const json = replicateJson(this.deps.nodeId, batches);
     const res = await fetch(`${node.address.replace(/\/+$/, '')}/replicate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signRequest(this.deps.secret, json) },
@@ -176,7 +306,8 @@ class Sender {
     });
     const text = await res.text();
     if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${text.slice(0, 200)}`);
-    await this.outbox.deleteMany({ _id: { $in: docs.map((d) => d._id) } });
+    this.forget(batches);
+    this.owner.ack(batches.map((b) => b._id));
     return true;
   }
 }

@@ -6,8 +6,10 @@
 import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import { badArgument } from '../errors.js';
 import {
+  METRICS,
   finishAggregate,
   mergePartials,
+  statsFor,
   type AggregatePartial,
   type DocsPartial,
   type PartialAnswer,
@@ -118,8 +120,8 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
   }
 }
 
-/** Sensor fields selected under a field (through fragments too), so nodes only send what is asked. */
-export function requestedFields(info: GraphQLResolveInfo): SensorField[] {
+/** Names of the fields selected under a field, through fragments too. */
+function selectedNames(info: GraphQLResolveInfo): Set<string> {
   const names = new Set<string>();
   const walk = (set: SelectionSetNode | undefined) => {
     if (!set) return;
@@ -130,8 +132,17 @@ export function requestedFields(info: GraphQLResolveInfo): SensorField[] {
     }
   };
   for (const node of info.fieldNodes as readonly FieldNode[]) walk(node.selectionSet);
+  return names;
+}
+
+/** Sensor fields selected under a field, so nodes only send what is asked. */
+export function requestedFields(info: GraphQLResolveInfo): SensorField[] {
+  const names = selectedNames(info);
   return SENSOR_FIELDS.filter((f) => names.has(f));
 }
+
+/** `sensors` in aggregate mode answers with the averages of every metric. */
+const AVERAGES = statsFor(METRICS.map((m) => `average_${m}`));
 
 async function combine(ctx: DataContext, key: string, local: PartialAnswer, limit: number | null): Promise<PartialAnswer> {
   ctx.partials[key] = local;
@@ -159,7 +170,7 @@ export const dataRoot = {
     const key = info.path.key as string;
     if (ctx.requestType === 'aggregate') {
       // The original Syncmesh answered `sensors` in aggregate mode with the averages.
-      const merged = (await combine(ctx, key, await timed(ctx, () => ctx.store.aggregate(filter)), null)) as AggregatePartial;
+      const merged = (await combine(ctx, key, await timed(ctx, () => ctx.store.aggregate(filter, AVERAGES)), null)) as AggregatePartial;
       const r = finishAggregate(merged);
       return [{ _id: 'aggregate', temperature: r.average_temperature, humidity: r.average_humidity, pressure: r.average_pressure }];
     }
@@ -170,7 +181,7 @@ export const dataRoot = {
 
   async sensorsAggregate(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
     validateDataArgs('sensorsAggregate', args, limitsOf(ctx));
-    const merged = await combine(ctx, info.path.key as string, await timed(ctx, () => ctx.store.aggregate(filterOf(args))), null);
+    const merged = await combine(ctx, info.path.key as string, await timed(ctx, () => ctx.store.aggregate(filterOf(args), statsFor(selectedNames(info)))), null);
     return finishAggregate(merged as AggregatePartial);
   },
 

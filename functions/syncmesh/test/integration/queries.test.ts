@@ -52,6 +52,20 @@ test('queries - sensorsAggregate gives exact count, average, min, max and sum', 
   });
 });
 
+test('queries - aggregate fields selected through fragments are computed', async () => {
+  const r = await post(node.url, {
+    query: '{ sensorsAggregate(start_time: "2017-07-31T00:00:00", end_time: "2017-07-31T23:59:59") { count ...M ... on SensorAggregate { max_humidity } } } fragment M on SensorAggregate { min_pressure sum_temperature }',
+    request_type: 'aggregate',
+  });
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body.data!['sensorsAggregate'], {
+    count: 4,
+    min_pressure: Math.min(...DAY.map((d) => d.pressure)),
+    sum_temperature: DAY.reduce((s, d) => s + d.temperature, 0),
+    max_humidity: Math.max(...DAY.map((d) => d.humidity)),
+  });
+});
+
 test('queries - sensor_id filters, and an empty range gives count 0 and null averages', async () => {
   const r = await post(node.url, { query: '{ s2: sensorsAggregate(sensor_id: 2) { count } none: sensorsAggregate(start_time: "2000-01-01", end_time: "2000-01-02") { count average_temperature } }' });
   assert.deepEqual(r.body.data, { s2: { count: 1 }, none: { count: 0, average_temperature: null } });

@@ -5,17 +5,27 @@ import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.backend.AbstractMongoBackend;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.Oplog;
 
 /**
  * Starts mongo-java-server, a MongoDB-compatible test server (NOT MongoDB), with its oplog
- * enabled so that change streams work for inserts and deletes.
+ * enabled so that change streams work for inserts and deletes. The oplog is bounded like
+ * MongoDB's capped one (see {@link CappedOplog}).
  *
  * <p>Contract with the TypeScript starter (../src/index.ts):
  * <ul>
@@ -28,12 +38,20 @@ import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
  */
 public final class Launcher {
 
+    /** Enough for a listener that is minutes behind; each change-stream poll scans them all. */
+    static final int DEFAULT_OPLOG_MAX_ENTRIES = 10_000;
+    static final int DEFAULT_OPLOG_MAX_AGE_S = 120;
+
     private static final String USAGE = String.join("\n",
-            "usage: mongo-test-server [--bind HOST] [--port PORT] [--data-dir DIR] [--exit-on-stdin-eof]",
-            "  --bind HOST           address to listen on (default 127.0.0.1)",
-            "  --port PORT           TCP port, 0 picks a free one (default 27017)",
-            "  --data-dir DIR        keep data on disk in DIR/mongo.mv (H2 MVStore); default: in memory",
-            "  --exit-on-stdin-eof   shut down when standard input is closed");
+            "usage: mongo-test-server [--bind HOST] [--port PORT] [--data-dir DIR] [--oplog-max-entries N]",
+            "                         [--oplog-max-age-seconds S] [--exit-on-stdin-eof]",
+            "  --bind HOST                address to listen on (default 127.0.0.1)",
+            "  --port PORT                TCP port, 0 picks a free one (default 27017)",
+            "  --data-dir DIR             keep data on disk in DIR/mongo.mv (H2 MVStore); default: in memory",
+            "  --oplog-max-entries N      oplog entries kept for change streams (default " + DEFAULT_OPLOG_MAX_ENTRIES + ")",
+            "  --oplog-max-age-seconds S  oplog entries older than this are dropped (default " + DEFAULT_OPLOG_MAX_AGE_S + ")",
+            "  --exit-on-stdin-eof        shut down when standard input is closed");
+
 
     private Launcher() {
     }
@@ -43,11 +61,15 @@ public final class Launcher {
         int port = 27017;
         Path dataDir = null;
         boolean exitOnStdinEof = false;
+        int oplogMaxEntries = DEFAULT_OPLOG_MAX_ENTRIES;
+        int oplogMaxAgeS = DEFAULT_OPLOG_MAX_AGE_S;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bind" -> bind = value(args, ++i);
                 case "--port" -> port = parsePort(value(args, ++i));
                 case "--data-dir" -> dataDir = Path.of(value(args, ++i));
+                case "--oplog-max-entries" -> oplogMaxEntries = parsePositive("--oplog-max-entries", value(args, ++i));
+                case "--oplog-max-age-seconds" -> oplogMaxAgeS = parsePositive("--oplog-max-age-seconds", value(args, ++i));
                 case "--exit-on-stdin-eof" -> exitOnStdinEof = true;
                 case "--help", "-h" -> {
                     System.out.println(USAGE);
@@ -57,15 +79,37 @@ public final class Launcher {
             }
         }
 
+        int maxEntries = oplogMaxEntries;
+        Duration maxAge = Duration.ofSeconds(oplogMaxAgeS);
+        AtomicReference<CappedOplog> capped = new AtomicReference<>();
         AbstractMongoBackend backend;
         if (dataDir == null) {
-            backend = new MemoryBackend();
+            backend = new MemoryBackend() {
+                @Override
+                protected Oplog createOplog() {
+                    capped.set(CappedOplog.create(this, oplogStorage(this), getCursorRegistry(), maxEntries, maxAge));
+                    return capped.get();
+                }
+            };
         } else {
             Files.createDirectories(dataDir);
-            backend = new H2Backend(dataDir.resolve("mongo.mv").toString());
+            backend = new H2Backend(dataDir.resolve("mongo.mv").toString()) {
+                @Override
+                protected Oplog createOplog() {
+                    capped.set(CappedOplog.create(this, oplogStorage(this), getCursorRegistry(), maxEntries, maxAge));
+                    return capped.get();
+                }
+            };
         }
         MongoServer server = new MongoServer(backend);
         server.enableOplog();
+        // Old entries also go when nothing is written.
+        ScheduledExecutorService trimmer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "oplog-trimmer");
+            t.setDaemon(true);
+            return t;
+        });
+        trimmer.scheduleWithFixedDelay(() -> capped.get().trim(), 1, 1, TimeUnit.SECONDS);
         try {
             server.bind(bind, port);
         } catch (Exception e) { // netty rethrows the checked BindException unchecked
@@ -101,6 +145,14 @@ public final class Launcher {
         stopped.await();
     }
 
+    /** The library's local.oplog.rs collection; it stays empty (the entries live in CappedOplog). */
+    @SuppressWarnings("unchecked")
+    private static MongoCollection<Document> oplogStorage(AbstractMongoBackend backend) {
+        MongoDatabase local = backend.resolveDatabase("local");
+        MongoCollection<?> existing = local.resolveCollection("oplog.rs", false);
+        return (MongoCollection<Document>) (existing != null ? existing : local.createCollectionOrThrowIfExists("oplog.rs"));
+    }
+
     private static void waitForEof(InputStream in) {
         byte[] buffer = new byte[256];
         try {
@@ -128,6 +180,19 @@ public final class Launcher {
             return p;
         } catch (NumberFormatException e) {
             fail("port must be a number, got '" + raw + "'");
+            return -1;
+        }
+    }
+
+    private static int parsePositive(String option, String raw) {
+        try {
+            int n = Integer.parseInt(raw);
+            if (n < 1) {
+                fail(option + " must be at least 1, got '" + raw + "'");
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            fail(option + " must be a number, got '" + raw + "'");
             return -1;
         }
     }

@@ -1,0 +1,334 @@
+/**
+ * MISO agents that find each other by real multicast DNS, in network namespaces: a 3-node mesh
+ * with MESH_MISO_DISCOVERY=mdns (no MISO_PEERS anywhere). Every agent lists the other two as
+ * connected peers; a one-shot resolver gets a unicast answer; a gcounter add on node-1
+ * replicates to node-3; a cut-off agent is dropped by the heartbeats and found again after
+ * restore; an agent killed with SIGKILL is dropped within seconds; an agent stopped with SIGTERM
+ * says goodbye; mesh-down leaves nothing behind. The measured times are printed (`# mdns ...`).
+ * Each node runs its test server, an echo server in place of the function (the agent does not
+ * need it) and the agent, which the test drives over its SDK socket.
+ * Needs root (namespaces), toxiproxy and iptables (make tools) and a built agent and SDK.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { loadConfig, PACKAGE_ROOT, REPO_ROOT, type MeshConfig } from '../../src/config.js';
+import { MeshError } from '../../src/errors.js';
+import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
+import { readState } from '../../src/state.js';
+import { leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+
+const agentMain = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js');
+const sdkMain = join(REPO_ROOT, 'miso-agent', 'sdk', 'dist', 'src', 'index.js');
+const skip =
+  netnsSkipReason() ||
+  (!existsSync(agentMain) && `needs the MISO agent: ${agentMain} is missing (make build)`) ||
+  (!existsSync(sdkMain) && `needs the MISO SDK: ${sdkMain} is missing (make build)`);
+
+/** Deadlines of the polls below: generous, the machine is shared and has 2 cores. */
+const DISCOVERY_DEADLINE_MS = 30_000;
+const REPLICATION_DEADLINE_MS = 15_000;
+/** The agent's default MISO_PEER_TIMEOUT_MS is 3 s; a dead peer must be gone well within this. */
+const DROP_DEADLINE_MS = 10_000;
+/** mDNS forgets a peer after 3 missed 2 s query periods. */
+const MDNS_EXPIRY_DEADLINE_MS = 20_000;
+/** A goodbye must arrive before mDNS would expire the peer anyway (3 query periods of 2 s). */
+const QUERY_PERIODS_BEFORE_EXPIRY_MS = 6_000;
+const POLL_MS = 50;
+const FN = 'mdns-test-fn';
+
+const name = uniqueMeshName('smd');
+// Outside 10.100-199, where mesh names put their default subnets: no other test picks it.
+const subnet = `10.53.${process.pid % 256}.0/24`;
+const stateRoot = tempStateRoot();
+let mesh: MeshHandle;
+let upAtMs = 0;
+
+/** The part of @syncmesh-edge/miso-sdk's MisoClient this test uses (loaded from the built SDK). */
+interface Client {
+  register(fn: string, replica: string): Promise<unknown>;
+  apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue?: boolean): Promise<unknown>;
+  read(fn: string, object: string, name: string, type?: string): Promise<{ value: unknown }>;
+  status(): Promise<{ node_id: string; peers: { node_id: string; connected: boolean }[]; functions: { function: string; nodes: string[] }[] }>;
+  close(): void;
+}
+const clients = new Map<string, Client>();
+
+/** The recorded pid of a node's agent. */
+function agentPid(node: string): number {
+  const rec = readState(mesh.plan.stateDir)?.processes.find((p) => p.role === 'agent' && p.node === node);
+  assert.ok(rec, `${node}'s agent is recorded`);
+  return rec.pid;
+}
+
+function client(node: string): Client {
+  const c = clients.get(node);
+  assert.ok(c, `no SDK client for ${node}`);
+  return c;
+}
+
+async function connectedPeers(node: string): Promise<string[]> {
+  const st = await client(node).status();
+  return st.peers.filter((p) => p.connected).map((p) => p.node_id).sort();
+}
+
+/** Polls `check` until it returns true; fails with `what` and the last observation after the deadline. */
+async function until(what: string, deadlineMs: number, check: () => Promise<boolean | string>): Promise<number> {
+  const t0 = performance.now();
+  let last: boolean | string = false;
+  while (performance.now() - t0 < deadlineMs) {
+    try {
+      last = await check();
+    } catch (err) {
+      last = `error: ${(err as Error).message}`;
+    }
+    if (last === true) return performance.now() - t0;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  assert.fail(`${what}: not within ${deadlineMs} ms (last: ${String(last)})`);
+}
+
+/** Time stamps (ms) of the agent's pino log lines whose msg matches. */
+function logTimes(node: string, msg: string, field?: [string, string]): number[] {
+  const file = join(mesh.plan.stateDir, 'logs', `${node}.agent.log`);
+  const out: number[] = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const j = JSON.parse(line) as Record<string, unknown>;
+    if (j['msg'] === msg && (!field || j[field[0]] === field[1])) out.push(Number(j['time']));
+  }
+  return out;
+}
+
+before(async () => {
+  if (skip) return;
+  const cfg: MeshConfig = loadConfig({
+    MESH_NAME: name,
+    MESH_NODES: '3',
+    MESH_SUBNET: subnet,
+    MESH_STATE_DIR: stateRoot,
+    MESH_MISO_DISCOVERY: 'mdns',
+    // The agent needs only its MongoDB; an echo server stands in for the function.
+    MESH_SERVICES: 'function,agent',
+    MESH_FUNCTION_MAIN: join(PACKAGE_ROOT, 'dist', 'src', 'testing', 'echo-server.js'),
+    MESH_MONGO_HEAP_MB: '64',
+    MESH_NODE_LOG_LEVEL: 'info', // the agents log when mDNS finds and expires a peer
+    TOXIPROXY_BIN,
+  });
+  mesh = await up(cfg, { loadData: false, fillRegistry: false });
+  upAtMs = Date.now();
+  const sdk = (await import(pathToFileURL(sdkMain).href)) as { MisoClient: new (socket: string, deadlineMs: number) => Client };
+  for (const n of mesh.plan.nodes) clients.set(n.id, new sdk.MisoClient(join(n.dir, 'miso.sock'), 5_000));
+});
+
+after(async () => {
+  for (const c of clients.values()) c.close();
+  if (!skip) await down(stateRoot, name);
+  rmSync(stateRoot, { recursive: true, force: true }); // also the empty one of a skipped run
+});
+
+test('mesh mdns - the loopback fallback refuses mDNS discovery (no multicast from the host namespace)', () => {
+  assert.throws(
+    () => loadConfig({ MESH_ISOLATION: 'loopback', MESH_MISO_DISCOVERY: 'mdns' }),
+    (e: unknown) => e instanceof MeshError && e.code === 'EDGE_MESH_CONFIG' && /MESH_MISO_DISCOVERY=mdns needs MESH_ISOLATION=netns/.test(e.message),
+  );
+  assert.equal(loadConfig({ MESH_ISOLATION: 'loopback' }).misoDiscovery, 'static');
+});
+
+test('mesh mdns - every agent finds the other two by multicast, with no static peers', { skip }, async () => {
+  for (const n of mesh.plan.nodes) {
+    const env = readFileSync(`/proc/${agentPid(n.id)}/environ`, 'utf8').split('\0');
+    assert.ok(env.includes('MISO_MDNS=on') && env.includes('MISO_MDNS_INTERFACE=eth0'), `${n.id}'s agent runs with mDNS on eth0`);
+    assert.ok(!env.some((v) => v.startsWith('MISO_PEERS=')), `${n.id}'s agent has no static peer list`);
+  }
+  // nothing of ours listens for mDNS in the host namespace
+  const hostMdns = execFileSync('ss', ['-Hulpn', 'sport', '=', ':5353'], { encoding: 'utf8' });
+  for (const p of readState(mesh.plan.stateDir)!.processes) assert.ok(!hostMdns.includes(`pid=${p.pid},`), `${p.role} of ${p.node} has an mDNS socket in the host namespace`);
+  const ids = mesh.plan.nodes.map((n) => n.id);
+  await until('every agent lists the other two as connected peers', DISCOVERY_DEADLINE_MS, async () => {
+    for (const id of ids) {
+      const got = await connectedPeers(id);
+      const want = ids.filter((x) => x !== id);
+      if (JSON.stringify(got) !== JSON.stringify(want)) return `${id} sees [${got.join(',')}]`;
+    }
+    return true;
+  });
+  const connectedAt = Date.now();
+  // Discovery latency of each directed pair, from its agents' logs (one clock: the same host):
+  // from the later of the two agents' start of mDNS to A's 'peer found by mDNS' line for B.
+  const mdnsStart = new Map(ids.map((id) => [id, logTimes(id, 'mDNS discovery started')[0]!] as const));
+  const pairs: number[] = [];
+  for (const a of ids) {
+    for (const b of ids.filter((x) => x !== a)) {
+      const found = logTimes(a, 'peer found by mDNS', ['peer', b])[0];
+      assert.ok(found !== undefined, `${a} logged no mDNS discovery of ${b}`);
+      pairs.push(found - Math.max(mdnsStart.get(a)!, mdnsStart.get(b)!));
+    }
+  }
+  const lastStart = Math.max(...mdnsStart.values());
+  console.log(
+    `# mdns discovery: each agent found each peer ${Math.min(...pairs)}-${Math.max(...pairs)} ms after the later of the two started mDNS; every agent listed both others as connected at most ${connectedAt - lastStart} ms after the last agent started mDNS (mesh up returned ${upAtMs - lastStart} ms after it, so this is an upper bound)`,
+  );
+});
+
+/**
+ * Sends one DNS query for `qname`/`qtype` from an ephemeral port (a legacy one-shot resolver such
+ * as `dig -p 5353 @224.0.0.251`, RFC 6762 §6.7) to 224.0.0.251:5353 inside a node's namespace,
+ * and returns the first answer: its source and bytes.
+ */
+const LEGACY_QUERY = `
+import { createSocket } from 'node:dgram';
+const [qname, qtype, id] = process.argv.slice(1);
+const labels = qname.split('.').flatMap((l) => [Buffer.from([Buffer.byteLength(l)]), Buffer.from(l)]);
+const head = Buffer.alloc(12);
+head.writeUInt16BE(Number(id), 0);
+head.writeUInt16BE(1, 4); // one question
+const tail = Buffer.alloc(5);
+tail.writeUInt16BE(Number(qtype), 1);
+tail.writeUInt16BE(1, 3); // class IN
+const s = createSocket('udp4');
+const t = setTimeout(() => { console.log('null'); process.exit(0); }, 3000);
+s.on('message', (m, r) => { console.log(JSON.stringify({ from: r.address, port: r.port, hex: m.toString('hex') })); clearTimeout(t); s.close(); });
+s.bind(0, () => s.send(Buffer.concat([head, ...labels, tail]), 5353, '224.0.0.251'));
+`;
+const TYPE_SRV = 33;
+const TYPE_A = 1;
+
+/** Offset after the (possibly compressed) name at `o`. */
+function skipName(b: Buffer, o: number): number {
+  while (b[o]! !== 0) {
+    if ((b[o]! & 0xc0) === 0xc0) return o + 2;
+    o += b[o]! + 1;
+  }
+  return o + 1;
+}
+
+/** The resource records of a DNS message: type, TTL and rdata. */
+function records(b: Buffer): { type: number; ttl: number; flush: boolean; rdata: Buffer }[] {
+  let o = 12;
+  for (let i = 0; i < b.readUInt16BE(4); i++) o = skipName(b, o) + 4;
+  const n = b.readUInt16BE(6) + b.readUInt16BE(8) + b.readUInt16BE(10);
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    o = skipName(b, o);
+    const len = b.readUInt16BE(o + 8);
+    out.push({ type: b.readUInt16BE(o), flush: (b.readUInt16BE(o + 2) & 0x8000) !== 0, ttl: b.readUInt32BE(o + 4), rdata: b.subarray(o + 10, o + 10 + len) });
+    o += 10 + len;
+  }
+  return out;
+}
+
+test('mesh mdns - a one-shot resolver in another namespace gets a unicast answer (RFC 6762 §6.7)', { skip }, async () => {
+  const [n1, n2] = mesh.plan.nodes;
+  const { stdout } = await promisify(execFile)('ip', ['netns', 'exec', n1!.netns!, process.execPath, '--input-type=module', '-e', LEGACY_QUERY, `node-2._miso._tcp.local`, String(TYPE_SRV), '4242']);
+  const got = JSON.parse(stdout.trim()) as { from: string; port: number; hex: string } | null;
+  assert.ok(got, 'no answer to a legacy SRV query within 3 s');
+  assert.equal(got.from, n2!.addr, 'node-2 answers for its own instance');
+  assert.equal(got.port, 5353);
+  const b = Buffer.from(got.hex, 'hex');
+  assert.equal(b.readUInt16BE(0), 4242, 'the query id is echoed');
+  assert.equal(b.readUInt16BE(2) & 0x8400, 0x8400, 'an authoritative response');
+  assert.equal(b.readUInt16BE(4), 1, 'the question is echoed');
+  const rs = records(b);
+  const srv = rs.find((r) => r.type === TYPE_SRV);
+  assert.ok(srv, 'an SRV answer');
+  assert.equal(srv.rdata.readUInt16BE(4), n2!.agentPort, 'SRV port is the agent port');
+  const a = rs.find((r) => r.type === TYPE_A);
+  assert.ok(a, 'the A record of the SRV target comes along (RFC 6763 §12.2)');
+  assert.equal([...a.rdata].join('.'), n2!.addr);
+  assert.ok(rs.every((r) => r.ttl <= 10 && !r.flush), `legacy answers: TTL <= 10 s, no cache-flush bit (${JSON.stringify(rs.map((r) => [r.type, r.ttl, r.flush]))})`);
+});
+
+test('mesh mdns - a gcounter add on node-1 replicates to node-3', { skip }, async () => {
+  for (const id of ['node-1', 'node-3']) await client(id).register(FN, `${id}-replica`);
+  // node-1 replicates a function's updates to the peers that run it
+  await until('node-1 knows node-3 runs the function', DISCOVERY_DEADLINE_MS, async () => {
+    const st = await client('node-1').status();
+    return st.functions.find((f) => f.function === FN)?.nodes.includes('node-3') ?? false;
+  });
+  await client('node-1').apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 5 });
+  const ms = await until('node-3 reads the add made on node-1', REPLICATION_DEADLINE_MS, async () => {
+    const v = (await client('node-3').read(FN, 'hits', 'total', 'gcounter')).value;
+    return v === 5 || `value ${JSON.stringify(v)}`;
+  });
+  console.log(`# mdns replication: node-1 add visible on node-3 after ${Math.round(ms)} ms`);
+});
+
+test('mesh mdns - a cut-off node is dropped by heartbeats within seconds and found again by mDNS after restore', { skip }, async () => {
+  const cutAt = Date.now();
+  await cut(stateRoot, name, 'node-2'); // iptables DROP on node-2's eth0: a pulled cable, no FIN, no mDNS
+  const dropped = await Promise.all(
+    ['node-1', 'node-3'].map((id) =>
+      until(`${id} drops the silent node-2`, DROP_DEADLINE_MS, async () => !(await connectedPeers(id)).includes('node-2') || `${id} still lists node-2`).then(() => Date.now() - cutAt),
+    ),
+  );
+  const expiredBefore = ['node-1', 'node-3'].map((id) => logTimes(id, 'peer expired from mDNS', ['peer', 'node-2']).length);
+  await until('mDNS on node-1 and node-3 expires node-2', MDNS_EXPIRY_DEADLINE_MS, async () =>
+    ['node-1', 'node-3'].every((id) => logTimes(id, 'peer expired from mDNS', ['peer', 'node-2']).some((t) => t >= cutAt)),
+  );
+  const expired = ['node-1', 'node-3'].map((id) => logTimes(id, 'peer expired from mDNS', ['peer', 'node-2']).find((t) => t >= cutAt)! - cutAt);
+  assert.ok(expiredBefore.every((n) => n === 0), 'node-2 had not expired before the cut');
+  const restoredAt = Date.now();
+  await restore(stateRoot, name, 'node-2');
+  const back = await until('every agent lists the other two again after restore', DISCOVERY_DEADLINE_MS, async () => {
+    for (const id of ['node-1', 'node-2', 'node-3']) if ((await connectedPeers(id)).length !== 2) return `${id} sees [${(await connectedPeers(id)).join(',')}]`;
+    return true;
+  });
+  // The streams may come back through either side's dial; mDNS on node-1 and node-3 must find node-2 again too.
+  const refound = await until('mDNS on node-1 and node-3 finds node-2 again', DISCOVERY_DEADLINE_MS, async () =>
+    ['node-1', 'node-3'].every((id) => logTimes(id, 'peer found by mDNS', ['peer', 'node-2']).some((t) => t >= restoredAt)),
+  );
+  console.log(
+    `# mdns cut-off peer: node-2 dropped by heartbeats on node-1 after ${Math.round(dropped[0]!)} ms, on node-3 after ${Math.round(dropped[1]!)} ms (MISO_PEER_TIMEOUT_MS 3000, heartbeats every 1000; from the start of the cut); expired from mDNS after ${expired[0]} and ${expired[1]} ms; all connected again ${Math.round(back)} ms after restore, both found it by mDNS within ${Math.round(back + refound)} ms`,
+  );
+});
+
+test('mesh mdns - killing an agent (SIGKILL) drops it from the others within seconds', { skip }, async () => {
+  const pid = agentPid('node-2');
+  const killedAt = Date.now();
+  process.kill(pid, 'SIGKILL');
+  const dropped = await Promise.all(
+    ['node-1', 'node-3'].map((id) =>
+      until(`${id} drops node-2`, DROP_DEADLINE_MS, async () => {
+        const peers = await connectedPeers(id);
+        return !peers.includes('node-2') || `${id} still lists node-2 as connected`;
+      }).then(() => Date.now() - killedAt),
+    ),
+  );
+  // node-1 and node-3 stay connected to each other
+  assert.deepEqual(await connectedPeers('node-1'), ['node-3']);
+  assert.deepEqual(await connectedPeers('node-3'), ['node-1']);
+  // mDNS stops announcing node-2 too: no answers for 3 query periods, then the address is forgotten
+  const expired = await Promise.all(
+    ['node-1', 'node-3'].map(async (id) => {
+      const after = () => logTimes(id, 'peer expired from mDNS', ['peer', 'node-2']).filter((t) => t >= killedAt);
+      await until(`${id} expires node-2 from mDNS`, MDNS_EXPIRY_DEADLINE_MS, async () => after().length > 0);
+      return after()[0]! - killedAt;
+    }),
+  );
+  console.log(
+    `# mdns dead peer: node-2 dropped as a connected peer by node-1 after ${Math.round(dropped[0]!)} ms, by node-3 after ${Math.round(dropped[1]!)} ms; expired from mDNS after ${expired[0]} ms and ${expired[1]} ms`,
+  );
+});
+
+test('mesh mdns - an agent stopped with SIGTERM says goodbye and the others forget it at once', { skip }, async () => {
+  const stoppedAt = Date.now();
+  process.kill(agentPid('node-3'), 'SIGTERM');
+  const ms = await until('node-1 hears node-3 say goodbye', QUERY_PERIODS_BEFORE_EXPIRY_MS, async () =>
+    logTimes('node-1', 'peer said goodbye by mDNS', ['peer', 'node-3']).some((t) => t >= stoppedAt),
+  );
+  assert.equal(logTimes('node-1', 'peer expired from mDNS', ['peer', 'node-3']).length, 0, 'forgotten by the goodbye, not by expiry');
+  console.log(`# mdns goodbye: node-1 forgot node-3 ${Math.round(ms)} ms after SIGTERM`);
+});
+
+test('mesh mdns - mesh-down leaves no process, namespace or interface', { skip }, async () => {
+  const procs = recordedProcesses(mesh.plan.stateDir);
+  await down(stateRoot, name);
+  assert.deepEqual(stillRunning(procs), []);
+  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  assert.deepEqual(await down(stateRoot, name), { stopped: 0, netns: 0, links: 0 });
+});
