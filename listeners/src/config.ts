@@ -29,7 +29,7 @@ export const DEFAULT_RETRY_MAX_MS = 5_000;
 /** Deadline of one POST to the function. */
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 10_000;
 /** Longest pause between two polls of an idle change stream (servers whose getMore does not wait). */
-export const DEFAULT_POLL_MAX_MS = 100;
+export const DEFAULT_POLL_MAX_MS = 250;
 /** How long SIGTERM waits for queued events to be acknowledged before exiting. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 

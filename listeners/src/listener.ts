@@ -23,8 +23,13 @@ import type { Logger } from './log.js';
 import { BoundedQueue } from './queue.js';
 import { createTokenStore, type TokenStore } from './tokens.js';
 
-/** Shortest pause between polls of an idle stream; doubles up to config.pollMaxMs. */
+/**
+ * Pause between polls of a stream whose server does not wait (the test server): POLL_MIN_MS
+ * while events came within the last POLL_HOT_MS (writes come in bursts, and the next one should
+ * not wait for a long pause), then doubling up to config.pollMaxMs.
+ */
 const POLL_MIN_MS = 10;
+const POLL_HOT_MS = 1_000;
 /** How long a real MongoDB holds a getMore open waiting for events (the test server ignores it). */
 export const MAX_AWAIT_TIME_MS = 1_000;
 /**
@@ -213,6 +218,7 @@ class CollectionListener {
         resumeRefusals = 0;
         streaming = true;
         let idleMs = POLL_MIN_MS;
+        let lastChangeAt = Date.now();
         for (;;) {
           if (signal.aborted) return;
           if (change) {
@@ -234,9 +240,10 @@ class CollectionListener {
             }
             await this.queue.push(item, signal, () => this.log.warn({ queued: this.queue.size }, 'queue state: full, reading paused until the function catches up'));
             idleMs = POLL_MIN_MS;
+            lastChangeAt = Date.now();
           } else if (Date.now() - t0 < SERVER_WAITED_MS) {
             await sleep(idleMs, signal);
-            idleMs = Math.min(idleMs * 2, config.pollMaxMs);
+            if (Date.now() - lastChangeAt > POLL_HOT_MS) idleMs = Math.min(idleMs * 2, config.pollMaxMs);
           }
           t0 = Date.now();
           change = await stream.tryNext();
