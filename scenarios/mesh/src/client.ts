@@ -87,8 +87,32 @@ export async function listNodes(url: string, secret: string): Promise<RegistryNo
 }
 
 /** Adds a peer, or updates it when the registry already has it (a restarted mesh keeps its data). */
-export async function upsertPeer(url: string, secret: string, peer: { id: string; address: string; lat: number; lon: number }): Promise<void> {
-  const fields = `address:${gqlString(peer.address)}, lat:${peer.lat}, lon:${peer.lon}`;
+export interface Peer {
+  id: string;
+  address: string;
+  lat: number;
+  lon: number;
+}
+
+const peerFields = (peer: Peer) => `address:${gqlString(peer.address)}, lat:${peer.lat}, lon:${peer.lon}`;
+
+/**
+ * Registers peers in one request (one aliased addNode per peer; GraphQL runs mutations in order).
+ * If some are registered already (a mesh started again over old data), each is upserted alone.
+ */
+export async function upsertPeers(url: string, secret: string, peers: readonly Peer[]): Promise<void> {
+  if (peers.length === 0) return;
+  const adds = peers.map((p, i) => `p${i}: addNode(node:{id:${gqlString(p.id)}, ${peerFields(p)}, subscribed:false}) { id }`);
+  try {
+    await meta(url, secret, `mutation { ${adds.join(' ')} }`);
+  } catch (err) {
+    if (!(err instanceof MeshError) || !/already registered|EXISTS/i.test(err.message)) throw err;
+    for (const p of peers) await upsertPeer(url, secret, p);
+  }
+}
+
+export async function upsertPeer(url: string, secret: string, peer: Peer): Promise<void> {
+  const fields = peerFields(peer);
   try {
     await meta(url, secret, `mutation { addNode(node:{id:${gqlString(peer.id)}, ${fields}, subscribed:false}) { id } }`);
   } catch (err) {

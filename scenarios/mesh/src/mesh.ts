@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MeshConfig } from './config.js';
-import { upsertPeer, ownNode } from './client.js';
+import { upsertPeers, ownNode } from './client.js';
 import { MeshError, squashError } from './errors.js';
 import { linkShapes, validateProfile } from './latency.js';
 import { loadNodeData } from './load.js';
@@ -252,11 +252,14 @@ async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState):
   });
   writeState(state);
   await pool(plan.nodes, REGISTRY_CONCURRENCY, async (node) => {
-    for (const l of plan.links.filter((x) => x.from === node.index)) {
-      const peer = plan.nodes[l.to - 1]!;
-      const c = state.coords[String(peer.index)]!;
-      await upsertPeer(node.functionUrl, secret, { id: peer.id, address: l.url, lat: c.lat, lon: c.lon });
-    }
+    const peers = plan.links
+      .filter((x) => x.from === node.index)
+      .map((l) => {
+        const peer = plan.nodes[l.to - 1]!;
+        const c = state.coords[String(peer.index)]!;
+        return { id: peer.id, address: l.url, lat: c.lat, lon: c.lon };
+      });
+    await upsertPeers(node.functionUrl, secret, peers);
   });
 }
 
