@@ -22,8 +22,9 @@ import type { ReplicationOp } from './ops.js';
 
 const gzip = promisify(gzipCb);
 
-/** Batches sent in one request to a subscriber. */
+/** Batches sent in one request to a subscriber, and their JSON size (signed bodies may be 16 MiB). */
 const SEND_BATCHES = 50;
+const SEND_MAX_BYTES = 4 * 1024 * 1024;
 /** Batches a sender keeps in memory; beyond that it reads them back from the outbox. */
 const MEMORY_BATCHES = 1000;
 /** Backoff while a subscriber fails: from 200 ms doubling to 30 s, with ±25% jitter. */
@@ -73,6 +74,18 @@ function batchJson(b: Batch): string {
     encoded.set(b, json);
   }
   return json;
+}
+
+/** The first batches whose JSON fits in SEND_MAX_BYTES (at least one). */
+function fitting(batches: readonly Batch[]): Batch[] {
+  const out: Batch[] = [];
+  let bytes = 0;
+  for (const b of batches) {
+    bytes += batchJson(b).length;
+    if (out.length > 0 && bytes > SEND_MAX_BYTES) break;
+    out.push(b);
+  }
+  return out;
 }
 
 /** The EJSON text of a ReplicateBody, from the batches' cached encodings. */
@@ -283,7 +296,7 @@ class Sender {
 
   /** Sends the oldest batches; false when there was nothing to send. */
   private async sendOnce(): Promise<boolean> {
-    const batches = await this.next();
+    const batches = fitting(await this.next());
     if (batches.length === 0) return false;
     const node = await this.deps.registry.get(this.subscriber);
     if (!node) {
