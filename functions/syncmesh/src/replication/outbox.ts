@@ -17,7 +17,7 @@ import { gzip as gzipCb } from 'node:zlib';
 import { BSON, ObjectId, type Collection, type Db } from 'mongodb';
 import type { Logger } from 'pino';
 import { signRequest } from '../mesh/auth.js';
-import type { NodeRegistry } from '../mesh/registry.js';
+import type { MeshNode, NodeRegistry } from '../mesh/registry.js';
 import type { ReplicationOp } from './ops.js';
 
 const gzip = promisify(gzipCb);
@@ -34,6 +34,8 @@ const RETRY_MAX_MS = 30_000;
 const IDLE_POLL_MS = 2_000;
 /** Deadline of one delivery to a subscriber. */
 const SEND_TIMEOUT_MS = 10_000;
+/** How long a sender trusts the subscriber's registry entry (address) before reading it again. */
+const REGISTRY_TTL_MS = 5_000;
 /** Acknowledgements are written to the outbox together, this long after the first one. */
 const ACK_FLUSH_MS = 20;
 
@@ -202,6 +204,8 @@ class Sender {
   private queued = new Set<string>();
   private inSync = false;
   private offers = 0;
+  /** The subscriber's registry entry as last read (null: not registered), and when. */
+  private target: { node: MeshNode | null; at: number } | undefined;
 
   constructor(
     private readonly subscriber: string,
@@ -298,8 +302,10 @@ class Sender {
   private async sendOnce(): Promise<boolean> {
     const batches = fitting(await this.next());
     if (batches.length === 0) return false;
-    const node = await this.deps.registry.get(this.subscriber);
+    if (!this.target || Date.now() - this.target.at > REGISTRY_TTL_MS) this.target = { node: await this.deps.registry.get(this.subscriber), at: Date.now() };
+    const node = this.target.node;
     if (!node) {
+      this.target = undefined;
       // Unregistered subscribers get nothing more; their queue is dropped on purpose.
       const res = await this.outbox.updateMany({ pending: this.subscriber }, { $pull: { pending: this.subscriber } });
       await this.outbox.deleteMany({ pending: { $size: 0 } });
@@ -311,14 +317,19 @@ class Sender {
     }
     if (!this.deps.secret) throw new Error('this node has no mesh secret, so it cannot sign replication requests');
     const json = replicateJson(this.deps.nodeId, batches);
-    const res = await fetch(`${node.address.replace(/\/+$/, '')}/replicate`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signRequest(this.deps.secret, json) },
-      body: await gzip(json),
-      signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
-    });
-    const text = await res.text();
-    if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${text.slice(0, 200)}`);
+    try {
+      const res = await fetch(`${node.address.replace(/\/+$/, '')}/replicate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signRequest(this.deps.secret, json) },
+        body: await gzip(json),
+        signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
+      });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${text.slice(0, 200)}`);
+    } catch (err) {
+      this.target = undefined; // the registry is read again before the retry (the address may have changed)
+      throw err;
+    }
     this.forget(batches);
     this.owner.ack(batches.map((b) => b._id));
     return true;
