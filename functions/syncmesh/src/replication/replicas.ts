@@ -6,7 +6,7 @@
  * A replica document is the reading plus `_id: "<origin>|<original _id>"`, `_origin`,
  * `_origin_id` and `_rev` (the origin's sequence number of the batch that last wrote it).
  */
-import type { AnyBulkWriteOperation, Collection, Db, Document } from 'mongodb';
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Document } from 'mongodb';
 import { replicaId, type ReplicationOp } from './ops.js';
 
 export const REPLICA_SUFFIX = '_replicas';
@@ -37,24 +37,33 @@ export class ReplicaStore {
     return [...(this.origins.get(`${db}.${coll}`) ?? [])].sort();
   }
 
-  /** Applies a batch from `origin` in order. Idempotent: applying it twice leaves the same state. */
+  /**
+   * Applies a batch from `origin` in order. Idempotent: applying it twice leaves the same state.
+   * A run of upserts is inserted first (most replicas are new, and an insert costs the database
+   * a fraction of an upsert); the ones that exist already are then replaced.
+   */
   async apply(db: string, coll: string, origin: string, seq: number, ops: readonly ReplicationOp[]): Promise<{ upserts: number; deletes: number }> {
     const c = this.collection(db, coll);
     let upserts = 0;
     let deletes = 0;
-    let writes: AnyBulkWriteOperation<ReplicaRecord>[] = [];
+    let run: ReplicaRecord[] = [];
+    let removals: AnyBulkWriteOperation<ReplicaRecord>[] = [];
     const flush = async () => {
-      if (writes.length > 0) await c.bulkWrite(writes, { ordered: true });
-      writes = [];
+      if (run.length > 0) await upsertAll(c, run);
+      if (removals.length > 0) await c.bulkWrite(removals, { ordered: true });
+      run = [];
+      removals = [];
     };
     for (const op of ops) {
       if (op.op === 'upsert') {
+        if (removals.length > 0) await flush(); // keep the batch's order
         const { _id, ...fields } = op.doc;
         const rid = replicaId(origin, _id);
-        writes.push({ replaceOne: { filter: { _id: rid }, replacement: { ...fields, _id: rid, _origin: origin, _origin_id: _id, _rev: seq }, upsert: true } });
+        run.push({ ...fields, _id: rid, _origin: origin, _origin_id: _id, _rev: seq });
         upserts++;
       } else if (op.op === 'delete') {
-        writes.push({ deleteOne: { filter: { _id: replicaId(origin, op.id) } } });
+        if (run.length > 0) await flush();
+        removals.push({ deleteOne: { filter: { _id: replicaId(origin, op.id) } } });
         deletes++;
       } else {
         await flush();
@@ -67,5 +76,25 @@ export class ReplicaStore {
     if (!this.origins.has(key)) this.origins.set(key, new Set());
     if (upserts > 0) this.origins.get(key)!.add(origin);
     return { upserts, deletes };
+  }
+}
+
+const DUPLICATE_KEY = 11000;
+
+/** Upserts `docs` by _id: inserts them, then replaces those that already existed. */
+async function upsertAll(c: Collection<ReplicaRecord>, docs: ReplicaRecord[]): Promise<void> {
+  const replace = (d: ReplicaRecord): AnyBulkWriteOperation<ReplicaRecord> => ({ replaceOne: { filter: { _id: d._id }, replacement: d, upsert: true } });
+  if (new Set(docs.map((d) => d._id)).size !== docs.length) {
+    // the same reading twice in one run: only ordered upserts keep the last one
+    await c.bulkWrite(docs.map(replace), { ordered: true });
+    return;
+  }
+  try {
+    await c.insertMany(docs, { ordered: false });
+  } catch (err) {
+    if (!(err instanceof MongoBulkWriteError)) throw err;
+    const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+    if (errors.some((e) => e.code !== DUPLICATE_KEY)) throw err;
+    await c.bulkWrite(errors.map((e) => replace(docs[e.index]!)), { ordered: true });
   }
 }

@@ -61,6 +61,28 @@ test('replication - events reach subscribers as idempotent replica writes', asyn
   assert.equal(await replicas(a).countDocuments(), 0);
 });
 
+test('replication - one batch applies in order: insert, delete and insert again, the same reading twice, a mix of new and existing', async () => {
+  const x = { _id: new ObjectId(), ...reading('2017-07-04T00:00:00Z', 1, 50, 93000) };
+  const y = { _id: new ObjectId(), ...reading('2017-07-04T01:00:00Z', 2, 50, 93000) };
+  const apply = (ops: unknown[]) => deliver(b, 'replicate', { origin: 'order-origin', batches: [{ db: 'syncmesh', coll: 'sensor_data', seq: 1, ops }] });
+  const r1 = await apply([
+    { op: 'upsert', doc: x },
+    { op: 'delete', id: x._id },
+    { op: 'upsert', doc: { ...x, temperature: 3 } },
+    { op: 'upsert', doc: y },
+    { op: 'upsert', doc: { ...y, temperature: 4 } },
+  ]);
+  assert.equal(r1.status, 200, JSON.stringify(r1.body));
+  const temps = async () => (await replicas(b).find({ _origin: 'order-origin' }).sort({ timestamp: 1 }).toArray()).map((d) => d['temperature']);
+  assert.deepEqual(await temps(), [3, 4]);
+  // x exists, z is new: both end as sent
+  const z = { _id: new ObjectId(), ...reading('2017-07-04T02:00:00Z', 6, 50, 93000) };
+  const r2 = await apply([{ op: 'upsert', doc: { ...x, temperature: 5 } }, { op: 'upsert', doc: z }]);
+  assert.equal(r2.status, 200, JSON.stringify(r2.body));
+  assert.deepEqual(await temps(), [5, 4, 6]);
+  await replicas(b).deleteMany({ _origin: 'order-origin' });
+});
+
 test('replication - resync replaces a subscriber\'s replicas with the origin\'s readings', async () => {
   await own(a).deleteMany({});
   await seed(a, [reading('2017-07-10T00:00:00Z', 10, 10, 90000), reading('2017-07-11T00:00:00Z', 11, 11, 90001)]);
