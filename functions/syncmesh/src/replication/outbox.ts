@@ -167,7 +167,15 @@ export class Outbox {
     const acks = this.acks;
     this.acks = new Map();
     try {
-      for (const [subscriber, ids] of acks) await this.outbox.updateMany({ _id: { $in: ids } }, { $pull: { pending: subscriber } });
+      // Subscribers in step acknowledged the same batches: one update for all of them.
+      const bySet = new Map<string, { ids: ObjectId[]; subscribers: string[] }>();
+      for (const [subscriber, ids] of acks) {
+        const key = ids.map((id) => id.toHexString()).sort().join(',');
+        const group = bySet.get(key) ?? { ids, subscribers: [] };
+        group.subscribers.push(subscriber);
+        bySet.set(key, group);
+      }
+      for (const { ids, subscribers } of bySet.values()) await this.outbox.updateMany({ _id: { $in: ids } }, { $pull: { pending: { $in: subscribers } } });
       await this.outbox.deleteMany({ _id: { $in: [...acks.values()].flat() }, pending: { $size: 0 } });
     } catch (err) {
       for (const [subscriber, ids] of acks) this.ack(subscriber, ids); // kept, and tried again
