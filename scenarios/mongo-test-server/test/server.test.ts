@@ -106,3 +106,33 @@ test('test server - the oplog is capped: a resume behind it fails with ChangeStr
     await server.stop();
   }
 });
+
+test('test server - a stream whose collection is quiet still sees its next event after writes elsewhere', async () => {
+  const server = await startTestServer();
+  const client = await MongoClient.connect(server.uri, { directConnection: true });
+  try {
+    const watched = client.db('d').collection('watched');
+    const other = client.db('d').collection('other');
+    const stream = watched.watch();
+    assert.equal(await stream.tryNext(), null);
+    const seen: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      await other.insertMany(Array.from({ length: 20 }, (_, i) => ({ i })));
+      // polls that find only the other collection's entries return nothing
+      for (let polls = 0; polls < 3; polls++) assert.equal(await stream.tryNext(), null);
+      await watched.insertOne({ round });
+      for (let polls = 0; polls < 100; polls++) {
+        const change = await stream.tryNext();
+        if (change) {
+          seen.push((change as unknown as { fullDocument: { round: number } }).fullDocument.round);
+          break;
+        }
+      }
+    }
+    assert.deepEqual(seen, [0, 1, 2]);
+    await stream.close();
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+});

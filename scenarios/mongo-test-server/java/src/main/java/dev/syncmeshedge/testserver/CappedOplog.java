@@ -60,6 +60,24 @@ final class CappedOplog extends CollectionBackedOplog {
 
     /** The position a getMore reads after, while the library's streamOplog asks for the entries. */
     private static final ThreadLocal<OplogPosition> READ_AFTER = new ThreadLocal<>();
+    /** The newest entry the last read handed out (null: none), set by that read. */
+    private static final ThreadLocal<BsonTimestamp> READ_UNTIL = new ThreadLocal<>();
+
+    /**
+     * What one cursor's last getMore looked at. A cursor's position only moves when it returns an
+     * event, so a stream whose collection is quiet while others are written would read the same
+     * entries again and again (MongoDB moves such a cursor on with its post-batch resume token).
+     * When the last read from the same position returned nothing, every entry up to the newest it
+     * looked at is known not to match, and the next read starts after it - unless an entry arrived
+     * out of timestamp order since (writers take their timestamp before they append, so one can
+     * land behind what a read already saw), in which case it reads from its position again.
+     */
+    private static final class Scan {
+        OplogPosition position;
+        BsonTimestamp until;
+        long disorder;
+        volatile boolean matched;
+    }
 
     private final Entries entries;
     private final CursorRegistry cursors;
@@ -101,17 +119,34 @@ final class CappedOplog extends CollectionBackedOplog {
             // an oplog that never had an entry: the library's own cursor, which scans every entry.
             return super.createCursor(changeStream, namespace, aggregation);
         }
-        Function<OplogPosition, Stream<Document>> after = position -> readAfter(changeStream, position, aggregation, namespace);
+        Scan scan = new Scan();
+        Function<OplogPosition, Stream<Document>> after = position -> readAfter(changeStream, position, aggregation, namespace, scan);
         OplogCursor cursor = new OplogCursor(cursors.generateCursorId(), after, start);
         cursors.add(cursor);
         return cursor;
     }
 
     @SuppressWarnings("unchecked")
-    private Stream<Document> readAfter(Document changeStream, OplogPosition position, Aggregation aggregation, String namespace) {
-        READ_AFTER.set(position);
+    private Stream<Document> readAfter(Document changeStream, OplogPosition position, Aggregation aggregation, String namespace, Scan scan) {
+        // same position object as last time and nothing matched then: skip what that read saw
+        long disorder = entries.disorder();
+        boolean quiet = scan.position == position && scan.until != null && !scan.matched && scan.disorder == disorder;
+        READ_AFTER.set(quiet ? new OplogPosition(scan.until) : position);
+        READ_UNTIL.remove();
         try {
-            return (Stream<Document>) STREAM_OPLOG.invoke(this, changeStream, position, aggregation, namespace);
+            Stream<Document> events = (Stream<Document>) STREAM_OPLOG.invoke(this, changeStream, position, aggregation, namespace);
+            BsonTimestamp until = READ_UNTIL.get();
+            if (scan.position != position) {
+                scan.position = position;
+                scan.until = null;
+            }
+            if (until != null) {
+                scan.until = until;
+            }
+            scan.disorder = disorder;
+            scan.matched = false;
+            // The cursor collects this stream at once; an event passing through means it matched.
+            return events.peek(event -> scan.matched = true);
         } catch (IllegalAccessException e) {
             throw new IllegalStateException(e);
         } catch (InvocationTargetException e) {
@@ -121,6 +156,7 @@ final class CappedOplog extends CollectionBackedOplog {
             throw new IllegalStateException(e.getCause());
         } finally {
             READ_AFTER.remove();
+            READ_UNTIL.remove();
         }
     }
 
@@ -133,6 +169,8 @@ final class CappedOplog extends CollectionBackedOplog {
         private final ArrayList<Document> list = new ArrayList<>();
         private int head;
         private BsonTimestamp newestTrimmed;
+        /** Counts entries that arrived behind a newer one (they are put in timestamp order). */
+        private long disorder;
 
         Entries(MongoCollection<Document> storage, int maxEntries, Duration maxAge) {
             this.storage = storage;
@@ -155,8 +193,20 @@ final class CappedOplog extends CollectionBackedOplog {
             return list.size() > head ? tsOf(list.get(list.size() - 1)) : newestTrimmed;
         }
 
+        synchronized long disorder() {
+            return disorder;
+        }
+
         synchronized void add(Document entry) {
-            list.add(entry);
+            BsonTimestamp ts = tsOf(entry);
+            int at = list.size();
+            while (at > head && tsOf(list.get(at - 1)).compareTo(ts) > 0) {
+                at--;
+            }
+            if (at < list.size()) {
+                disorder++;
+            }
+            list.add(at, entry);
             trim();
         }
 
@@ -186,6 +236,9 @@ final class CappedOplog extends CollectionBackedOplog {
                         from = mid + 1;
                     }
                 }
+            }
+            if (after != null && from < list.size()) {
+                READ_UNTIL.set(tsOf(list.get(list.size() - 1)));
             }
             return new ArrayList<>(list.subList(from, list.size()));
         }
