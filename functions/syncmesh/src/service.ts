@@ -27,6 +27,7 @@ import type { PartialAnswer } from './data/partials.js';
 import { SensorStore } from './data/sensors.js';
 import { dataSchema, metaSchema } from './graphql/schema.js';
 import { assertNoOperators, depthLimitRule } from './graphql/limits.js';
+import { DocumentCache } from './graphql/documents.js';
 import { fanOut, type NodeOutcome, type Target } from './mesh/forward.js';
 import type { NodeRegistry } from './mesh/registry.js';
 import type { ReplicationService } from './replication/service.js';
@@ -127,6 +128,11 @@ export class SyncmeshService {
   private readonly stores = new Map<string, SensorStore>();
   private readonly seen = new SeenRequests();
   private readonly rules;
+  /** Valid documents per schema, by query text. */
+  private readonly documents = new Map<GraphQLSchema, DocumentCache>([
+    [dataSchema, new DocumentCache()],
+    [metaSchema, new DocumentCache()],
+  ]);
 
   constructor(private readonly deps: ServiceDeps) {
     this.rules = [...specifiedRules, depthLimitRule(deps.config.maxQueryDepth)];
@@ -151,9 +157,27 @@ export class SyncmeshService {
 
   /** Parses and validates the GraphQL document and variables; every problem is an HTTP 400. */
   private prepare(req: SyncmeshRequest, schema: GraphQLSchema): Prepared {
+    const cache = this.documents.get(schema);
+    let document = cache?.get(req.query);
+    if (!document) {
+      document = this.parseAndValidate(req.query, schema);
+      cache?.set(req.query, document);
+    }
+    assertNoOperators(req.variables);
+    const operation = getOperationAST(document, req.operationName);
+    if (!operation) {
+      throw fail('EDGE_SYNCMESH_BAD_REQUEST', req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName');
+    }
+    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], req.variables);
+    if (coerced.errors) throw fail('EDGE_SYNCMESH_BAD_ARGUMENT', coerced.errors[0]!.message);
+    return { document, operation, variables: req.variables, coerced: coerced.coerced };
+  }
+
+  /** Parses and validates a GraphQL document; every problem is an HTTP 400. */
+  private parseAndValidate(query: string, schema: GraphQLSchema): DocumentNode {
     let document: DocumentNode;
     try {
-      document = parse(req.query, { maxTokens: 2000 });
+      document = parse(query, { maxTokens: 2000 });
     } catch (err) {
       const e = err as GraphQLError;
       throw fail('EDGE_SYNCMESH_GRAPHQL_SYNTAX', `GraphQL syntax error: ${e.message}`, e.locations ? { locations: e.locations } : undefined);
@@ -168,14 +192,7 @@ export class SyncmeshService {
         ...(errors.length > 1 ? { more: errors.slice(1, 5).map((e) => e.message) } : {}),
       });
     }
-    assertNoOperators(req.variables);
-    const operation = getOperationAST(document, req.operationName);
-    if (!operation) {
-      throw fail('EDGE_SYNCMESH_BAD_REQUEST', req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName');
-    }
-    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], req.variables);
-    if (coerced.errors) throw fail('EDGE_SYNCMESH_BAD_ARGUMENT', coerced.errors[0]!.message);
-    return { document, operation, variables: req.variables, coerced: coerced.coerced };
+    return document;
   }
 
   /** Checks every root field's arguments before anything is forwarded. */

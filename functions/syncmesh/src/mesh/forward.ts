@@ -3,14 +3,60 @@
  * has its own timeout, and all of them share the request's overall deadline, so one slow or
  * dead node can never hold the answer longer than that. Failures are reported, never thrown.
  */
+import http from 'node:http';
+import https from 'node:https';
 import { promisify } from 'node:util';
-import { gzip as gzipCb } from 'node:zlib';
+import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { PartialAnswer } from '../data/partials.js';
 import { signRequest } from './auth.js';
 
 const gzip = promisify(gzipCb);
+const gunzip = promisify(gunzipCb);
+
+/** Connections to other nodes are kept open between fan-outs. */
+const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
+
+interface Reply {
+  status: number;
+  text: string;
+  /** Bytes received (compressed size when gzipped). */
+  bytes: number;
+}
+
+/**
+ * POSTs `payload` with node:http (a fan-out's calls cost the entry node a third of fetch's CPU)
+ * and reads the whole answer, gunzipped when it says so. `signal` aborts it.
+ */
+function post(url: string, payload: Buffer, headers: Record<string, string>, signal: AbortSignal): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const client = u.protocol === 'https:' ? https : http;
+    const agent = agents[u.protocol as keyof typeof agents];
+    if (!agent) {
+      reject(new Error(`unsupported URL scheme '${u.protocol}'`));
+      return;
+    }
+    const req = client.request(u, { method: 'POST', agent, signal, headers: { ...headers, 'content-length': String(payload.length) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
+        (gzipped ? gunzip(raw) : Promise.resolve(raw)).then(
+          (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
+          () => reject(new Error('the answer is not valid gzip')),
+        );
+      });
+    });
+    req.on('error', reject);
+    // settles the call even if the socket gives no event after an abort mid-answer
+    signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+    req.end(payload);
+  });
+}
 
 export interface Target {
   url: string;
@@ -115,11 +161,9 @@ async function callOne(
   const timeout = AbortSignal.timeout(opts.nodeTimeoutMs);
   const signal = AbortSignal.any([timeout, opts.deadline]);
   try {
-    const res = await fetch(target.url, { method: 'POST', headers: headers(), body: payload, signal });
-    const text = await res.text();
-    const bytes = Number(res.headers.get('content-length') ?? Buffer.byteLength(text));
-    if (res.status !== 200) {
-      return [{ ...base, status: 'failed', ms: elapsed(), bytes, reason: `HTTP ${res.status}: ${firstMessage(text)}` }, undefined];
+    const { status, text, bytes } = await post(target.url, payload, headers(), signal);
+    if (status !== 200) {
+      return [{ ...base, status: 'failed', ms: elapsed(), bytes, reason: `HTTP ${status}: ${firstMessage(text)}` }, undefined];
     }
     const parsed = answerSchema.safeParse(JSON.parse(text));
     if (!parsed.success) {
@@ -154,7 +198,8 @@ function firstMessage(text: string): string {
 }
 
 function describeFetchError(err: unknown): string {
-  const e = err as Error & { cause?: { code?: string; message?: string } };
+  const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
+  if (e.code && e.code !== 'ABORT_ERR') return `${e.code}: ${e.message}`;
   if (e.cause?.code) return `${e.cause.code}: ${e.cause.message ?? e.message}`;
   if (e instanceof SyntaxError) return 'the answer is not JSON';
   return e.message ?? String(err);
