@@ -6,11 +6,20 @@
  *   node dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F]
  *
  * Sections:
- *   ops        core operations/s on one agent, 10 concurrent clients (MISO: 13,800-16,300/s)
- *   repl       replication time to 4, 9, 19, 29 peers (MISO: 0.22, 0.51, 0.97, 1.83 ms)
+ *   ops        core operations/s on one agent, 10 concurrent clients (MISO: 13,800-16,300/s),
+ *              after a 6 s warm-up (the MongoDB test server's JVM compiles for ~6 s); also the
+ *              same 10 clients on the OpsBatch stream, 10 invocations sharing one SDK client
+ *              (OpsBatch), unary calls, and the CPU per op of the agent and of the clients
+ *   repl       replication time to 4, 9, 19, 29 peers (MISO: 0.22, 0.51, 0.97, 1.83 ms), two ways:
+ *              "send" = encode once and write to every peer's stream (MISO's definition: its
+ *              ReplicationService stops the clock when the payload is handed to each peer's
+ *              gRPC stream, without waiting for the network or an answer), and
+ *              "ack" = until every peer applied and acknowledged the update (a round trip)
  *   bytes      hot PN-counter at 30 nodes: delta vs full-state bytes, and max agent RSS
  *   table1     throughput, latency, bytes, messages per debounce interval (MISO Table I)
- *   allreduce  array sum by N invocations through the SDK vs Redis INCRBY (MISO: 26.7% faster)
+ *   allreduce  array sum by N invocations through the SDK vs Redis INCRBY (MISO: 26.7% faster),
+ *              after a 3 s warm-up of both; 10 clients vs 10 connections, and one shared SDK
+ *              client (OpsBatch) vs one pipelined Redis connection
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -99,6 +108,24 @@ async function stopAll(agents: AgentProc[]): Promise<void> {
   await Promise.all(agents.map((a) => a.stop()));
 }
 
+/** CPU time (user + system) a process has used so far, in ms (from /proc; clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+/**
+ * `load` plus the CPU it cost per op, in the agent and in this process (the clients): a measure
+ * that depends much less on what else the shared host is running than ops/s does.
+ */
+async function loadWithCpu(agentPid: number, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>) {
+  const a0 = cpuMsOf(agentPid);
+  const c0 = process.cpuUsage();
+  const r = await load(workers, ms, op);
+  const c = process.cpuUsage(c0);
+  return { ...r, agentCpuUsPerOp: ((cpuMsOf(agentPid) - a0) * 1000) / r.ops, clientCpuUsPerOp: (c.user + c.system) / r.ops };
+}
+
 /** Runs `workers` loops of `op` for `ms`; returns ops/s and latency percentiles. */
 async function load(workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>) {
   const lat: number[] = [];
@@ -123,8 +150,12 @@ async function benchOps(): Promise<void> {
   const [a] = await cluster(1, {}, 'ops', mongo.uri);
   const clients = Array.from({ length: 10 }, () => new MisoClient(a!.sdk, 30_000));
   const secs = QUICK ? 2000 : 5000;
+  let adds = 0;
   const ops = [
-    (c: MisoClient, i: number) => c.apply('bench', 'o', 'g', 'gcounter', { op: 'add', n: 1 }),
+    async (c: MisoClient) => {
+      await c.apply('bench', 'o', 'g', 'gcounter', { op: 'add', n: 1 });
+      adds++;
+    },
     (c: MisoClient, i: number) => c.apply('bench', 'o', 'p', 'pncounter', { op: 'add', n: i % 2 ? 1 : -1 }),
     (c: MisoClient, i: number) => c.apply('bench', 'o', 's', 'orset', { op: i % 3 ? 'add' : 'remove', value: `v${i % 50}` }),
     (c: MisoClient, i: number) => c.apply('bench', 'o', 'r', 'lwwregister', { op: 'set', value: i }),
@@ -132,26 +163,42 @@ async function benchOps(): Promise<void> {
     (c: MisoClient, i: number) => c.apply('bench', 'o', 'f', 'ewflag', { op: i % 2 ? 'enable' : 'disable' }),
     (c: MisoClient) => c.read('bench', 'o', 'g', 'gcounter'),
   ];
-  await load(10, 500, (w, i) => ops[0]!(clients[w]!, i)); // warm-up
-  const gcounter = await load(10, secs, (w, i) => ops[0]!(clients[w]!, i));
-  const mixed = await load(10, secs, (w, i) => ops[(w + i) % ops.length]!(clients[w]!, i));
-  const unaryClients = Array.from({ length: 10 }, () => new MisoClient(a!.sdk, 30_000, false));
-  const unary = await load(10, QUICK ? 1000 : 3000, (w, i) => ops[0]!(unaryClients[w]!, i));
-  for (const c of [...clients, ...unaryClients]) c.close();
+  // Warm-up: the JIT of the agent and of this process, and above all the MongoDB test server's
+  // JVM, which spends 25-40% of a core compiling for about 6 s after its first requests (the
+  // 2-core host then measures the JVM's start-up, not the agent).
+  await load(10, QUICK ? 2000 : 6000, (w, i) => ops[0]!(clients[w]!, i));
+  const pid = a!.proc.pid!;
+  const gcounter = await loadWithCpu(pid, 10, secs, (w, i) => ops[0]!(clients[w]!, i));
+  const mixed = await loadWithCpu(pid, 10, secs, (w, i) => ops[(w + i) % ops.length]!(clients[w]!, i));
+  // The same 10 clients on the OpsBatch stream: with one op in flight per client each batch
+  // holds one op, so this shows what the batch wrapper costs.
+  const batchClients = Array.from({ length: 10 }, () => new MisoClient(a!.sdk, 30_000, 'batch'));
+  const batched = await loadWithCpu(pid, 10, QUICK ? 1000 : 3000, (w, i) => ops[0]!(batchClients[w]!, i));
+  // 10 concurrent invocations in one function process share its one SDK client (what
+  // runFunction does): the ops of one event-loop turn travel in one OpsBatch message.
+  const shared = new MisoClient(a!.sdk, 30_000, 'batch');
+  const sharedR = await loadWithCpu(pid, 10, QUICK ? 1000 : 3000, (_w, i) => ops[0]!(shared, i));
+  const unaryClients = Array.from({ length: 10 }, () => new MisoClient(a!.sdk, 30_000, 'unary'));
+  const unary = await loadWithCpu(pid, 10, QUICK ? 1000 : 3000, (w, i) => ops[0]!(unaryClients[w]!, i));
+  const final = (await clients[0]!.read('bench', 'o', 'g', 'gcounter')).value;
+  for (const c of [...clients, ...batchClients, shared, ...unaryClients]) c.close();
   const rss = peakRssMb(a!.proc.pid!);
   await stopAll([a!]);
   await mongo.stop();
   const rows = [
-    ['gcounter add (Ops stream)', gcounter],
-    ['mixed 7 ops (Ops stream)', mixed],
-    ['gcounter add (unary calls)', unary],
+    ['gcounter add, 10 clients (Ops stream)', gcounter],
+    ['mixed 7 ops, 10 clients (Ops stream)', mixed],
+    ['gcounter add, 10 clients (OpsBatch stream)', batched],
+    ['gcounter add, 10 invocations sharing 1 client (OpsBatch)', sharedR],
+    ['gcounter add, 10 clients (unary calls)', unary],
   ] as const;
   printTable(
-    'Core operations on one agent, 10 concurrent clients, persistence on (MISO: 13,800-16,300 ops/s on 64 cores; target >= 15,000)',
-    ['workload', 'ops/s', 'p50 ms', 'p99 ms'],
-    rows.map(([k, r]) => [k, Math.round(r.opsPerS), r.p50Ms, r.p99Ms]),
+    `Core operations on one agent, 10 concurrent clients, persistence on (MISO: 13,800-16,300 ops/s on 64 cores; target >= 15,000); ` +
+      `final counter ${final} = ${adds} acknowledged adds: ${final === adds}`,
+    ['workload', 'ops/s', 'p50 ms', 'p99 ms', 'agent CPU us/op', 'clients CPU us/op'],
+    rows.map(([k, r]) => [k, Math.round(r.opsPerS), r.p50Ms, r.p99Ms, r.agentCpuUsPerOp, r.clientCpuUsPerOp]),
   );
-  results['ops'] = { gcounter, mixed, unary, agentPeakRssMb: rss, target: 15000, miso: [13800, 16300] };
+  results['ops'] = { gcounter, mixed, batched, shared: sharedR, unary, correct: final === adds, agentPeakRssMb: rss, target: 15000, miso: [13800, 16300] };
 }
 
 // ----------------------------------------------------------------------------------------- repl
@@ -171,6 +218,7 @@ async function benchRepl(): Promise<void> {
   for (const k of sizes) {
     const fn = `fn${k}`;
     const times: number[] = [];
+    const sends: number[] = [];
     for (let i = 0; i < iters + 5; i++) {
       await origin.client.apply(fn, 'o', 'c', 'gcounter', { op: 'add', n: 1 });
       let st = await origin.client.status();
@@ -180,16 +228,33 @@ async function benchRepl(): Promise<void> {
         st = await origin.client.status();
       }
       const lags = st.peers.filter((p) => p.functions.includes(fn)).map((p) => p.lag_last_ms);
-      if (i >= 5) times.push(Math.max(...lags));
+      const send = st.functions.find((f) => f.function === fn);
+      if (i >= 5) {
+        times.push(Math.max(...lags));
+        // Only samples written to every peer (a peer still connecting would make it smaller).
+        if (send && send.send_last_peers === k) sends.push(send.send_last_ms);
+      }
       await sleep(5);
     }
-    rows.push([k, pct(times, 50), mean(times), pct(times, 90), miso[k]!]);
-    out[String(k)] = { medianMs: pct(times, 50), meanMs: mean(times), p90Ms: pct(times, 90), misoMs: miso[k], samples: times.length };
+    rows.push([k, pct(sends, 50), pct(sends, 90), pct(times, 50), mean(times), pct(times, 90), miso[k]!]);
+    out[String(k)] = {
+      sendMedianMs: pct(sends, 50),
+      sendMeanMs: mean(sends),
+      sendP90Ms: pct(sends, 90),
+      sendSamples: sends.length,
+      medianMs: pct(times, 50),
+      meanMs: mean(times),
+      p90Ms: pct(times, 90),
+      misoMs: miso[k],
+      samples: times.length,
+    };
   }
   await stopAll(agents);
   printTable(
-    'Replication time: one update on one agent until every peer running the function has applied and acknowledged it (debounce 0)',
-    ['peers', 'median ms', 'mean ms', 'p90 ms', 'MISO ms'],
+    'Replication time to k peers (30 agents, debounce 0). "send": encode the update once and write it to every peer stream, ' +
+      'no network, no ack (what MISO measured: its code stops the clock when the update is handed to each peer\'s gRPC stream). ' +
+      '"ack": until every peer has applied AND acknowledged it (a round trip through every peer process)',
+    ['peers', 'send median ms', 'send p90 ms', 'ack median ms', 'ack mean ms', 'ack p90 ms', 'MISO ms'],
     rows,
   );
   results['replication'] = out;
@@ -399,50 +464,92 @@ async function benchAllReduce(): Promise<void> {
   const clients = Array.from({ length: concurrency }, () => new MisoClient(agent!.sdk, 30_000));
   const redis = await startRedis();
   const conns = await Promise.all(Array.from({ length: concurrency }, () => Resp.open(redis.port)));
-  const misoTimes: number[] = [];
-  const redisTimes: number[] = [];
+  // The same 10 invocations when they share one connection: one SDK client (its ops of one
+  // turn go in one OpsBatch message) and one Redis connection (commands pipelined).
+  const sharedClient = new MisoClient(agent!.sdk, 30_000, 'batch');
+  const sharedConn = await Resp.open(redis.port);
+  const times: Record<'miso' | 'redis' | 'misoShared' | 'redisShared', number[]> = { miso: [], redis: [], misoShared: [], redisShared: [] };
   let ok = true;
-  // Round 0 warms up both (connections, streams, JIT) and is not counted.
+  const misoRound = async (cs: MisoClient[], obj: string) => {
+    let next = 0;
+    await Promise.all(
+      cs.map(async (c) => {
+        for (let i = next++; i < chunks; i = next++) await c.apply('allreduce', obj, 'sum', 'pncounter', { op: 'add', n: sumChunk(i) });
+      }),
+    );
+    return (await cs[0]!.read('allreduce', obj, 'sum', 'pncounter')).value;
+  };
+  const redisRound = async (cs: Resp[], key: string) => {
+    let next = 0;
+    await Promise.all(
+      cs.map(async (c) => {
+        for (let i = next++; i < chunks; i = next++) await c.cmd('INCRBY', key, String(sumChunk(i)));
+      }),
+    );
+    return Number(await cs[0]!.cmd('GET', key));
+  };
+  const timed = async (k: keyof typeof times, r: number, f: () => Promise<unknown>) => {
+    const t = performance.now();
+    const v = await f();
+    if (r > 0) times[k].push(performance.now() - t);
+    if (v !== expected) ok = false;
+  };
+  // Warm-up, not timed: a long-running agent and function run JIT-compiled code. Without it,
+  // the 1,100 timed ops would mostly run in V8's interpreter and baseline tiers (about 3x slower
+  // per round here), while Redis is C. Both sides get the same time on the same code paths.
+  const warmEnd = performance.now() + (QUICK ? 1000 : 3000);
+  await Promise.all([
+    ...[...clients, sharedClient].map(async (c, k) => {
+      while (performance.now() < warmEnd) await c.apply('allreduce', 'warmup', 'sum', 'pncounter', { op: 'add', n: sumChunk(k) });
+    }),
+    ...[...conns, sharedConn].map(async (c, k) => {
+      while (performance.now() < warmEnd) await c.cmd('INCRBY', 'warmup', String(sumChunk(k)));
+    }),
+  ]);
+  // Round 0 is not counted either (first use of a new object and key).
   for (let r = 0; r <= rounds; r++) {
     // MISO: N invocations each sum a chunk and add it through the SDK; then one read.
-    let next = 0;
-    let t = performance.now();
-    await Promise.all(
-      clients.map(async (c) => {
-        for (let i = next++; i < chunks; i = next++) await c.apply('allreduce', `round${r}`, 'sum', 'pncounter', { op: 'add', n: sumChunk(i) });
-      }),
-    );
-    const mv = (await clients[0]!.read('allreduce', `round${r}`, 'sum', 'pncounter')).value;
-    if (r > 0) misoTimes.push(performance.now() - t);
+    await timed('miso', r, () => misoRound(clients, `round${r}`));
     // Redis: the same with INCRBY, then one GET.
-    next = 0;
-    t = performance.now();
-    await Promise.all(
-      conns.map(async (c) => {
-        for (let i = next++; i < chunks; i = next++) await c.cmd('INCRBY', `round${r}`, String(sumChunk(i)));
-      }),
-    );
-    const rv = Number(await conns[0]!.cmd('GET', `round${r}`));
-    if (r > 0) redisTimes.push(performance.now() - t);
-    if (mv !== expected || rv !== expected) ok = false;
+    await timed('redis', r, () => redisRound(conns, `round${r}`));
+    await timed('misoShared', r, () => misoRound(Array.from({ length: concurrency }, () => sharedClient), `shared${r}`));
+    await timed('redisShared', r, () => redisRound(Array.from({ length: concurrency }, () => sharedConn), `shared${r}`));
   }
-  for (const c of clients) c.close();
-  for (const c of conns) c.close();
+  for (const c of [...clients, sharedClient]) c.close();
+  for (const c of [...conns, sharedConn]) c.close();
   redis.proc.kill('SIGTERM');
   await once(redis.proc, 'exit');
   await stopAll([agent!]);
-  const m = mean(misoTimes);
-  const rd = mean(redisTimes);
+  const m = mean(times.miso);
+  const rd = mean(times.redis);
+  const ms = mean(times.misoShared);
+  const rs = mean(times.redisShared);
+  const row = (name: string, xs: number[]) => [name, mean(xs), pct(xs, 50), Math.min(...xs), Math.max(...xs), String(ok)];
   printTable(
     `AllReduce: ${len} ints in ${chunks} chunks, ${concurrency} concurrent invocations, ${rounds} rounds (MISO claims 26.7% faster than Redis)`,
-    ['system', 'mean total ms', 'min ms', 'max ms', 'correct'],
+    ['system', 'mean total ms', 'median ms', 'min ms', 'max ms', 'correct'],
     [
-      ['MISO agent (SDK)', m, Math.min(...misoTimes), Math.max(...misoTimes), String(ok)],
-      ['Redis INCRBY', rd, Math.min(...redisTimes), Math.max(...redisTimes), String(ok)],
+      row(`MISO agent, ${concurrency} SDK clients`, times.miso),
+      row(`Redis INCRBY, ${concurrency} connections`, times.redis),
+      row(`MISO agent, 1 shared SDK client (batched)`, times.misoShared),
+      row(`Redis INCRBY, 1 connection (pipelined)`, times.redisShared),
     ],
   );
-  process.stdout.write(`  MISO/Redis total time: ${((m / rd) * 100).toFixed(1)}% (${m < rd ? `${((1 - m / rd) * 100).toFixed(1)}% faster` : `${((m / rd - 1) * 100).toFixed(1)}% slower`})\n`);
-  results['allreduce'] = { len, chunks, concurrency, rounds, misoMeanMs: m, redisMeanMs: rd, misoOverRedis: m / rd, correct: ok };
+  const vs = (a: number, b: number) => `${((a / b) * 100).toFixed(1)}% (${a < b ? `${((1 - a / b) * 100).toFixed(1)}% faster` : `${((a / b - 1) * 100).toFixed(1)}% slower`})`;
+  process.stdout.write(`  MISO/Redis total time, ${concurrency} connections each: ${vs(m, rd)}; one shared connection each: ${vs(ms, rs)}\n`);
+  results['allreduce'] = {
+    len,
+    chunks,
+    concurrency,
+    rounds,
+    misoMeanMs: m,
+    redisMeanMs: rd,
+    misoOverRedis: m / rd,
+    sharedMisoMeanMs: ms,
+    sharedRedisMeanMs: rs,
+    sharedMisoOverRedis: ms / rs,
+    correct: ok,
+  };
 }
 
 async function main(): Promise<void> {

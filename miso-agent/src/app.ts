@@ -59,7 +59,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
   const sdkLog = log.child({ module: 'sdk' });
   addSdkService(sdkServer, agent, {
     onInternalError: (method, err) => sdkLog.error({ err, method }, 'internal error answering an SDK call'),
-    onCall: (method, ok) => metrics.ops.inc({ method, result: ok ? 'ok' : 'error' }),
+    onCall: (method, ok) => metrics.ops.inc(1, method, ok ? 'ok' : 'error'),
   });
   const peers = addPeerService(peerServer, config.meshSecret, agent);
   health.addTo(sdkServer);
@@ -126,7 +126,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
     close() {
       closing ??= (async () => {
         health.set('', 'NOT_SERVING');
-        mdns?.stop();
+        await mdns?.stop();
         await agent.close();
         peers.closeAll();
         health.close();

@@ -67,7 +67,8 @@ export interface AgentStatus {
     unacked: number;
     last_heard_ms_ago: number;
   }[];
-  functions: { function: string; local_replicas: number; nodes: string[] }[];
+  /** send_last_ms / send_last_peers: the last update's encode-and-write time to all peer streams. */
+  functions: { function: string; local_replicas: number; nodes: string[]; send_last_ms: number; send_last_peers: number }[];
 }
 
 type Callback<T> = (err: grpc.ServiceError | null, res?: T) => void;
@@ -90,29 +91,52 @@ interface PendingOp {
   reject(e: MisoSdkError): void;
 }
 
+/**
+ * Largest OpsBatch message the client builds (approximately), well below the agent's
+ * MISO_MAX_MESSAGE_BYTES (4 MiB by default); a single larger operation travels alone.
+ */
+const BATCH_MAX_BYTES = 256 * 1024;
+
 /** How often expired stream operations are failed with EDGE_MISO_SDK_DEADLINE. */
 const DEADLINE_SWEEP_MS = 50;
 
+/**
+ * How Apply and Read travel: `stream` (default) on the Ops stream, one message per operation,
+ * the cheapest with one operation in flight; `batch` on the OpsBatch stream, where the
+ * operations issued in one event-loop turn go in one message, the cheapest when concurrent
+ * invocations share the client (runFunction uses it); `unary`, one call per operation.
+ */
+export type OpsTransport = 'batch' | 'stream' | 'unary';
+
+type OpStream = grpc.ClientDuplexStream<unknown, unknown>;
+
 export class MisoClient {
   private readonly client: grpc.Client;
-  private ops: grpc.ClientDuplexStream<unknown, OpResponse> | undefined;
+  private ops: OpStream | undefined;
   private readonly pending = new Map<number, PendingOp>();
   private nextId = 1;
   private sweeper: NodeJS.Timeout | undefined;
+  private readonly transport: OpsTransport;
+  /** Operations waiting for the end of this event-loop turn (batch transport), with their approximate size. */
+  private queued: { op: { id: number; apply?: object; read?: object }; bytes: number }[] = [];
 
   /**
    * @param socket the agent's SDK endpoint
-   * @param deadlineMs deadline of every call (and of every operation on the Ops stream)
-   * @param useStream send Apply/Read on the long-lived Ops stream (default) instead of unary calls
+   * @param deadlineMs deadline of every call (and of every operation on the Ops streams)
+   * @param transport how Apply/Read travel (see OpsTransport); `true` = `stream`, `false` = `unary`
    */
   constructor(
     socket: string,
     private readonly deadlineMs: number,
-    private readonly useStream = true,
+    transport: OpsTransport | boolean = 'stream',
   ) {
+    this.transport = transport === true ? 'stream' : transport === false ? 'unary' : transport;
     const Ctor = clientCtor();
     this.client = new Ctor(agentTarget(socket), grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': 16 * 1024 * 1024,
+      // The agent is local and every op has its own deadline; gRPC's transparent-retry layer
+      // (which buffers every written message) only costs CPU on the streams' hot path.
+      'grpc.enable_retries': 0,
     });
   }
 
@@ -126,21 +150,31 @@ export class MisoClient {
     });
   }
 
-  /** The Ops stream, opened on first use and again after it breaks. */
-  private stream(): grpc.ClientDuplexStream<unknown, OpResponse> {
+  /** Settles the pending operation an answer belongs to. */
+  private settle(r: OpResponse): void {
+    const p = this.pending.get(r.id);
+    if (!p) return;
+    this.pending.delete(r.id);
+    if (r.error_status) {
+      p.reject(new MisoSdkError(r.error_code || 'EDGE_MISO_SDK_UNAVAILABLE', `MISO ${p.method} failed (${grpc.status[r.error_status]}): ${r.error_message}`, r.error_status));
+    } else {
+      p.resolve(r);
+    }
+  }
+
+  /** The Ops or OpsBatch stream, opened on first use and again after it breaks. */
+  private stream(): OpStream {
     if (this.ops) return this.ops;
-    const s = (this.client as unknown as { Ops(): grpc.ClientDuplexStream<unknown, OpResponse> }).Ops();
+    const batch = this.transport === 'batch';
+    const s = (this.client as unknown as Record<'Ops' | 'OpsBatch', () => OpStream>)[batch ? 'OpsBatch' : 'Ops']();
     this.ops = s;
-    s.on('data', (r: OpResponse) => {
-      const p = this.pending.get(r.id);
-      if (!p) return;
-      this.pending.delete(r.id);
-      if (r.error_status) {
-        p.reject(new MisoSdkError(r.error_code || 'EDGE_MISO_SDK_UNAVAILABLE', `MISO ${p.method} failed (${grpc.status[r.error_status]}): ${r.error_message}`, r.error_status));
-      } else {
-        p.resolve(r);
-      }
-    });
+    if (batch) {
+      s.on('data', (b: { results: OpResponse[] }) => {
+        for (const r of b.results) this.settle(r);
+      });
+    } else {
+      s.on('data', (r: OpResponse) => this.settle(r));
+    }
     const broken = (why: string, code: number) => {
       if (this.ops !== s) return;
       this.ops = undefined;
@@ -164,12 +198,41 @@ export class MisoClient {
     }
   }
 
-  private streamCall(method: 'Apply' | 'Read', body: 'apply' | 'read', req: object): Promise<OpResponse> {
+  private streamCall(method: 'Apply' | 'Read', body: 'apply' | 'read', req: Record<string, unknown>): Promise<OpResponse> {
     const id = this.nextId++;
     return new Promise<OpResponse>((resolve, reject) => {
       this.pending.set(id, { method, deadline: Date.now() + this.deadlineMs, resolve, reject });
-      this.stream().write({ id, [body]: req });
+      if (this.transport !== 'batch') {
+        this.stream().write({ id, [body]: req });
+        return;
+      }
+      let bytes = 32;
+      for (const k in req) if (typeof req[k] === 'string') bytes += Buffer.byteLength(req[k] as string);
+      if (this.queued.push({ op: { id, [body]: req }, bytes }) === 1) {
+        // After the microtasks of this turn: every operation issued in it goes in one message.
+        setImmediate(() => this.flushQueued());
+      }
     });
+  }
+
+  /** Sends the queued operations, in messages of at most about BATCH_MAX_BYTES (the agent refuses messages over its limit). */
+  private flushQueued(): void {
+    const queued = this.queued;
+    this.queued = [];
+    let ops: object[] = [];
+    let size = 0;
+    for (const q of queued) {
+      // An operation that failed meanwhile (deadline, close, broken stream) is not sent.
+      if (!this.pending.has(q.op.id)) continue;
+      if (ops.length > 0 && size + q.bytes > BATCH_MAX_BYTES) {
+        this.stream().write({ ops });
+        ops = [];
+        size = 0;
+      }
+      ops.push(q.op);
+      size += q.bytes;
+    }
+    if (ops.length > 0) this.stream().write({ ops });
   }
 
   register(fn: string, replica: string): Promise<{ node_id: string; replicas: number }> {
@@ -183,13 +246,13 @@ export class MisoClient {
   /** Applies an op; with returnValue the value after the op is returned. */
   async apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue = false): Promise<unknown> {
     const req = { function: fn, object, name, type, op_json: JSON.stringify(op), return_value: returnValue };
-    const r = this.useStream ? await this.streamCall('Apply', 'apply', req) : await this.call<{ value_json: string }>('Apply', req);
+    const r = this.transport !== 'unary' ? await this.streamCall('Apply', 'apply', req) : await this.call<{ value_json: string }>('Apply', req);
     return returnValue ? (JSON.parse(r.value_json) as unknown) : undefined;
   }
 
   async read(fn: string, object: string, name: string, type = ''): Promise<{ type: string; value: unknown; exists: boolean }> {
     const req = { function: fn, object, name, type };
-    const r = this.useStream ? await this.streamCall('Read', 'read', req) : await this.call<{ type: string; value_json: string; exists: boolean }>('Read', req);
+    const r = this.transport !== 'unary' ? await this.streamCall('Read', 'read', req) : await this.call<{ type: string; value_json: string; exists: boolean }>('Read', req);
     return { type: r.type, value: JSON.parse(r.value_json) as unknown, exists: r.exists };
   }
 
@@ -233,13 +296,12 @@ export class MisoClient {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     const s = this.ops;
-    if (s) {
-      this.ops = undefined;
-      s.end();
-      for (const [id, p] of this.pending) {
-        this.pending.delete(id);
-        p.reject(new MisoSdkError('EDGE_MISO_SDK_CLOSED', `MISO ${p.method} failed: the client was closed`));
-      }
+    this.ops = undefined;
+    this.queued = [];
+    s?.end();
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      p.reject(new MisoSdkError('EDGE_MISO_SDK_CLOSED', `MISO ${p.method} failed: the client was closed`));
     }
     this.client.close();
   }

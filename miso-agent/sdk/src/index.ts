@@ -3,7 +3,7 @@
  * runFunction()/serveFunction() gives each handler `context.statefulObject`.
  */
 export { MisoClient, agentTarget } from './client.js';
-export type { AgentStatus, CrdtValue } from './client.js';
+export type { AgentStatus, CrdtValue, OpsTransport } from './client.js';
 export { loadSdkConfig, DEFAULT_CALL_DEADLINE_MS } from './config.js';
 export type { SdkConfig } from './config.js';
 export { MisoSdkError } from './errors.js';

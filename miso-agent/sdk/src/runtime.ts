@@ -103,7 +103,8 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
 export async function serveFunction(handler: Handler, opts: ServeOptions = {}): Promise<FunctionServer> {
   const env = opts.env ?? process.env;
   const config = loadSdkConfig(env);
-  const client = new MisoClient(config.socket, config.deadlineMs);
+  // Concurrent invocations share this client: their operations of one turn go in one message.
+  const client = new MisoClient(config.socket, config.deadlineMs, 'batch');
   await client.waitForReady(AGENT_WAIT_MS);
   await client.register(config.fn, config.replica);
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;

@@ -4,7 +4,7 @@
  * persists its state (write-behind). It wires sync/ (pure protocol), transport/grpc/ (streams)
  * and store/ (MongoDB); the servers themselves are built in app.ts.
  */
-import { crdtOf, fromWire, keyOf, ReplicaState, toWire, wrongType, type Entry, type WireEntry } from '../sync/state.js';
+import { crdtOf, fromWire, keyOf, ReplicaState, toWire, wrongType, type AnyCrdt, type Entry, type WireEntry } from '../sync/state.js';
 import { Debouncer } from '../sync/debounce.js';
 import { PeerSync } from '../sync/peer.js';
 import { answerDigest, answerDigestKeys, answerWant, fullState, makeDigest } from '../sync/protocol.js';
@@ -12,7 +12,7 @@ import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage, Upd
 import type { StateStore } from '../store/types.js';
 import { OutboundPeer } from '../transport/grpc/peer-client.js';
 import { encodeUpdatesBody, withSeq, type Link } from '../transport/grpc/peer-wire.js';
-import type { CrdtValueOut, SdkHandlers } from '../transport/grpc/sdk-server.js';
+import type { CrdtValueOut, ReadOut, SdkHandlers } from '../transport/grpc/sdk-server.js';
 import type { PeerHandlers } from '../transport/grpc/peer-server.js';
 import type { AgentConfig } from '../config.js';
 import { DEFAULT_BACKOFF_MAX_MS, DEFAULT_BACKOFF_MIN_MS } from '../config.js';
@@ -53,6 +53,8 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
   private readonly local = new Map<string, Set<string>>();
   private readonly restored = new Set<string>();
   private readonly restoring = new Map<string, Promise<void>>();
+  /** fn -> the last debounced update's send time (encode + write to every peer stream). */
+  private readonly lastSend = new Map<string, { ms: number; peers: number }>();
   private flushTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private tickTimer: NodeJS.Timeout | undefined;
   private antiEntropyTimer: NodeJS.Timeout | undefined;
@@ -165,21 +167,35 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     return { replicas: set.size };
   }
 
-  async apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue: boolean): Promise<string> {
+  /**
+   * Applies an op. Answers synchronously on the fast path (the CRDT is here and the write is
+   * behind), else with a promise: the SDK server then skips a promise and a microtask per op.
+   * Throws (synchronously) on a bad op.
+   */
+  apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue: boolean): string | Promise<string> {
     const t = crdtOf(type);
     const pending = this.ensureLocal(fn, object, name);
-    if (pending) await pending;
+    if (pending) return pending.then(() => this.applyHere(t, fn, object, name, type, op, returnValue));
+    return this.applyHere(t, fn, object, name, type, op, returnValue);
+  }
+
+  private applyHere(t: AnyCrdt, fn: string, object: string, name: string, type: string, op: unknown, returnValue: boolean): string | Promise<string> {
     const { entry, delta } = this.state.applyLocal(fn, object, name, type, op, this.replicaId);
     this.queue(fn, object, name, delta);
     const written = this.store.changed(fn, object, name);
-    if (written) await written;
+    if (written) return written.then(() => (returnValue ? JSON.stringify(t.value(entry.state)) : ''));
     return returnValue ? JSON.stringify(t.value(entry.state)) : '';
   }
 
-  async read(fn: string, object: string, name: string, type: string): Promise<{ type: string; value_json: string; exists: boolean }> {
+  /** Reads a value; synchronous on the fast path (see apply). */
+  read(fn: string, object: string, name: string, type: string): ReadOut | Promise<ReadOut> {
     const t = type ? crdtOf(type) : undefined;
     const pending = this.ensureLocal(fn, object, name);
-    if (pending) await pending;
+    if (pending) return pending.then(() => this.readHere(t, fn, object, name));
+    return this.readHere(t, fn, object, name);
+  }
+
+  private readHere(t: AnyCrdt | undefined, fn: string, object: string, name: string): ReadOut {
     const e = this.state.get(fn, object, name);
     if (!e || e.state === null) {
       if (!t) {
@@ -259,6 +275,8 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     const functions = [...fns].sort().map((f) => ({
       function: f,
       local_replicas: this.local.get(f)?.size ?? 0,
+      send_last_ms: this.lastSend.get(f)?.ms ?? 0,
+      send_last_peers: this.lastSend.get(f)?.peers ?? 0,
       nodes: [
         ...(this.local.has(f) ? [this.nodeId] : []),
         ...[...this.peers.values()].filter((p) => this.isAlive(p, now) && p.sync.runs(f)).map((p) => p.sync.nodeId),
@@ -358,6 +376,9 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     this.flushTimer = undefined;
     const now = this.now();
     for (const batch of this.debouncer.takeDue(now)) {
+      // Send time (MISO's "replication time"): encode once, write to every peer stream.
+      const t0 = performance.now();
+      let sentTo = 0;
       const entries = batch.entries.map((x) => {
         const whole = this.cfg.sendFullState ? this.state.get(batch.fn, x.object, x.name) : undefined;
         return toWire(x.object, x.name, whole ?? x.delta);
@@ -369,9 +390,15 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
         if (!link) continue;
         body ??= encodeUpdatesBody(batch.fn, entries);
         const bytes = link.sendEncoded(withSeq(body, p.sync.reserveSeq(performance.now())));
+        sentTo++;
         this.countSent(p, bytes, 'updates');
         p.sync.stats.deltaBytesSent += bytes;
         p.sync.activity(batch.fn, now);
+      }
+      if (sentTo > 0) {
+        const ms = performance.now() - t0;
+        this.lastSend.set(batch.fn, { ms, peers: sentTo });
+        this.metrics?.sendTime.observe(ms);
       }
     }
     this.scheduleFlush();
@@ -471,8 +498,8 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
       p.sync.stats.updateMessagesSent += 1;
     }
     if (this.metrics) {
-      this.metrics.replicationBytes.inc({ peer: p.sync.nodeId, direction: 'out' }, bytes);
-      this.metrics.replicationMessages.inc({ peer: p.sync.nodeId, direction: 'out', kind });
+      this.metrics.replicationBytes.inc(bytes, p.sync.nodeId, 'out');
+      this.metrics.replicationMessages.inc(1, p.sync.nodeId, 'out', kind);
     }
   }
 
@@ -506,8 +533,8 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     const now = this.now();
     p.sync.heard(now, bytes);
     if (this.metrics) {
-      this.metrics.replicationBytes.inc({ peer: p.sync.nodeId, direction: 'in' }, bytes);
-      this.metrics.replicationMessages.inc({ peer: p.sync.nodeId, direction: 'in', kind: body ?? 'unknown' });
+      this.metrics.replicationBytes.inc(bytes, p.sync.nodeId, 'in');
+      this.metrics.replicationMessages.inc(1, p.sync.nodeId, 'in', body ?? 'unknown');
     }
     switch (body) {
       case 'updates': {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { bytesEqual, decodeWith, Writer, type Reader } from './codec.js';
 import { CrdtError } from './errors.js';
 import { compareStrings } from './json.js';
-import { checkReplica, parseWith, readReplica } from './ops.js';
+import { checkReplica, isPlainWithKeys, parseWith, readReplica } from './ops.js';
 import type { CrdtType } from './types.js';
 
 /** replica -> count (> 0; zero entries are never stored). */
@@ -65,7 +65,10 @@ export function readGCounter(r: Reader): GCounterState {
 export const gcounter: CrdtType<GCounterState, GCounterOp, number> = {
   name: 'gcounter',
   empty: () => new Map(),
-  parseOp: (op) => parseWith('gcounter', opSchema, op),
+  parseOp: (op) =>
+    isPlainWithKeys(op, 2) && op['op'] === 'add' && Number.isSafeInteger(op['n']) && (op['n'] as number) >= 0
+      ? (op as unknown as GCounterOp)
+      : parseWith('gcounter', opSchema, op),
   apply(state, op, replica) {
     const { n } = gcounter.parseOp(op);
     const delta = gcounterIncrement(state, n, checkReplica(replica), 'gcounter add');

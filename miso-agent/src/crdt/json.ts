@@ -8,11 +8,12 @@ export const MAX_VALUE_DEPTH = 64;
 /** Longest replica id / map key, in UTF-8 bytes. */
 export const MAX_ID_BYTES = 1024;
 
-const textEncoder = new TextEncoder();
-
-/** UTF-8 byte length of a well-formed string. */
+/**
+ * UTF-8 byte length of a string (a lone surrogate counts as U+FFFD, 3 bytes, as TextEncoder
+ * encodes it). Buffer.byteLength counts without allocating: this runs on every operation.
+ */
 export function utf8Length(s: string): number {
-  return textEncoder.encode(s).length;
+  return Buffer.byteLength(s, 'utf8');
 }
 
 /** Code-unit order: the one string order used for sorting everywhere (values, replicas, keys). */

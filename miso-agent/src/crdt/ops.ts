@@ -1,7 +1,7 @@
 /** Shared validation for ops and decoded payloads. */
 import { z } from 'zod';
 import { CrdtError } from './errors.js';
-import { canonicalJson, checkId, isScalar, MAX_ID_BYTES } from './json.js';
+import { canonicalJson, checkId, isScalar, MAX_ID_BYTES, utf8Length } from './json.js';
 import type { Reader } from './codec.js';
 import type { CrdtTypeName } from './types.js';
 
@@ -13,6 +13,19 @@ export function parseWith<T>(type: CrdtTypeName, schema: z.ZodType<T>, op: unkno
     .map((i) => `${i.path.length > 0 ? `${i.path.join('.')}: ` : ''}${i.message}`)
     .join('; ');
   throw new CrdtError('EDGE_MISO_BAD_OP', `${type} op ${preview(op)} is invalid: ${problems}`, { cause: res.error });
+}
+
+/**
+ * Fast path of the strict-object op schemas: true when `op` is a plain object (as JSON.parse
+ * makes them) with exactly `keys` own properties. The caller then checks the field values and
+ * falls back to the zod schema (parseWith), which stays the authority and names the problems.
+ */
+export function isPlainWithKeys(op: unknown, keys: number): op is Record<string, unknown> {
+  if (typeof op !== 'object' || op === null || Object.getPrototypeOf(op) !== Object.prototype) return false;
+  // for-in also counts inherited enumerable keys, which the strict schemas reject too.
+  let n = 0;
+  for (const _key in op) n++;
+  return n === keys;
 }
 
 /** A short, safe rendering of an untrusted op for error messages. */
@@ -62,7 +75,7 @@ export const valueSchema = z.unknown();
 export function readReplica(r: Reader): string {
   const s = r.string();
   if (s.length === 0) r.fail('empty replica id');
-  if (new TextEncoder().encode(s).length > MAX_ID_BYTES) r.fail('replica id too long');
+  if (utf8Length(s) > MAX_ID_BYTES) r.fail('replica id too long');
   return s;
 }
 

@@ -24,7 +24,7 @@ import {
   type DotFun,
   DotMap,
 } from './dots.js';
-import { compareStrings, MAX_ID_BYTES } from './json.js';
+import { compareStrings, MAX_ID_BYTES, utf8Length } from './json.js';
 import { dotFunValues } from './mvregister.js';
 import { checkReplica, idSchema, opValue, parseWith, readReplica, readValue, valueSchema } from './ops.js';
 import type { CrdtType, Json } from './types.js';
@@ -98,7 +98,7 @@ export const ormap: CrdtType<ORMapState, ORMapOp, ORMapValue> = {
       let prev: string | undefined;
       for (let i = 0, n = r.count(2); i < n; i++) {
         const k = r.string();
-        if (new TextEncoder().encode(k).length > MAX_ID_BYTES) r.fail('key too long');
+        if (utf8Length(k) > MAX_ID_BYTES) r.fail('key too long');
         if (prev !== undefined && compareStrings(prev, k) >= 0) r.fail('keys not strictly ascending');
         prev = k;
         const reg = readDotFun(r, ctx, readReplica, (rr) => readValue(rr, false), 4);

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { bytesEqual, decodeWith, Writer } from './codec.js';
 import { gcounterIncrement, gcounterJoin, gcounterSum, readGCounter, writeGCounter, type GCounterState } from './gcounter.js';
-import { checkReplica, parseWith } from './ops.js';
+import { checkReplica, isPlainWithKeys, parseWith } from './ops.js';
 import type { CrdtType } from './types.js';
 
 export interface PNCounterState {
@@ -24,7 +24,10 @@ const EMPTY: GCounterState = new Map();
 export const pncounter: CrdtType<PNCounterState, PNCounterOp, number> = {
   name: 'pncounter',
   empty: () => ({ p: new Map(), n: new Map() }),
-  parseOp: (op) => parseWith('pncounter', opSchema, op),
+  parseOp: (op) =>
+    isPlainWithKeys(op, 2) && op['op'] === 'add' && Number.isSafeInteger(op['n'])
+      ? (op as unknown as PNCounterOp)
+      : parseWith('pncounter', opSchema, op),
   apply(state, op, replica) {
     const { n } = pncounter.parseOp(op);
     const r = checkReplica(replica);

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
-import { MisoSdkError } from '@syncmesh-edge/miso-sdk';
+import { MisoClient, MisoSdkError } from '@syncmesh-edge/miso-sdk';
 import { loadProtos } from '../../src/transport/grpc/protos.js';
 import { spawnAgent, type AgentProc } from '../harness.js';
 
@@ -99,6 +99,43 @@ test('agent - bad requests get clear gRPC errors', async () => {
     assert.equal(e.grpcCode, grpc.status.RESOURCE_EXHAUSTED);
     return true;
   });
+});
+
+test('sdk - concurrent operations on one client share batches and keep their own answers and errors', async (t) => {
+  const c = new MisoClient(agent.sdk, 10_000, 'batch');
+  t.after(() => c.close());
+  const add = () => c.apply('fn', 'batched', 'n', 'gcounter', { op: 'add', n: 1 }, true);
+  // Issued in one turn: they travel in one OpsBatch message and are applied in order.
+  const ps = [
+    ...Array.from({ length: 50 }, add),
+    c.apply('fn', 'batched', 'n', 'gcounter', { op: 'add', n: -1 }),
+    ...Array.from({ length: 50 }, add),
+    c.read('fn', 'batched', 'n', 'gcounter'),
+  ];
+  const rs = await Promise.allSettled(ps);
+  const values = rs.slice(0, 50).concat(rs.slice(51, 101)).map((r) => (r.status === 'fulfilled' ? r.value : r.reason));
+  assert.deepEqual(values, Array.from({ length: 100 }, (_, i) => i + 1));
+  const bad = rs[50]!;
+  assert.equal(bad.status, 'rejected');
+  assert.ok(bad.reason instanceof MisoSdkError && bad.reason.code === 'EDGE_MISO_BAD_OP', String(bad.reason));
+  const read = rs[101]!;
+  assert.equal(read.status === 'fulfilled' && (read.value as { value: unknown }).value, 100);
+});
+
+test('sdk - bursts of operations or answers larger than the message limit are split into several batches', async (t) => {
+  const c = new MisoClient(agent.sdk, 10_000, 'batch');
+  t.after(() => c.close());
+  // 80 x 60 KB = 4.8 MB issued in one turn: over the agent's 4 MiB message limit as one batch.
+  const big = 'v'.repeat(60_000);
+  await Promise.all(Array.from({ length: 80 }, (_, i) => c.apply('burst', 'o', `r${i}`, 'lwwregister', { op: 'set', value: `${i}${big}` })));
+  // 80 reads issued at once: one small batch, 4.8 MB of answers, which the agent splits.
+  const vs = await Promise.all(Array.from({ length: 80 }, (_, i) => c.read('burst', 'o', `r${i}`, 'lwwregister')));
+  assert.deepEqual(
+    vs.map((v) => v.value),
+    Array.from({ length: 80 }, (_, i) => `${i}${big}`),
+  );
+  // Keep later listings (misoctl objects) under the message limit.
+  assert.equal(await c.delete('burst', 'o'), 80);
 });
 
 test('agent - the standard health service answers SERVING', async () => {

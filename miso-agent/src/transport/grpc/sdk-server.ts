@@ -8,6 +8,14 @@ import { MisoError } from '../../errors.js';
 import { loadProtos } from './protos.js';
 import { ERROR_CODE_HEADER, isExpected, toServiceError } from './status.js';
 
+/** Largest OpBatchResponse the agent builds (approximately); a single larger answer goes alone. */
+const BATCH_ANSWER_MAX_BYTES = 1024 * 1024;
+
+/** Approximate encoded size of one OpResponse (its strings, UTF-16 units, plus fixed fields). */
+function answerBytes(m: { value_json?: string; error_message?: string }): number {
+  return 32 + (m.value_json?.length ?? 0) + (m.error_message?.length ?? 0);
+}
+
 /** Longest function, object or CRDT name, in UTF-8 bytes. */
 export const MAX_NAME_BYTES = 256;
 
@@ -17,11 +25,21 @@ export interface CrdtValueOut {
   value_json: string;
 }
 
+export interface ReadOut {
+  type: string;
+  value_json: string;
+  exists: boolean;
+}
+
+/**
+ * Apply and Read may answer synchronously (the common case: the CRDT is local and persistence
+ * is write-behind) or with a promise; they may also throw synchronously.
+ */
 export interface SdkHandlers {
   register(fn: string, replica: string): { node_id: string; replicas: number };
   unregister(fn: string, replica: string): { replicas: number };
-  apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue: boolean): Promise<string>;
-  read(fn: string, object: string, name: string, type: string): Promise<{ type: string; value_json: string; exists: boolean }>;
+  apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue: boolean): string | Promise<string>;
+  read(fn: string, object: string, name: string, type: string): ReadOut | Promise<ReadOut>;
   readObject(fn: string, object: string): Promise<CrdtValueOut[]>;
   delete(fn: string, object: string, name: string): Promise<number>;
   listObjects(fn: string): { function: string; object: string; crdts: CrdtValueOut[] }[];
@@ -94,57 +112,98 @@ export function addSdkService(server: grpc.Server, h: SdkHandlers, hooks: SdkSer
   };
   const n = (r: Req, f: string, required = true) => checkName(f, r[f], required);
 
+  /** Runs one Ops/OpsBatch operation and hands its answer (an OpResponse) to `send`. */
+  const runOp = (r: OpRequest, send: (m: object) => void): void => {
+    const id = r.id;
+    const method = r.body === 'read' ? 'Read' : 'Apply';
+    const ok = (v: string | ReadOut) => {
+      hooks.onCall?.(method, true);
+      send(typeof v === 'string' ? { id, value_json: v } : { id, type: v.type, value_json: v.value_json, exists: v.exists });
+    };
+    const failed = (err: unknown) => {
+      hooks.onCall?.(method, false);
+      if (!isExpected(err)) hooks.onInternalError(method, err);
+      const e = toServiceError(err);
+      send({ id, error_status: e.code, error_code: String(e.metadata?.get(ERROR_CODE_HEADER)[0] ?? ''), error_message: e.details });
+    };
+    let out: string | ReadOut | Promise<string | ReadOut>;
+    try {
+      if (r.body === 'read' && r.read) {
+        const q = r.read as Req;
+        out = h.read(n(q, 'function'), n(q, 'object'), n(q, 'name'), n(q, 'type', false));
+      } else if (r.body === 'apply' && r.apply) {
+        const q = r.apply as Req;
+        out = h.apply(n(q, 'function'), n(q, 'object'), n(q, 'name'), n(q, 'type'), parseOpJson(String(q['op_json'] ?? '')), q['return_value'] === true);
+      } else {
+        throw new MisoError('EDGE_MISO_BAD_REQUEST', 'an Ops request needs apply or read');
+      }
+    } catch (err) {
+      failed(err);
+      return;
+    }
+    if (out instanceof Promise) out.then(ok, failed);
+    else ok(out);
+  };
+
   server.addService(loadProtos().sdk.service, {
     Register: unary('Register', (r) => h.register(n(r, 'function'), n(r, 'replica'))),
     Unregister: unary('Unregister', (r) => h.unregister(n(r, 'function'), n(r, 'replica'))),
-    Apply: unary('Apply', (r) =>
-      h
-        .apply(n(r, 'function'), n(r, 'object'), n(r, 'name'), n(r, 'type'), parseOpJson(String(r['op_json'] ?? '')), r['return_value'] === true)
-        .then((value_json) => ({ value_json })),
-    ),
+    Apply: unary('Apply', (r) => {
+      const v = h.apply(n(r, 'function'), n(r, 'object'), n(r, 'name'), n(r, 'type'), parseOpJson(String(r['op_json'] ?? '')), r['return_value'] === true);
+      return typeof v === 'string' ? { value_json: v } : v.then((value_json) => ({ value_json }));
+    }),
     Read: unary('Read', (r) => h.read(n(r, 'function'), n(r, 'object'), n(r, 'name'), n(r, 'type', false))),
     ReadObject: unary('ReadObject', (r) => h.readObject(n(r, 'function'), n(r, 'object')).then((crdts) => ({ crdts }))),
     Delete: unary('Delete', (r) => h.delete(n(r, 'function'), n(r, 'object'), n(r, 'name', false)).then((deleted) => ({ deleted }))),
     ListObjects: unary('ListObjects', (r) => ({ objects: h.listObjects(n(r, 'function', false)) })),
     Status: unary('Status', () => h.status()),
     Ops: (call: grpc.ServerDuplexStream<OpRequest, unknown>) => {
-      const reply = (id: number, v: object) => {
-        if (!call.cancelled && call.writable) call.write({ id, ...v });
+      // The hot path: one message per op each way. Handlers usually answer synchronously, so
+      // the reply is written in the same turn, without a promise per op.
+      const send = (m: object) => {
+        if (!call.cancelled && call.writable) call.write(m);
       };
-      call.on('data', (r: OpRequest) => {
-        const method = r.body === 'read' ? 'Read' : 'Apply';
-        let p: Promise<object>;
-        try {
-          if (r.body === 'read' && r.read) {
-            const q = r.read as Req;
-            p = h.read(n(q, 'function'), n(q, 'object'), n(q, 'name'), n(q, 'type', false));
-          } else if (r.body === 'apply' && r.apply) {
-            const q = r.apply as Req;
-            p = h
-              .apply(n(q, 'function'), n(q, 'object'), n(q, 'name'), n(q, 'type'), parseOpJson(String(q['op_json'] ?? '')), q['return_value'] === true)
-              .then((value_json) => ({ value_json }));
-          } else {
-            throw new MisoError('EDGE_MISO_BAD_REQUEST', 'an Ops request needs apply or read');
+      call.on('data', (r: OpRequest) => runOp(r, send));
+      call.on('end', () => call.end());
+      call.on('error', () => call.end());
+    },
+    OpsBatch: (call: grpc.ServerDuplexStream<{ ops: OpRequest[] }, unknown>) => {
+      // The answers of a batch that are ready at once (usually all) go out as one message right
+      // after it; answers that come later go out together with whatever settles in the same turn.
+      let out: object[] = [];
+      let inBatch = false;
+      const flush = () => {
+        if (out.length === 0) return;
+        const all = out;
+        out = [];
+        if (call.cancelled || !call.writable) return;
+        // Answers can be much larger than the ops (reads of big sets): several messages, each
+        // well under the message limit, unless one answer alone is larger.
+        let results: object[] = [];
+        let size = 0;
+        for (const m of all) {
+          const bytes = answerBytes(m);
+          if (results.length > 0 && size + bytes > BATCH_ANSWER_MAX_BYTES) {
+            call.write({ results });
+            results = [];
+            size = 0;
           }
-        } catch (err) {
-          p = Promise.reject(err);
+          results.push(m);
+          size += bytes;
         }
-        p.then(
-          (v) => {
-            hooks.onCall?.(method, true);
-            reply(r.id, v);
-          },
-          (err: unknown) => {
-            hooks.onCall?.(method, false);
-            if (!isExpected(err)) hooks.onInternalError(method, err);
-            const e = toServiceError(err);
-            reply(r.id, {
-              error_status: e.code,
-              error_code: String(e.metadata?.get(ERROR_CODE_HEADER)[0] ?? ''),
-              error_message: e.details,
-            });
-          },
-        );
+        call.write({ results });
+      };
+      const send = (m: object) => {
+        if (out.push(m) === 1 && !inBatch) queueMicrotask(flush);
+      };
+      call.on('data', (b: { ops: OpRequest[] }) => {
+        inBatch = true;
+        try {
+          for (const r of b.ops) runOp(r, send);
+        } finally {
+          inBatch = false;
+        }
+        flush();
       });
       call.on('end', () => call.end());
       call.on('error', () => call.end());
