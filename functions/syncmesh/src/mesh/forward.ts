@@ -15,6 +15,9 @@ import { signRequest } from './auth.js';
 const gzip = promisify(gzipCb);
 const gunzip = promisify(gunzipCb);
 
+/** Larger answers are refused: a faulty node must not exhaust the entry node's memory. */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
 /** Connections to other nodes are kept open between fan-outs. */
 const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
 
@@ -40,14 +43,22 @@ function post(url: string, payload: Buffer, headers: Record<string, string>, sig
     }
     const req = client.request(u, { method: 'POST', agent, signal, headers: { ...headers, 'content-length': String(payload.length) } }, (res) => {
       const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
+      let received = 0;
+      res.on('data', (c: Buffer) => {
+        received += c.length;
+        if (received > MAX_ANSWER_BYTES) {
+          req.destroy(new Error(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+          return;
+        }
+        chunks.push(c);
+      });
       res.on('error', reject);
       res.on('end', () => {
         const raw = Buffer.concat(chunks);
         const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
-        (gzipped ? gunzip(raw) : Promise.resolve(raw)).then(
+        (gzipped ? gunzip(raw, { maxOutputLength: MAX_ANSWER_BYTES }) : Promise.resolve(raw)).then(
           (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
-          () => reject(new Error('the answer is not valid gzip')),
+          (err: Error) => reject(new Error(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip')),
         );
       });
     });

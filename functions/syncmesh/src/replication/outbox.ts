@@ -38,6 +38,8 @@ const SEND_TIMEOUT_MS = 10_000;
 const REGISTRY_TTL_MS = 5_000;
 /** Acknowledgements are written to the outbox together, this long after the first one. */
 const ACK_FLUSH_MS = 20;
+/** After a failed write of acknowledgements (the database is down), the next try. */
+const ACK_RETRY_MS = 1_000;
 
 /** One batch of operations for one namespace. */
 interface Batch {
@@ -147,13 +149,24 @@ export class Outbox {
 
   /** `subscriber` acknowledged these batches; written to the outbox shortly. */
   private ack(subscriber: string, ids: readonly ObjectId[]): void {
+    this.keepAcks(subscriber, ids);
+    this.scheduleAcks(ACK_FLUSH_MS);
+  }
+
+  private keepAcks(subscriber: string, ids: readonly ObjectId[]): void {
     const list = this.acks.get(subscriber) ?? [];
     list.push(...ids);
     this.acks.set(subscriber, list);
+  }
+
+  private scheduleAcks(ms: number): void {
     this.ackTimer ??= setTimeout(() => {
       this.ackTimer = undefined;
-      this.flushAcks().catch((err: unknown) => this.deps.log.warn({ err: (err as Error).message }, 'writing acknowledgements to the outbox failed; will retry'));
-    }, ACK_FLUSH_MS);
+      this.flushAcks().catch((err: unknown) => {
+        this.deps.log.warn({ err: (err as Error).message, retryInMs: ACK_RETRY_MS }, 'writing acknowledgements to the outbox failed; will retry');
+        this.scheduleAcks(ACK_RETRY_MS);
+      });
+    }, ms);
   }
 
   /** Writes the acknowledgements so far (one after the other, never two flushes at once). */
@@ -178,7 +191,7 @@ export class Outbox {
       for (const { ids, subscribers } of bySet.values()) await this.outbox.updateMany({ _id: { $in: ids } }, { $pull: { pending: { $in: subscribers } } });
       await this.outbox.deleteMany({ _id: { $in: [...acks.values()].flat() }, pending: { $size: 0 } });
     } catch (err) {
-      for (const [subscriber, ids] of acks) this.ack(subscriber, ids); // kept, and tried again
+      for (const [subscriber, ids] of acks) this.keepAcks(subscriber, ids); // kept for the next try
       throw err;
     }
   }

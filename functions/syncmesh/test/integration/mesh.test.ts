@@ -1,5 +1,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { addNode, deadUrl, MESH_SECRET, post, reading, seed, startNode, startStandIn, type TestNode } from './harness.js';
 
 let a: TestNode;
@@ -50,6 +54,27 @@ test('mesh - collect concatenates and applies the limit mesh-wide by timestamp',
   ]);
   const est = await post(a.url, { query: '{ docEstimate }', external_nodes: [b.url, c.url] });
   assert.equal(est.body.data!['docEstimate'], ALL.length);
+});
+
+test('mesh - a node whose answer unzips to more than 64 MiB is reported as failed, the rest still answers', async () => {
+  const bomb = gzipSync(Buffer.alloc(70 * 1024 * 1024, 32)); // 70 MiB of spaces, about 70 KB zipped
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(bomb);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/function/syncmesh-fn`;
+  try {
+    const r = await post(a.url, { query: AGG, request_type: 'aggregate', external_nodes: [b.url, url] });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.data!['sensorsAggregate'].count, A.length + B.length);
+    const failed = r.body.extensions!['failed'].find((f: { node: string }) => f.node === url);
+    assert.match(failed.reason, /unzips to more than 67108864 bytes/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((done) => server.close(() => done()));
+  }
 });
 
 test('mesh - a dead node and a hanging node are reported, the rest still answers within the deadline', async () => {

@@ -73,9 +73,10 @@ final class CappedOplog extends CollectionBackedOplog {
      * land behind what a read already saw), in which case it reads from its position again.
      */
     private static final class Scan {
-        OplogPosition position;
-        BsonTimestamp until;
-        long disorder;
+        // a cursor's getMores can arrive on different connection threads, one after the other
+        volatile OplogPosition position;
+        volatile BsonTimestamp until;
+        volatile long disorder;
         volatile boolean matched;
     }
 
