@@ -61,13 +61,15 @@ test-crdt-extensive: build ## Long CRDT property runs (MISO_CRDT_RUNS=5000; over
 demo: mesh-demo ## The main job: a 3-node local mesh answers a collect and an aggregate query, then goes away.
 
 .PHONY: bench-function
-bench-function: build ## Function latency/throughput vs direct driver queries (needs ../shared/data or DATA=).
+bench-function: build scenarios-venv ## Function latency/throughput vs direct driver queries (needs ../shared/data or DATA=); table, JSON and PNG.
 	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)")
+	$(VENV)/bin/python $(BENCH_PLOTS) function bench-results/function.json bench-results/function.png
 
 .PHONY: bench-miso
-bench-miso: build ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick).
+bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick); table, JSON and PNG.
 	@command -v redis-server >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server
 	node miso-agent/dist/bench/bench-miso.js $(BENCH_ARGS)
+	$(VENV)/bin/python $(BENCH_PLOTS) miso miso-agent/bench-results/bench-miso.json miso-agent/bench-results/bench-miso.png
 
 .PHONY: miso-agent
 miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO_PEERS etc. from the environment.
@@ -142,12 +144,14 @@ test-mesh-mdns: build tools ## MISO agents find each other by real mDNS across 3
 	node --test scenarios/mesh/dist/test/integration/mdns.test.js
 
 .PHONY: bench-replication
-bench-replication: build tools ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers.
+bench-replication: build tools scenarios-venv ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers; table, JSON and PNG.
 	$(MESH_ENV) $(MESH_CLI) bench-replication
+	$(VENV)/bin/python $(BENCH_PLOTS) replication bench-results/replication.json bench-results/replication.png
 
 .PHONY: bench-mesh
-bench-mesh: build tools ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional).
+bench-mesh: build tools scenarios-venv ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional); table, JSON and PNG.
 	$(MESH_ENV) $(MESH_CLI) bench
+	$(VENV)/bin/python $(BENCH_PLOTS) mesh bench-results/mesh.json bench-results/mesh.png
 
 ################################################################################
 # Measurement scenarios (scenarios/measure, scenarios/k6; see scenarios/measure/README.md)
@@ -169,6 +173,8 @@ K6 := $(TOOLS_BIN)/k6
 MATPLOTLIB_VERSION := 3.9.2
 VENV := $(CURDIR)/.cache/venv
 VENV_STAMP := $(VENV)/.matplotlib-$(MATPLOTLIB_VERSION)
+# plots of every `make bench-*` from its JSON
+BENCH_PLOTS := scenarios/measure/scripts/bench_plots.py
 SCENARIOS_CLI := node scenarios/measure/dist/src/cli.js
 SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(NODES) SCENARIO_WORKLOAD=$(WORKLOAD) SCENARIO_DAYS=$(DAYS) \
 	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Plots of the benchmarks (`make bench-*`), from the JSON they write (matplotlib from the
+repo-local venv, `make scenarios-venv`).
+
+    bench_plots.py function bench-results/function.json bench-results/function.png
+    bench_plots.py mesh bench-results/mesh.json bench-results/mesh.png
+    bench_plots.py replication bench-results/replication.json bench-results/replication.png
+    bench_plots.py miso bench-results/bench-miso.json bench-results/bench-miso.png
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot_mesh(data, out):
+    rows = data["rows"]
+    queries = [q for q in ("aggregate", "collect", "estimate") if any(r["query"] == q for r in rows)]
+    fig, axes = plt.subplots(1, len(queries), figsize=(5 * len(queries), 4), squeeze=False)
+    for ax, q in zip(axes[0], queries):
+        for mode, style in (("sequential", "o--"), ("parallel", "s-"), ("local", "^:")):
+            pts = sorted((r["nodes"], r["stats"]["median_ms"]) for r in rows if r["query"] == q and r["mode"] == mode)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=mode)
+        ax.set_title(q)
+        ax.set_xlabel("nodes")
+        ax.set_ylabel("median round trip (ms)")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"bench-mesh: round trip through node-1, latency profile {data.get('latency', '?')}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def plot_replication(data, out):
+    rows = data["rows"]
+    labels = [f"{r['subscribers']} subscriber{'s' if r['subscribers'] != 1 else ''}" for r in rows]
+    fig, (lat, thr) = plt.subplots(1, 2, figsize=(10, 4))
+    x = range(len(rows))
+    lat.bar([i - 0.2 for i in x], [r["latency"]["p50_ms"] for r in rows], width=0.4, label="p50")
+    lat.bar([i + 0.2 for i in x], [r["latency"]["p99_ms"] for r in rows], width=0.4, label="p99")
+    lat.axhline(50, color="red", linestyle="--", label="p50 target 50 ms")
+    lat.set_xticks(list(x), labels)
+    lat.set_ylabel("insert on node-1 -> replica readable (ms)")
+    lat.legend()
+    thr.bar(list(x), [r["events_per_s"] for r in rows], width=0.5)
+    thr.axhline(1000, color="red", linestyle="--", label="target 1,000 events/s")
+    thr.set_xticks(list(x), labels)
+    thr.set_ylabel("events/s (burst of %d)" % rows[0]["burst_readings"])
+    thr.legend()
+    fig.suptitle("bench-replication (6-node mesh, no emulated latency)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def plot_function(data, out):
+    rows = data["rows"]
+    cases = [r["case"] for r in rows]
+    x = range(len(rows))
+    fig, (lat, thr) = plt.subplots(1, 2, figsize=(11, 4))
+    lat.bar([i - 0.2 for i in x], [r["direct_p50_ms"] for r in rows], width=0.4, label="direct driver query")
+    lat.bar([i + 0.2 for i in x], [r["function_p50_ms"] for r in rows], width=0.4, label="through the function")
+    lat.set_xticks(list(x), cases)
+    lat.set_ylabel("p50 latency (ms)")
+    lat.legend()
+    thr.bar([i - 0.2 for i in x], [r["direct_rps"] for r in rows], width=0.4, label="direct driver query")
+    thr.bar([i + 0.2 for i in x], [r["function_rps"] for r in rows], width=0.4, label="through the function")
+    thr.set_xticks(list(x), cases)
+    thr.set_ylabel("requests/s")
+    thr.legend()
+    fig.suptitle(f"bench-function: {data.get('concurrency', '?')} concurrent clients, {data.get('readings', '?')} readings")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def plot_miso(data, out):
+    panels = [k for k in ("replication", "table1", "allreduce") if data.get(k)]
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 4), squeeze=False)
+    for ax, key in zip(axes[0], panels):
+        d = data[key]
+        if key == "replication":
+            peers = sorted(int(k) for k in d)
+            ax.plot(peers, [d[str(p)]["sendMedianMs"] for p in peers], "s-", label="ours: send (MISO's definition)")
+            ax.plot(peers, [d[str(p)]["medianMs"] for p in peers], "o--", label="ours: until every peer acked")
+            ax.plot(peers, [d[str(p)]["misoMs"] for p in peers], "^:", label="MISO paper")
+            ax.set_xlabel("peers")
+            ax.set_ylabel("replication time, median (ms)")
+            ax.set_yscale("log")
+            ax.set_title("replication time")
+        elif key == "table1":
+            intervals = sorted(int(k) for k in d)
+            xs = [str(i) for i in intervals]
+            ax.bar(xs, [d[str(i)]["opsPerS"] for i in intervals], label="ops/s")
+            ax.set_xlabel("debounce interval (ms)")
+            ax.set_ylabel("ops/s")
+            twin = ax.twinx()
+            twin.plot(xs, [d[str(i)]["bytesPerOp"] for i in intervals], "ro-", label="replication bytes/op")
+            twin.set_ylabel("bytes per op")
+            twin.set_yscale("log")
+            ax.set_title("MISO Table I")
+        else:
+            names = ["MISO, 10 clients", "Redis, 10 conns", "MISO, 1 shared", "Redis, 1 pipelined"]
+            vals = [d["misoMeanMs"], d["redisMeanMs"], d.get("sharedMisoMeanMs"), d.get("sharedRedisMeanMs")]
+            pairs = [(n, v) for n, v in zip(names, vals) if v is not None]
+            ax.bar([p[0] for p in pairs], [p[1] for p in pairs], color=["C0", "C3", "C0", "C3"][: len(pairs)])
+            ax.set_ylabel("AllReduce round, mean (ms)")
+            ax.tick_params(axis="x", labelrotation=20)
+            ax.set_title("AllReduce vs Redis")
+        if key != "allreduce":
+            ax.legend(loc="best", fontsize=8)
+    fig.suptitle("bench-miso")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+PLOTS = {"function": plot_function, "mesh": plot_mesh, "replication": plot_replication, "miso": plot_miso}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in PLOTS:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    kind, src, out = sys.argv[1:]
+    with open(src) as f:
+        data = json.load(f)
+    PLOTS[kind](data, out)
+    print(f"plot written to {out}")
+
+
+if __name__ == "__main__":
+    main()
