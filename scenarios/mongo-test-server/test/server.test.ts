@@ -136,3 +136,28 @@ test('test server - a stream whose collection is quiet still sees its next event
     await server.stop();
   }
 });
+
+test('test server - an open stream that fell behind the capped oplog fails with ChangeStreamHistoryLost; one whose collection was quiet does not', async () => {
+  const server = await startTestServer({ oplogMaxEntries: 50 });
+  const client = await MongoClient.connect(server.uri, { directConnection: true });
+  try {
+    const busy = client.db('d').collection('busy');
+    const quietColl = client.db('d').collection('quiet');
+    const behind = busy.watch();
+    const quiet = quietColl.watch();
+    assert.equal(await behind.tryNext(), null);
+    assert.equal(await quiet.tryNext(), null);
+    // 100 writes to `busy` while neither stream reads: the oplog keeps only the newest 50
+    await busy.insertMany(Array.from({ length: 100 }, (_, i) => ({ i })));
+    await assert.rejects(behind.tryNext(), (err: { code?: number }) => err.code === 286);
+    assert.equal(await quiet.tryNext(), null, 'nothing of its own collection was dropped');
+    await quietColl.insertOne({ n: 1 });
+    let change = null;
+    for (let polls = 0; polls < 100 && !change; polls++) change = await quiet.tryNext();
+    assert.equal((change as unknown as { fullDocument: { n: number } }).fullDocument.n, 1);
+    await Promise.all([behind.close(), quiet.close()]);
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+});

@@ -38,7 +38,10 @@ import de.bwaldvogel.mongo.oplog.OplogPosition;
  *
  * <p>A change stream that resumes from a position that was trimmed away fails with
  * ChangeStreamHistoryLost (code 286), as MongoDB does once its oplog has moved past a resume
- * token. (The library would instead answer with an invalidate event.)
+ * token (the library would instead answer with an invalidate event). So does an open stream
+ * that fell behind: when entries of its namespace after its position were trimmed before it
+ * read them (a listener paused longer than the oplog keeps), its next getMore fails with 286
+ * instead of silently skipping them.
  *
  * <p>Clients reading {@code local.oplog.rs} directly see an empty collection: the entries are
  * only reachable through change streams.
@@ -113,11 +116,13 @@ final class CappedOplog extends CollectionBackedOplog {
         OplogPosition start;
         if (startAfter instanceof Document token) {
             start = OplogPosition.fromDocument(token);
-        } else if (resume == null && changeStream.get("startAtOperationTime") == null && entries.newest() != null) {
-            start = new OplogPosition(entries.newest()); // from now: after every entry so far
+        } else if (resume == null && changeStream.get("startAtOperationTime") == null) {
+            // from now: after every entry so far (or after the beginning when there was none)
+            BsonTimestamp newest = entries.newest();
+            start = new OplogPosition(newest != null ? newest : new BsonTimestamp(0));
         } else {
-            // resumeAfter (the library checks for an invalidating drop), startAtOperationTime, or
-            // an oplog that never had an entry: the library's own cursor, which scans every entry.
+            // resumeAfter (the library checks for an invalidating drop) or startAtOperationTime:
+            // the library's own cursor, which scans every entry.
             return super.createCursor(changeStream, namespace, aggregation);
         }
         Scan scan = new Scan();
@@ -132,7 +137,13 @@ final class CappedOplog extends CollectionBackedOplog {
         // same position object as last time and nothing matched then: skip what that read saw
         long disorder = entries.disorder();
         boolean quiet = scan.position == position && scan.until != null && !scan.matched && scan.disorder == disorder;
-        READ_AFTER.set(quiet ? new OplogPosition(scan.until) : position);
+        OplogPosition from = quiet ? new OplogPosition(scan.until) : position;
+        BsonTimestamp lost = entries.newestTrimmedFor(namespace);
+        if (lost != null && new OplogPosition(lost).isAfter(from)) {
+            throw new MongoServerError(HISTORY_LOST_CODE, "ChangeStreamHistoryLost",
+                    "The change stream fell behind the oplog: entries after its position were dropped before it read them.");
+        }
+        READ_AFTER.set(from);
         READ_UNTIL.remove();
         try {
             Stream<Document> events = (Stream<Document>) STREAM_OPLOG.invoke(this, changeStream, position, aggregation, namespace);
@@ -170,6 +181,8 @@ final class CappedOplog extends CollectionBackedOplog {
         private final ArrayList<Document> list = new ArrayList<>();
         private int head;
         private BsonTimestamp newestTrimmed;
+        /** The newest trimmed entry per namespace ("db.collection", or "db.$cmd" for commands). */
+        private final java.util.Map<String, BsonTimestamp> newestTrimmedByNs = new java.util.HashMap<>();
         /** Counts entries that arrived behind a newer one (they are put in timestamp order). */
         private long disorder;
 
@@ -187,6 +200,21 @@ final class CappedOplog extends CollectionBackedOplog {
 
         synchronized BsonTimestamp newestTrimmed() {
             return newestTrimmed;
+        }
+
+        /**
+         * The newest trimmed entry a stream on {@code namespace} ("db.collection") would have
+         * returned: its own collection's, or its database's commands' (the library's namespace
+         * filter passes both).
+         */
+        synchronized BsonTimestamp newestTrimmedFor(String namespace) {
+            BsonTimestamp own = newestTrimmedByNs.get(namespace);
+            int dot = namespace.indexOf('.');
+            BsonTimestamp commands = dot < 0 ? null : newestTrimmedByNs.get(namespace.substring(0, dot) + ".$cmd");
+            if (own == null) {
+                return commands;
+            }
+            return commands == null || own.compareTo(commands) >= 0 ? own : commands;
         }
 
         /** Timestamp of the newest entry ever added, or null. */
@@ -214,7 +242,11 @@ final class CappedOplog extends CollectionBackedOplog {
         synchronized void trim() {
             Instant oldest = Instant.now().minus(maxAge);
             while (head < list.size() && (list.size() - head > maxEntries || wallOf(list.get(head)).isBefore(oldest))) {
-                newestTrimmed = tsOf(list.get(head));
+                Document gone = list.get(head);
+                newestTrimmed = tsOf(gone);
+                if (gone.get("ns") instanceof String ns) {
+                    newestTrimmedByNs.merge(ns, newestTrimmed, (a, b) -> a.compareTo(b) >= 0 ? a : b);
+                }
                 list.set(head++, null);
             }
             if (head > 1024 && head > list.size() / 2) {
