@@ -32,6 +32,12 @@ const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 30_000;
 /** How often an idle sender looks at the outbox anyway (after a restart, for instance). */
 const IDLE_POLL_MS = 2_000;
+/**
+ * A sender working from memory still reads the outbox back this often: a batch stored without
+ * being handed over (an insert that committed although the driver reported an error, or a second
+ * instance of the function on the same database) is found within this time.
+ */
+const REREAD_MS = 5_000;
 /** Deadline of one delivery to a subscriber. */
 const SEND_TIMEOUT_MS = 10_000;
 /** How long a sender trusts the subscriber's registry entry (address) before reading it again. */
@@ -130,7 +136,13 @@ export class Outbox {
   async enqueue(subscribers: readonly string[], db: string, coll: string, ops: ReplicationOp[], seq = this.nextSeq()): Promise<number> {
     if (subscribers.length === 0 || ops.length === 0) return seq;
     const batch: Batch = { _id: new ObjectId(), db, coll, seq, ops };
-    await this.outbox.insertOne({ ...batch, pending: [...new Set(subscribers)] });
+    try {
+      await this.outbox.insertOne({ ...batch, pending: [...new Set(subscribers)] });
+    } catch (err) {
+      // The insert may have committed anyway: the senders read the outbox back.
+      for (const s of subscribers) this.sender(s).lostTrack();
+      throw err;
+    }
     for (const s of subscribers) this.sender(s).offer(batch);
     return seq;
   }
@@ -144,6 +156,8 @@ export class Outbox {
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.senders.values()].map((s) => s.stop()));
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
     await this.flushAcks().catch((err: unknown) => this.deps.log.warn({ err: (err as Error).message }, 'acknowledgements not written at stop; those batches go again after the restart'));
   }
 
@@ -160,6 +174,7 @@ export class Outbox {
   }
 
   private scheduleAcks(ms: number): void {
+    if (this.stopped) return; // stop() writes what is left
     this.ackTimer ??= setTimeout(() => {
       this.ackTimer = undefined;
       this.flushAcks().catch((err: unknown) => {
@@ -167,6 +182,7 @@ export class Outbox {
         this.scheduleAcks(ACK_RETRY_MS);
       });
     }, ms);
+    this.ackTimer.unref();
   }
 
   /** Writes the acknowledgements so far (one after the other, never two flushes at once). */
@@ -225,6 +241,10 @@ class Sender {
   private queued = new Set<string>();
   private inSync = false;
   private offers = 0;
+  /** When the outbox was last read back. */
+  private lastRead = 0;
+  /** Batches per request; halved after a subscriber refused a request as too large. */
+  private maxBatches = SEND_BATCHES;
   /** The subscriber's registry entry as last read (null: not registered), and when. */
   private target: { node: MeshNode | null; at: number } | undefined;
 
@@ -234,6 +254,12 @@ class Sender {
     private readonly deps: SenderDeps,
     private readonly owner: { stopped(): boolean; ack(ids: readonly ObjectId[]): void; flushAcks(): Promise<void> },
   ) {}
+
+  /** A batch may have been stored without being handed over: read the outbox back. */
+  lostTrack(): void {
+    this.inSync = false;
+    this.wake();
+  }
 
   /** A batch just stored for this subscriber. */
   offer(batch: Batch): void {
@@ -307,15 +333,17 @@ class Sender {
 
   /** The oldest batches this subscriber needs, from memory when it is in sync, else from the outbox. */
   private async next(): Promise<Batch[]> {
-    if (this.inSync) return this.queue.slice(0, SEND_BATCHES);
+    if (this.inSync && Date.now() - this.lastRead > REREAD_MS) this.inSync = false;
+    if (this.inSync) return this.queue.slice(0, this.maxBatches);
     const offersBefore = this.offers;
+    this.lastRead = Date.now();
     await this.owner.flushAcks(); // batches already delivered are not read back
-    const docs = await this.outbox.find({ pending: this.subscriber }, { projection: { pending: 0 } }).sort({ _id: 1 }).limit(SEND_BATCHES).toArray();
+    const docs = await this.outbox.find({ pending: this.subscriber }, { projection: { pending: 0 } }).sort({ _id: 1 }).limit(this.maxBatches).toArray();
     this.queue = [];
     this.queued.clear();
     this.remember(docs);
     // Everything it needs fits in one read and nothing arrived meanwhile: memory is complete.
-    if (docs.length < SEND_BATCHES && this.offers === offersBefore) this.inSync = true;
+    if (docs.length < this.maxBatches && this.offers === offersBefore) this.inSync = true;
     return docs;
   }
 
@@ -346,6 +374,10 @@ class Sender {
         signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
       });
       const text = await res.text();
+      if (res.status === 413 && batches.length > 1) {
+        this.maxBatches = Math.max(1, Math.floor(batches.length / 2));
+        this.deps.log.warn({ subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches }, 'subscriber refused the request as too large; sending fewer batches per request');
+      }
       if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${text.slice(0, 200)}`);
     } catch (err) {
       this.target = undefined; // the registry is read again before the retry (the address may have changed)

@@ -93,8 +93,8 @@ async function upsertAll(c: Collection<ReplicaRecord>, docs: ReplicaRecord[]): P
     await c.insertMany(docs, { ordered: false });
   } catch (err) {
     if (!(err instanceof MongoBulkWriteError)) throw err;
-    const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-    if (errors.some((e) => e.code !== DUPLICATE_KEY)) throw err;
+    const errors = Array.isArray(err.writeErrors) ? err.writeErrors : err.writeErrors ? [err.writeErrors] : [];
+    if (errors.length === 0 || errors.some((e) => e.code !== DUPLICATE_KEY)) throw err;
     await c.bulkWrite(errors.map((e) => replace(docs[e.index]!)), { ordered: true });
   }
 }

@@ -61,6 +61,24 @@ test('replication - events reach subscribers as idempotent replica writes', asyn
   assert.equal(await replicas(a).countDocuments(), 0);
 });
 
+test('replication - a batch stored in the outbox without being handed to the sender is still delivered', async () => {
+  // as when an insert committed although the driver reported an error, or a second instance of
+  // the function shares the database: the sender works from memory but reads the outbox back
+  // (B subscribed to A in the first test)
+  const doc = { _id: new ObjectId(), ...reading('2017-07-05T00:00:00Z', 7, 50, 93000) };
+  await a.client.db('syncmesh_meta').collection('replication_outbox').insertOne({
+    _id: new ObjectId(),
+    db: 'syncmesh',
+    coll: 'sensor_data',
+    seq: Date.now() * 1000,
+    ops: [{ op: 'upsert', doc }],
+    pending: ['rep-b'],
+  });
+  await eventually('the stored batch reached B', async () => (await replicas(b).countDocuments({ _origin_id: doc._id })) === 1, 20_000);
+  await eventually('outbox drained', async () => (await a.app.replication.outbox.pending()) === 0);
+  await replicas(b).deleteMany({ _origin_id: doc._id });
+});
+
 test('replication - one batch applies in order: insert, delete and insert again, the same reading twice, a mix of new and existing', async () => {
   const x = { _id: new ObjectId(), ...reading('2017-07-04T00:00:00Z', 1, 50, 93000) };
   const y = { _id: new ObjectId(), ...reading('2017-07-04T01:00:00Z', 2, 50, 93000) };
