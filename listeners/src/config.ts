@@ -19,7 +19,7 @@ export const DEFAULT_MESH_SECRET_FILE = '/var/openfaas/secrets/mesh-secret';
 /** Events per POST. */
 export const DEFAULT_BATCH_SIZE = 100;
 /** How long a partial batch waits for more events before it is sent. */
-export const DEFAULT_BATCH_WAIT_MS = 5;
+export const DEFAULT_BATCH_WAIT_MS = 2;
 /** Events read but not yet acknowledged, per collection; reading pauses when it is full. */
 export const DEFAULT_QUEUE_MAX = 10_000;
 /** First retry delay after a failed delivery or stream error; doubles up to the maximum. */
