@@ -17,6 +17,7 @@ import { REPO_ROOT, type MeshConfig } from './config.js';
 import { meta } from './client.js';
 import { down, up, type Progress } from './mesh.js';
 import { throwIfInterrupted } from './bench.js';
+import { MeshError } from './errors.js';
 
 interface LatencyStats {
   samples: number;
@@ -124,8 +125,14 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       for (let i = 0; i < docs.length; i += 500) await origin.insertMany(docs.slice(i, i + 500));
       await waitVisible(targets, nodes[0]!.id, docs[docs.length - 1]!['_id'] as ObjectId, 300_000, signal, BURST_POLL_MS);
       // The last one visible does not prove the others are: count them all.
+      const countDeadline = Date.now() + 300_000;
       for (const c of targets) {
-        while ((await c.countDocuments({ _origin: nodes[0]!.id, sensor_id: burstSensor })) < burst) await new Promise((r) => setTimeout(r, 20));
+        let have = 0;
+        while ((have = await c.countDocuments({ _origin: nodes[0]!.id, sensor_id: burstSensor })) < burst) {
+          throwIfInterrupted(signal);
+          if (Date.now() > countDeadline) throw new MeshError('EDGE_MESH_REQUEST', `a subscriber holds ${have} of the burst's ${burst} replicas after 300 s`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
       }
       const seconds = (performance.now() - t0) / 1000;
       rows.push({
