@@ -33,11 +33,14 @@ const RETRY_MAX_MS = 30_000;
 /** How often an idle sender looks at the outbox anyway (after a restart, for instance). */
 const IDLE_POLL_MS = 2_000;
 /**
- * A sender working from memory still reads the outbox back this often: a batch stored without
- * being handed over (an insert that committed although the driver reported an error, or a second
- * instance of the function on the same database) is found within this time.
+ * A sender working from memory still reads the outbox back, after this long when it has nothing
+ * to send and after REREAD_BUSY_MS in any case: a batch stored without being handed over (an
+ * insert that committed although the driver reported an error, or a second instance of the
+ * function on the same database) is found then. (A read-back while busy costs a burst its
+ * memory path, so it is rare.)
  */
 const REREAD_MS = 5_000;
+const REREAD_BUSY_MS = 60_000;
 /** Deadline of one delivery to a subscriber. */
 const SEND_TIMEOUT_MS = 10_000;
 /** How long a sender trusts the subscriber's registry entry (address) before reading it again. */
@@ -333,7 +336,8 @@ class Sender {
 
   /** The oldest batches this subscriber needs, from memory when it is in sync, else from the outbox. */
   private async next(): Promise<Batch[]> {
-    if (this.inSync && Date.now() - this.lastRead > REREAD_MS) this.inSync = false;
+    const since = Date.now() - this.lastRead;
+    if (this.inSync && (since > REREAD_BUSY_MS || (this.queue.length === 0 && since > REREAD_MS))) this.inSync = false;
     if (this.inSync) return this.queue.slice(0, this.maxBatches);
     const offersBefore = this.offers;
     this.lastRead = Date.now();
