@@ -189,5 +189,5 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
 }
 
 function assertRunning(s: Service): void {
-  if (s.exited()) throw new ScenarioError('EDGE_SCENARIO_CENTRAL_START', `${s.role} exited during start; last log lines (${s.log}):\n${tail(s.log)}`);
+  if (s.exited()) throw new ScenarioError('EDGE_SCENARIO_CENTRAL_START', `${s.role} exited during start; last log lines (${s.log}):\n${tail(s.log, 8) || '(no log)'}`);
 }

@@ -1,6 +1,6 @@
 /** Small process helpers: run a command with a deadline, start a logged service, poll with a deadline. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { ScenarioError, squashError } from './errors.js';
 
 export interface RunResult {
@@ -109,15 +109,6 @@ export function startService(role: string, argv: readonly string[], log: string,
   };
 }
 
-/** The last lines of a log file, for error messages. */
-export function tail(path: string, lines = 8): string {
-  try {
-    return readFileSync(path, 'utf8').trim().split('\n').slice(-lines).join('\n');
-  } catch (err) {
-    squashError(err); // no log yet
-    return '(no log)';
-  }
-}
 
 /** Readiness probes and the bounded pool are the mesh's; one copy for both components. */
-export { tcpOpen, httpOk, pool } from '@syncmesh-edge/mesh';
+export { tcpOpen, httpOk, pool, tail } from '@syncmesh-edge/mesh';

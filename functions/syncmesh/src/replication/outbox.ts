@@ -17,6 +17,7 @@ import { gzip as gzipCb } from 'node:zlib';
 import { BSON, ObjectId, type Collection, type Db } from 'mongodb';
 import type { Logger } from 'pino';
 import { signRequest } from '../mesh/auth.js';
+import { post } from '../mesh/http.js';
 import type { MeshNode, NodeRegistry } from '../mesh/registry.js';
 import type { ReplicationOp } from './ops.js';
 
@@ -371,18 +372,13 @@ class Sender {
     if (!this.deps.secret) throw new Error('this node has no mesh secret, so it cannot sign replication requests');
     const json = replicateJson(this.deps.nodeId, batches);
     try {
-      const res = await fetch(`${node.address.replace(/\/+$/, '')}/replicate`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signRequest(this.deps.secret, json) },
-        body: await gzip(json),
-        signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
-      });
-      const text = await res.text();
+      const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signRequest(this.deps.secret, json) };
+      const res = await post(`${node.address.replace(/\/+$/, '')}/replicate`, await gzip(json), headers, AbortSignal.timeout(SEND_TIMEOUT_MS));
       if (res.status === 413 && batches.length > 1) {
         this.maxBatches = Math.max(1, Math.floor(batches.length / 2));
         this.deps.log.warn({ subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches }, 'subscriber refused the request as too large; sending fewer batches per request');
       }
-      if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${text.slice(0, 200)}`);
+      if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${res.text.slice(0, 200)}`);
     } catch (err) {
       this.target = undefined; // the registry is read again before the retry (the address may have changed)
       throw err;
