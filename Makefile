@@ -26,15 +26,19 @@ NPM_STAMP := node_modules/.package-lock.json
 ################################################################################
 # Dependencies
 ################################################################################
-$(NPM_STAMP): package-lock.json package.json
+.PHONY: toolchain
+toolchain: ## Check node, npm, java, mvn, go, python3 and the apt tools; install what apt provides.
+	hack/toolchain.sh
+
+$(NPM_STAMP): package-lock.json package.json | toolchain
 	npm ci --no-audit --no-fund
 	@touch $@
 
-$(TEST_SERVER_JAR): scenarios/mongo-test-server/java/pom.xml $(shell find scenarios/mongo-test-server/java/src -name '*.java')
+$(TEST_SERVER_JAR): scenarios/mongo-test-server/java/pom.xml $(shell find scenarios/mongo-test-server/java/src -name '*.java') | toolchain
 	cd scenarios/mongo-test-server/java && mvn -q -B package -DskipTests
 
 .PHONY: deps
-deps: $(NPM_STAMP) $(TEST_SERVER_JAR) ## Install npm packages and build the test server jar.
+deps: toolchain $(NPM_STAMP) $(TEST_SERVER_JAR) ## Check the toolchains (hack/toolchain.sh), install npm packages, build the test server jar.
 
 ################################################################################
 # Building
@@ -96,7 +100,7 @@ TOXIPROXY := $(TOOLS_BIN)/toxiproxy-server
 MESH_CLI := node scenarios/mesh/dist/src/cli.js
 MESH_ENV := MESH_NAME=$(MESH_NAME) MESH_NODES=$(NODES) MESH_LATENCY=$(LATENCY) MESH_DATA=$(DATA) TOXIPROXY_BIN=$(TOXIPROXY)
 
-$(TOXIPROXY):
+$(TOXIPROXY): | toolchain
 	mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 	mv $(TOOLS_BIN)/server $@
@@ -180,14 +184,14 @@ SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(NODES) SCENARIO_WORKL
 	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \
 	K6_BIN=$(K6) SCENARIO_PYTHON=$(VENV)/bin/python TOXIPROXY_BIN=$(TOXIPROXY)
 
-$(K6):
+$(K6): | toolchain
 	mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) go install go.k6.io/k6@$(K6_VERSION)
 
 .PHONY: k6
 k6: $(K6) ## Build k6 (pinned, go install) into .cache/bin; scenarios always run it with --no-usage-report.
 
-$(VENV_STAMP):
+$(VENV_STAMP): | toolchain
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check matplotlib==$(MATPLOTLIB_VERSION)
 	@touch $@
