@@ -4,6 +4,9 @@
 #   make demo            set up everything on a fresh machine and run the 3-node mesh demo
 #   make test            set up everything and run every test tier (unit + integration)
 #   make build           compile the TypeScript workspaces (tsc -b)
+#   make verify          types, lint, format check, ruff, errors table, docs links (make test runs it first)
+#   make fmt             format everything and apply the safe lint fixes (the fixer of verify)
+#   make docs            build the docs site into .cache/site (open .cache/site/index.html)
 #   make bench-function  latency/throughput of the Syncmesh function against direct queries
 #   make clean           remove build output (keeps node_modules and tool caches)
 #
@@ -48,10 +51,38 @@ build: deps ## Compile all TypeScript workspaces.
 	npx tsc -b
 
 ################################################################################
+# Linting, formatting, docs (checkers in hack/verify.sh, fixer in hack/fmt.sh)
+################################################################################
+# ruff, mkdocs and mkdocs-material are pinned (with their dependencies) in a repo-local venv.
+TOOLS_VENV := $(CURDIR)/.cache/tools-venv
+TOOLS_VENV_STAMP := $(TOOLS_VENV)/.stamp
+
+$(TOOLS_VENV_STAMP): hack/requirements-tools.txt | toolchain
+	python3 -m venv $(TOOLS_VENV)
+	$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check -r hack/requirements-tools.txt
+	@touch $@
+
+.PHONY: tools-venv
+tools-venv: $(TOOLS_VENV_STAMP) ## Python venv with ruff and mkdocs (pinned in hack/requirements-tools.txt).
+
+.PHONY: verify
+verify: build tools-venv ## Check only: tsc -b, biome lint + format, ruff, docs/errors.md vs the codes, mkdocs --strict.
+	TOOLS_VENV=$(TOOLS_VENV) hack/verify.sh
+
+.PHONY: fmt
+fmt: deps tools-venv ## Format TS/JS/JSON (biome) and Python (ruff), apply safe lint fixes, list what needs a hand fix.
+	TOOLS_VENV=$(TOOLS_VENV) hack/fmt.sh
+
+.PHONY: docs
+docs: tools-venv ## Build the docs site (MkDocs, offline) into .cache/site; broken links fail the build.
+	NO_MKDOCS_2_WARNING=1 $(TOOLS_VENV)/bin/mkdocs build --strict --site-dir .cache/site
+	@echo "docs: open .cache/site/index.html"
+
+################################################################################
 # Testing
 ################################################################################
 .PHONY: test
-test: build ## Run every test tier of every workspace.
+test: build verify ## Run verify, then every test tier of every workspace.
 	hack/test.sh
 
 .PHONY: test-crdt-extensive
@@ -216,7 +247,7 @@ test: k6 scenarios-venv
 .PHONY: clean
 clean: ## Remove build output.
 	npx tsc -b --clean || true
-	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist
+	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist .cache/site
 
 .PHONY: help
 help: ## List the targets.

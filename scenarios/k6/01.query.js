@@ -65,12 +65,12 @@ export default function () {
   } catch (_) {
     answer = null; // counted by the check below
   }
-  const ext = (answer && answer.extensions) || {};
-  const items = answer && answer.data && Array.isArray(answer.data.sensors) ? answer.data.sensors.length : -1;
+  const ext = answer?.extensions || {};
+  const items = answer?.data && Array.isArray(answer.data.sensors) ? answer.data.sensors.length : -1;
   const nodesAnswered = typeof ext.answered === 'number' ? ext.answered : 1;
   check(res, {
     'status is 200': (r) => r.status === 200,
-    'answer has data and no errors': () => answer !== null && answer.data && !(answer.errors && answer.errors.length),
+    'answer has data and no errors': () => answer?.data && !answer.errors?.length,
     'every node answered': () => !ext.partial && (EXPECT_NODES === undefined || nodesAnswered === EXPECT_NODES),
   });
   rttMs.add(res.timings.duration);

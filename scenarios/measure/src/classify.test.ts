@@ -23,7 +23,15 @@ const layout: Layout = {
   ]),
   centralProxies: new Map([[24001, { kind: 'ingest' as const, node: 'node-1' }]]),
 };
-const pkt = (src: string | null, sport: number | null, dst: string | null, dport: number | null, len: number): Packet => ({ ts: 0, len, src, dst, sport, dport, proto: src ? 'tcp' : 'other' });
+const pkt = (src: string | null, sport: number | null, dst: string | null, dport: number | null, len: number): Packet => ({
+  ts: 0,
+  len,
+  src,
+  dst,
+  sport,
+  dport,
+  proto: src ? 'tcp' : 'other',
+});
 
 test('classify - counts each byte once: client, node-node at the sender, ingest at the node', () => {
   const r = classify(layout, [

@@ -68,7 +68,7 @@ async function runCells(cfg: ScenarioConfig, cells: CellSpec[], kind: string): P
     started_at: started.toISOString(),
     finished_at: new Date().toISOString(),
     latency: cfg.latency,
-    host: { cpus: cpus().length, note: 'shared with other work; absolute times are this machine\'s' },
+    host: { cpus: cpus().length, note: "shared with other work; absolute times are this machine's" },
     duration_s: Math.round((performance.now() - t0) / 1000),
   };
   const { plots } = writeResults(cfg, runDir, meta, results);
