@@ -104,7 +104,7 @@ bench-function: build scenarios-venv ## Function latency/throughput vs direct dr
 bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick); table, JSON and PNG.
 	@command -v redis-server >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server
 	node miso-agent/dist/bench/bench-miso.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) miso miso-agent/bench-results/bench-miso.json miso-agent/bench-results/bench-miso.png
+	$(VENV)/bin/python $(BENCH_PLOTS) miso bench-results/miso.json bench-results/miso.png
 
 .PHONY: miso-agent
 miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO_PEERS etc. from the environment.

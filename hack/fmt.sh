@@ -13,6 +13,9 @@ TOOLS_VENV=${TOOLS_VENV:-.cache/tools-venv}
 
 # biome exits non-zero when findings remain after the safe fixes; they are reported below.
 npx --no-install biome check --write --colors=off . >/dev/null 2>&1 || true
+# A second, format-only pass: one pass of `check --write` can leave a file that a format pass
+# changes again (seen with long function signatures).
+npx --no-install biome format --write --colors=off . >/dev/null 2>&1 || true
 "$TOOLS_VENV/bin/ruff" check --fix --quiet . || true
 "$TOOLS_VENV/bin/ruff" format --quiet .
 

@@ -5,7 +5,7 @@ repo-local venv, `make scenarios-venv`).
     bench_plots.py function bench-results/function.json bench-results/function.png
     bench_plots.py mesh bench-results/mesh.json bench-results/mesh.png
     bench_plots.py replication bench-results/replication.json bench-results/replication.png
-    bench_plots.py miso bench-results/bench-miso.json bench-results/bench-miso.png
+    bench_plots.py miso bench-results/miso.json bench-results/miso.png
 """
 
 import json

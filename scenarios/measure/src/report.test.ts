@@ -1,3 +1,4 @@
+import { hostInfo } from '@syncmesh-edge/bench-kit';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkTargets, CSV_COLUMNS, markdownReport, toCsv } from './report.js';
@@ -81,7 +82,7 @@ test('report - one CSV row per cell, every column filled', () => {
 
 test('report - the markdown puts the paper beside ours and marks what we do not have', () => {
   const md = markdownReport(
-    { run: 'r', started_at: 'a', finished_at: 'b', latency: 'regional', host: { cpus: 2, note: 'n' }, duration_s: 1 },
+    { run: 'r', started_at: 'a', finished_at: 'b', latency: 'regional', host: { ...hostInfo(), note: 'n' }, duration_s: 1 },
     [cell('baseline', 'aggregate', 1000, 10), cell('syncmesh', 'aggregate', 10, 12)],
     ['traffic.png'],
   );

@@ -3,6 +3,7 @@
  * PNG plots (scripts/plot.py, matplotlib from the repo-local venv) and report.md, which puts our
  * numbers beside the paper's.
  */
+import type { HostInfo } from '@syncmesh-edge/bench-kit';
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +17,8 @@ export interface RunMeta {
   started_at: string;
   finished_at: string;
   latency: string;
-  host: { cpus: number; note: string };
+  /** The machine, read at run time (bench-kit's hostInfo), and a note on how it was shared. */
+  host: HostInfo & { note: string };
   duration_s: number;
 }
 

@@ -4,6 +4,7 @@
  * traffic numbers are sums over the packet captures (re-read here from the pcap files), that the
  * plots and the report exist, and that nothing is left behind.
  */
+import { hostInfo } from '@syncmesh-edge/bench-kit';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -74,7 +75,7 @@ test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the ca
     const { plots } = writeResults(
       cfg,
       runDir,
-      { run: 'test', started_at: '', finished_at: '', latency: 'regional', host: { cpus: 2, note: 'test' }, duration_s: 0 },
+      { run: 'test', started_at: '', finished_at: '', latency: 'regional', host: { ...hostInfo(), note: 'test' }, duration_s: 0 },
       results,
     );
 
