@@ -247,7 +247,7 @@ test: k6 scenarios-venv
 .PHONY: clean
 clean: ## Remove build output.
 	npx tsc -b --clean || true
-	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist .cache/site
+	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist lib/*/dist .cache/site
 
 .PHONY: help
 help: ## List the targets.

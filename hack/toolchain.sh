@@ -19,9 +19,10 @@ GO_MIN=1.25
 PYTHON_MIN=3.11
 INSTALL=${TOOLCHAIN_INSTALL:-1}
 
-# Commands the make targets run that Debian packages provide: command -> package.
+# Commands the make targets run that Debian packages provide: command -> package (git: make
+# verify lists the files to lint with git ls-files).
 declare -A APT_COMMANDS=(
-  [make]=make
+  [make]=make [git]=git
   [ip]=iproute2 [ss]=iproute2
   [iptables]=iptables
   [tcpdump]=tcpdump
