@@ -355,7 +355,11 @@ async function hotCounterRun(full: boolean): Promise<{
 async function benchBytes(): Promise<void> {
   const delta = await hotCounterRun(false);
   const full = await hotCounterRun(true);
-  // Per operation: the two runs do not manage the same number of ops on a shared host.
+  // Per operation: the two runs do not manage the same number of ops on a shared host. The
+  // headline counts every byte one agent sent another (debounced updates, full state on
+  // connect, anti-entropy digests and repairs, heartbeats, acks); the debounced updates alone
+  // are kept beside it as `deltaOverFull`.
+  const ratioAll = delta.totalBytes / delta.ops / (full.totalBytes / full.ops);
   const ratio = delta.deltaBytes / delta.ops / (full.deltaBytes / full.ops);
   printTable(
     'Hot PN-counter, 30 agents each incrementing (debounce 200 ms): replication bytes, deltas vs full state (target <= 25%)',
@@ -366,9 +370,9 @@ async function benchBytes(): Promise<void> {
     ],
   );
   process.stdout.write(
-    `  replication bytes per op, deltas/full state: ${(ratio * 100).toFixed(1)}%   max agent RSS at 30 agents: ${Math.max(delta.maxRssMb, full.maxRssMb).toFixed(1)} MB (MISO: 251 MB; target <= 80 MB)\n`,
+    `  all agent-to-agent bytes per op, deltas/full state: ${(ratioAll * 100).toFixed(1)}% (debounced updates alone: ${(ratio * 100).toFixed(1)}%)   max agent RSS at 30 agents: ${Math.max(delta.maxRssMb, full.maxRssMb).toFixed(1)} MB (MISO: 251 MB; target <= 80 MB)\n`,
   );
-  results['bytes'] = { delta, full, deltaOverFull: ratio, target: 0.25 };
+  results['bytes'] = { delta, full, allBytesOverFull: ratioAll, deltaOverFull: ratio, target: 0.25 };
   results['rss'] = { maxAgentRssMbAt30: Math.max(delta.maxRssMb, full.maxRssMb), misoMb: 251, targetMb: 80 };
 }
 
