@@ -70,6 +70,18 @@ test('classify - counts each byte once: client, node-node at the sender, ingest 
   );
 });
 
+test('classify - agent to agent traffic is counted once, apart from the query systems', () => {
+  const both = classify(layout, [
+    { iface: 'h1', kind: 'node', node: 'node-1', packets: [pkt(N1, 50000, N2, 7070, 120), pkt(N2, 7070, N1, 50000, 80)] },
+    { iface: 'h2', kind: 'node', node: 'node-2', packets: [pkt(N1, 50000, N2, 7070, 120), pkt(N2, 7070, N1, 50000, 80)] },
+  ]);
+  assert.equal(both.agent_bytes, 200, 'each packet once, at its sender');
+  assert.equal(both.counted_bytes, 0);
+  assert.equal(both.other_bytes, 0);
+  const one = classify(layout, [{ iface: 'h1', kind: 'node', node: 'node-1', packets: [pkt(N1, 50000, N2, 7070, 120), pkt(N2, 7070, N1, 50000, 80)] }]);
+  assert.equal(one.agent_bytes, 200, "node-2's interface is not captured: its packets count where they arrive");
+});
+
 test('classify - direct node to central traffic counts as ingest', () => {
   const r = classify(layout, [{ iface: 'h2', kind: 'node', node: 'node-2', packets: [pkt(N2, 7000, DB, 27017, 1000), pkt(DB, 27017, N2, 7000, 60)] }]);
   assert.equal(r.node_central_bytes, 1060);

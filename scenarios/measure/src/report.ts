@@ -41,6 +41,7 @@ export const CSV_COLUMNS = [
   'client_bytes',
   'node_node_bytes',
   'node_central_bytes',
+  'agent_bytes_not_compared',
   'relay_bytes_not_counted',
   'dropped_packets',
   'rtt_p50_ms',
@@ -77,6 +78,7 @@ export function csvRow(r: CellResult): (string | number)[] {
     q.client_bytes,
     q.node_node_bytes,
     (i?.node_central_bytes ?? 0) + q.node_central_bytes,
+    (i?.agent_bytes ?? 0) + q.agent_bytes,
     (i?.relay_bytes ?? 0) + q.relay_bytes,
     (i?.dropped_packets ?? 0) + q.dropped_packets,
     r.rtt_ms.p50,
@@ -282,7 +284,7 @@ export function markdownReport(meta: RunMeta, results: readonly CellResult[], pl
 
   L.push('## How this was measured', '');
   L.push(
-    "- **Traffic** comes from `tcpdump -w` on the host side of every interface of the run (client, every node, central server), one capture per phase (`ingest`, `query`), started and stopped by the harness. Bytes are Ethernet frame lengths from the pcap records, classified by address and port: client↔system on the client's interface; node↔node at the asking node (its link proxy port); node↔central at the node. The second leg of every emulated link (link emulator → destination) carries the same bytes again and is shown as `relay_bytes_not_counted` in the CSV, not counted.",
+    "- **Traffic** comes from `tcpdump -w` on the host side of every interface of the run (client, every node, central server), one capture per phase (`ingest`, `query`), started and stopped by the harness. Bytes are Ethernet frame lengths from the pcap records, classified by address and port: client↔system on the client's interface; node↔node at the asking node (its link proxy port); node↔central at the node. The second leg of every emulated link (link emulator → destination) carries the same bytes again and is shown as `relay_bytes_not_counted` in the CSV, not counted. Traffic straight between two nodes is the MISO agents' (heartbeats, anti-entropy; the functions talk only through the link proxies): counted once, at the sender, and shown as `agent_bytes_not_compared`, outside the Syncmesh/baseline comparison because the agents run on the nodes whichever system answers.",
     "- **Round trip** is k6's `http_req_duration` (one client, requests one after the other, `Accept-Encoding: gzip`), p50/p95/max.",
     '- **Database time** is what the function reports per request (`extensions.timing.db_ms`, `nodes[].db_ms`), recorded by k6 as trends.',
     `- **CPU and memory** are read from /proc every sampling interval for every process of the mesh, the central server, toxiproxy and k6.`,
