@@ -1,0 +1,21 @@
+/**
+ * The one error class of the mesh-auth library. Codes are stable and listed in docs/errors.md.
+ */
+export const ERROR_CODES = {
+  /** The mesh secret (or write key) is missing or shorter than MIN_SECRET_BYTES. */
+  EDGE_AUTH_WEAK_SECRET: { status: 500 },
+  /** A node id is not a valid mesh node id. */
+  EDGE_AUTH_BAD_NODE_ID: { status: 500 },
+} as const;
+
+export type AuthErrorCode = keyof typeof ERROR_CODES;
+
+export class MeshAuthError extends Error {
+  override readonly name = 'MeshAuthError';
+  readonly code: AuthErrorCode;
+
+  constructor(code: AuthErrorCode, message: string, opts?: ErrorOptions) {
+    super(message, opts);
+    this.code = code;
+  }
+}
