@@ -12,15 +12,15 @@ cd "$(dirname "$0")/.."
 TOOLS_VENV=${TOOLS_VENV:-.cache/tools-venv}
 
 # biome exits non-zero when findings remain after the safe fixes; they are reported below.
-npx --no-install biome check --write --colors=off . >/dev/null 2>&1 || true
+hack/biome check --write --colors=off . >/dev/null 2>&1 || true
 # A second, format-only pass: one pass of `check --write` can leave a file that a format pass
 # changes again (seen with long function signatures).
-npx --no-install biome format --write --colors=off . >/dev/null 2>&1 || true
+hack/biome format --write --colors=off . >/dev/null 2>&1 || true
 "$TOOLS_VENV/bin/ruff" check --fix --quiet . || true
 "$TOOLS_VENV/bin/ruff" format --quiet .
 
 status=0
-npx --no-install biome lint --colors=off --max-diagnostics=none --reporter=github . 2>/dev/null |
+hack/biome lint --colors=off --max-diagnostics=none --reporter=github . 2>/dev/null |
   sed -nE 's/^::(error|warning) title=([^,]*),file=([^,]*),line=([0-9]+).*::(.*)$/\3:\4  \2  \5/p' |
   sed "s|^$PWD/||" >.cache/fmt-remaining.txt || true
 "$TOOLS_VENV/bin/ruff" check --quiet --output-format=concise . >>.cache/fmt-remaining.txt 2>&1 || true

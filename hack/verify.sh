@@ -45,7 +45,7 @@ biome_paths() {
 lint_format() {
   local files out rc=0
   mapfile -t files < <(biome_paths)
-  out=$(npx --no-install biome ci --colors=off --error-on-warnings --no-errors-on-unmatched "${files[@]}" 2>&1) || rc=$?
+  out=$(hack/biome ci --colors=off --error-on-warnings --no-errors-on-unmatched "${files[@]}" 2>&1) || rc=$?
   [ $rc = 0 ] || tail -n 60 <<<"$out"
   return $rc
 }
