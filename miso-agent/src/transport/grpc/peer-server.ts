@@ -125,10 +125,14 @@ export function addPeerService(server: grpc.Server, o: PeerServiceOptions, h: Pe
         }
         h.onMessage(link, m, b.length);
       });
-      // A dialer that leaves after our challenge most likely refused our proof: another mesh secret.
+      // A dialer that leaves after our challenge most likely refused it (its log says why).
       const leftDuringHandshake = () => {
         if (!cipher && handshake.dialer !== undefined) {
-          fail({ ok: false, code: 'EDGE_MISO_AUTH', reason: `the dialer at ${address} ('${handshake.dialer}') left during the handshake (it refused this agent's proof: another MISO_MESH_SECRET?)` });
+          fail({
+            ok: false,
+            code: 'EDGE_MISO_AUTH',
+            reason: `the dialer at ${address} ('${handshake.dialer}') left during the handshake (it refused this agent: another MISO_MESH_SECRET, or it expected another node here)`,
+          });
         }
       };
       call.on('end', () => {
