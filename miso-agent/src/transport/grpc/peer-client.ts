@@ -61,8 +61,9 @@ export class OutboundPeer {
     this.client = new Ctor(address, grpc.credentials.createInsecure(), peerChannelOptions(opts.maxMessageBytes));
   }
 
+  /** The open, authenticated stream, if any. */
   get link(): Link | undefined {
-    return this.current?.open ? this.current : undefined;
+    return this.current?.open && this.current.authId !== undefined ? this.current : undefined;
   }
 
   start(): void {
