@@ -172,6 +172,46 @@ test('rogue agent - a wrong-key acceptor, a v1 acceptor and an address pinned to
   assert.deepEqual((await mallory.client.status()).peers, []);
 });
 
+test('rogue agent - an impostor that relays a genuine handshake and then injects a message is cut off by the MAC', async () => {
+  // The impostor sits where the victim expects node 'target' (an mDNS record or id@host:port it
+  // controls), relays every message between the victim and the real target, and once both proofs
+  // have passed, writes its own Updates into the victim's stream: unsealed, and with a MAC made
+  // under a key of its own.
+  const injected: string[] = [];
+  const relay = await rogueServer((victimCall, first) => {
+    const Ctor = peerWire().client;
+    const c = new Ctor(target.peerAddress, grpc.credentials.createInsecure());
+    clients.push(c);
+    const up = (c as unknown as { Sync(): grpc.ClientDuplexStream<Buffer, Buffer> }).Sync();
+    up.on('error', () => victimCall.end());
+    victimCall.on('error', () => up.cancel());
+    let fromTarget = 0;
+    up.on('data', (b: Buffer) => {
+      victimCall.write(b);
+      // after the challenge and the target's first sealed message, inject
+      if (++fromTarget === 2) {
+        const poisonBytes = encodePeerMessage(poison());
+        victimCall.write(poisonBytes);
+        injected.push('unsealed');
+        const forged = Buffer.concat([poisonBytes, Buffer.from([0x7a, 0x10]), Buffer.alloc(16, 0xab)]);
+        victimCall.write(forged);
+        injected.push('forged mac');
+      }
+    });
+    up.write(encodePeerMessage(first));
+    victimCall.on('data', (b: Buffer) => up.write(b));
+  });
+  const victim = await spawnAgent({ nodeId: 'relay-victim', peers: [`target@${relay}`] });
+  others.push(victim);
+  await waitFor('the victim to cut the relayed stream', () => /"code":"EDGE_MISO_AUTH".*a message from 'target' at [^ ]+ has a missing or wrong MAC/.test(log(victim)), 15_000).catch((err: Error) =>
+    assert.fail(`${err.message}; victim log:\n${log(victim)}`),
+  );
+  assert.ok(injected.length >= 2, 'the impostor injected');
+  // the handshake itself passed: both proofs were genuine (the relay only forwarded them)
+  assert.ok(!/failed to prove/.test(log(victim)), 'the relayed proofs verified');
+  await nothingMerged(victim);
+});
+
 /** A TCP relay that records what the dialer sends on the first connection through it. */
 async function recordingRelay(target: string): Promise<{ server: Server; address: string; recorded: Buffer[] }> {
   const recorded: Buffer[] = [];
