@@ -79,6 +79,8 @@ interface Transcript {
 export class LinkCipher {
   private sent = 0;
   private received = 0;
+  /** The counter's 8 bytes, reused (the MAC is computed synchronously). */
+  private readonly counter = Buffer.alloc(8);
 
   constructor(
     private readonly sendKey: Buffer,
@@ -91,17 +93,20 @@ export class LinkCipher {
     return role === 'dialer' ? new LinkCipher(toAcceptor, toDialer) : new LinkCipher(toDialer, toAcceptor);
   }
 
-  private static mac(key: Buffer, counter: number, body: Uint8Array): Buffer {
-    const c = Buffer.allocUnsafe(8);
-    c.writeUInt32BE(Math.floor(counter / 2 ** 32), 0);
-    c.writeUInt32BE(counter >>> 0, 4);
-    return createHmac('sha256', key).update(c).update(body).digest().subarray(0, MAC_BYTES);
+  private mac(key: Buffer, counter: number, body: Uint8Array): Buffer {
+    this.counter.writeUInt32BE(Math.floor(counter / 2 ** 32), 0);
+    this.counter.writeUInt32BE(counter >>> 0, 4);
+    return createHmac('sha256', key).update(this.counter).update(body).digest();
   }
 
   /** The encoded PeerMessage `body` with its mac field appended (still a valid PeerMessage). */
   seal(body: Buffer): Buffer {
-    const tag = LinkCipher.mac(this.sendKey, this.sent++, body);
-    return Buffer.concat([body, MAC_TRAILER_HEAD, tag], body.length + TRAILER_BYTES);
+    const tag = this.mac(this.sendKey, this.sent++, body);
+    const out = Buffer.allocUnsafe(body.length + TRAILER_BYTES);
+    body.copy(out, 0);
+    MAC_TRAILER_HEAD.copy(out, body.length);
+    tag.copy(out, body.length + MAC_TRAILER_HEAD.length, 0, MAC_BYTES);
+    return out;
   }
 
   /** The message without its mac field, or undefined when the MAC is missing or wrong. */
@@ -109,7 +114,7 @@ export class LinkCipher {
     const n = frame.length - TRAILER_BYTES;
     if (n < 0 || frame[n] !== MAC_TRAILER_HEAD[0] || frame[n + 1] !== MAC_TRAILER_HEAD[1]) return undefined;
     const body = frame.subarray(0, n);
-    const tag = LinkCipher.mac(this.recvKey, this.received, body);
+    const tag = this.mac(this.recvKey, this.received, body).subarray(0, MAC_BYTES);
     if (!timingSafeEqual(tag, frame.subarray(n + 2))) return undefined;
     this.received++;
     return body;
