@@ -13,7 +13,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import { encodePeerMessage, decodePeerMessage, peerWire } from '../../src/transport/grpc/peer-wire.js';
-import { AcceptorHandshake, DialerHandshake, type LinkCipher } from '../../src/transport/grpc/auth.js';
+import { AcceptorHandshake, DialerHandshake, HANDSHAKE_TIMEOUT_MS } from '../../src/transport/grpc/auth.js';
 import type { PeerMessage, ReceivedPeerMessage } from '../../src/sync/messages.js';
 import { getCrdtType } from '../../src/crdt/index.js';
 import { spawnAgent, TEST_SECRET, waitFor, type AgentProc } from '../harness.js';
@@ -116,6 +116,18 @@ test('rogue agent - a dialer that skips the handshake (a v1 agent, or a rogue pu
   const end = await r.ended;
   assert.equal(end.code, grpc.status.UNAUTHENTICATED);
   assert.match(end.details, /^EDGE_MISO_PEER_PROTOCOL: the dialer at .* sent 'hello' before authenticating/);
+  await nothingMerged(target);
+});
+
+test('rogue agent - a dialer that opens a stream and never proves anything is cut off at the handshake deadline', async () => {
+  const r = dial(target.peerAddress);
+  const d = new DialerHandshake(wrongKeys, 'rogue-staller', undefined, target.peerAddress);
+  r.call.write(encodePeerMessage(d.hello()));
+  const t0 = Date.now();
+  const end = await r.ended;
+  assert.equal(end.code, grpc.status.UNAUTHENTICATED);
+  assert.match(end.details, new RegExp(`^EDGE_MISO_AUTH: the dialer at .* did not complete the handshake within ${HANDSHAKE_TIMEOUT_MS} ms`));
+  assert.ok(Date.now() - t0 < HANDSHAKE_TIMEOUT_MS + 5_000, `closed after ${Date.now() - t0} ms`);
   await nothingMerged(target);
 });
 

@@ -103,7 +103,9 @@ export class OutboundPeer {
       close: () => finish('closed locally', true),
     };
     this.current = link;
-    const timer = setTimeout(() => fail({ ok: false, code: 'EDGE_MISO_AUTH', reason: `the agent at ${this.address} did not complete the handshake within ${HANDSHAKE_TIMEOUT_MS} ms` }), HANDSHAKE_TIMEOUT_MS);
+    // No challenge in time: an unreachable address as often as a stalling impostor, so this is a
+    // plain reconnect (with growing backoff), not a refusal.
+    const timer = setTimeout(() => finish(`no answer to the handshake within ${HANDSHAKE_TIMEOUT_MS} ms`, true), HANDSHAKE_TIMEOUT_MS);
     timer.unref();
     const finish = (reason: string, cancel: boolean) => {
       if (!open) return;
