@@ -15,7 +15,7 @@ import { createLogger } from './log.js';
 import type { DeadLetter, StoredPosition, TokenStore } from './tokens.js';
 
 const config = loadConfig({
-  SYNCMESH_MESH_SECRET: 'x',
+  SYNCMESH_MESH_SECRET: 'listener-unit-test-mesh-secret-32-bytes+',
   LISTENER_RETRY_BASE_MS: '2',
   LISTENER_RETRY_MAX_MS: '10',
   LISTENER_POLL_MAX_MS: '5',
@@ -228,7 +228,7 @@ test('listener - a server without change streams stops the listener with exit co
 });
 
 test('listener - stop gives up at the drain deadline without storing unacknowledged tokens', async () => {
-  const quick = loadConfig({ SYNCMESH_MESH_SECRET: 'x', LISTENER_DRAIN_TIMEOUT_MS: '50', LISTENER_BATCH_WAIT_MS: '0', LISTENER_RETRY_BASE_MS: '5', LISTENER_RETRY_MAX_MS: '10' });
+  const quick = loadConfig({ SYNCMESH_MESH_SECRET: 'listener-unit-test-mesh-secret-32-bytes+', LISTENER_DRAIN_TIMEOUT_MS: '50', LISTENER_BATCH_WAIT_MS: '0', LISTENER_RETRY_BASE_MS: '5', LISTENER_RETRY_MAX_MS: '10' });
   const server = new FakeServer();
   server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
   const tokens = new MemoryTokens();

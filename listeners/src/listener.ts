@@ -426,7 +426,13 @@ export function createListener(deps: ListenerDeps): Listener {
     tokens: deps.tokens ?? createTokenStore(client!.db(config.metaDatabase)),
     functionClient:
       deps.functionClient ??
-      createFunctionClient({ functionUrl: config.functionUrl, meshSecret: config.meshSecret, nodeId: config.nodeId, timeoutMs: config.deliveryTimeoutMs }),
+      createFunctionClient({
+        functionUrl: config.functionUrl,
+        meshSecret: config.meshSecret,
+        nodeId: config.nodeId,
+        functionNodeId: config.functionNodeId,
+        timeoutMs: config.deliveryTimeoutMs,
+      }),
     random: deps.random ?? Math.random,
     connect: deps.connect ?? (client ? () => client.connect() : async () => undefined),
   };

@@ -5,8 +5,9 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import { BSON } from 'mongodb';
-import { verifyRequest } from '@syncmesh-edge/syncmesh-fn/mesh-auth';
+import { MeshKeys, Verifier } from '@syncmesh-edge/mesh-auth';
 import type { ChangeEnvelope, ResyncReason } from '../events.js';
 
 export type StandInMode = 'ok' | 'fail' | 'hang' | 'reject';
@@ -40,7 +41,12 @@ export interface FunctionStandIn {
   close(): Promise<void>;
 }
 
-export async function startFunctionStandIn(secret: string, port = 0): Promise<FunctionStandIn> {
+/**
+ * `nodeId` is the function's node id the listener signs for; by default the host name, which is
+ * the listener's default LISTENER_NODE_ID too.
+ */
+export async function startFunctionStandIn(secret: string, port = 0, nodeId: string = hostname()): Promise<FunctionStandIn> {
+  const verifier = new Verifier({ keys: new MeshKeys(secret), nodeId });
   let mode: StandInMode = 'ok';
   const events: ChangeEnvelope[] = [];
   const resyncs: ReceivedResync[] = [];
@@ -57,10 +63,10 @@ export async function startFunctionStandIn(secret: string, port = 0): Promise<Fu
         if (status >= 300) refused++;
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
       };
-      const path = (req.url ?? '').replace(/\/+$/, '');
+      const path = (req.url ?? '').split('?')[0]!.replace(/\/+$/, '');
       if (req.method !== 'POST' || !(path.endsWith('/events') || path.endsWith('/resync'))) return reply(404, { error: `no route ${req.method} ${req.url}` });
       if (path.endsWith('/events')) attempts++;
-      const auth = verifyRequest(secret, req.headers, body);
+      const auth = verifier.verify('POST', path.endsWith('/events') ? '/events' : '/resync', req.headers, body);
       if (!auth.ok) return reply(401, { error: auth.reason });
       if (mode === 'fail') return reply(503, { error: 'stand-in told to fail' });
       if (mode === 'reject') return reply(400, { error: 'stand-in told to reject' });

@@ -65,7 +65,7 @@ async function storedToken(name: string): Promise<string | undefined> {
 }
 
 test('replication - kill -9 mid-way through 1,000 inserts, restart: every insert is delivered', async (t) => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const env = envFor('kill9', fn);
   let listener = startListener(env);
   try {
@@ -93,7 +93,7 @@ test('replication - kill -9 mid-way through 1,000 inserts, restart: every insert
 });
 
 async function outage(name: string, downUntil: (retries: () => number, startedAt: number) => boolean, t: { diagnostic(m: string): void }) {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor(name, fn));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
@@ -135,7 +135,7 @@ test('replication - function down for 30 seconds, then up: nothing lost', { skip
 });
 
 test('replication - 503 and hanging answers are retried and the token waits for the acknowledgement', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor('flaky', fn, { LISTENER_DELIVERY_TIMEOUT_MS: '300' }));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
@@ -163,7 +163,7 @@ test('replication - 503 and hanging answers are retried and the token waits for 
 });
 
 test('replication - a 4xx rejection is dead-lettered and the listener moves on', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor('reject', fn));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
@@ -188,7 +188,7 @@ test('replication - a 4xx rejection is dead-lettered and the listener moves on',
 });
 
 test('replication - SIGTERM drains the queue and exits 0', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor('drain', fn));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
