@@ -164,6 +164,21 @@ test('listener - a 4xx rejection is dead-lettered and the position advances', as
   await running;
 });
 
+test('listener - a rejected batch requests a resync of the subscribers instead of drifting silently', async () => {
+  const { server, tokens, fn, listener, running } = setup({ _data: 'T0' });
+  server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
+  fn.answer = async (call) => {
+    if (call === 1) throw new DeliveryError(ERROR_CODES.DELIVERY_REJECTED, 'POST answered 400: bad event', 400);
+  };
+  server.insert(1);
+  await until(() => fn.resyncs.length === 1, 'resync after the dead letter');
+  assert.deepEqual(fn.resyncs[0], { db: 'syncmesh', coll: 'sensor_data', reason: 'dead-letter' });
+  assert.equal(tokens.dead.length, 1);
+  assert.equal(listener.stats()[0]!.resyncs, 1);
+  await listener.stop();
+  await running;
+});
+
 test('listener - lost history restarts from now and requests a resync', async () => {
   const { server, fn, listener, running } = setup({ _data: 'gone' });
   server.failWith = (opts) => (opts.startAfter ? new MongoServerError({ ok: 0, code: 286, errmsg: 'Resume of change stream was not possible' }) : undefined);

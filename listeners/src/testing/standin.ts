@@ -10,7 +10,8 @@ import { BSON } from 'mongodb';
 import { MeshKeys, Verifier } from '@syncmesh-edge/mesh-auth';
 import type { ChangeEnvelope, ResyncReason } from '../events.js';
 
-export type StandInMode = 'ok' | 'fail' | 'hang' | 'reject';
+/** `reject-events`: 400 for /events only (a batch the function cannot take; a resync still works). */
+export type StandInMode = 'ok' | 'fail' | 'hang' | 'reject' | 'reject-events';
 
 export interface ReceivedResync {
   db: string;
@@ -69,7 +70,7 @@ export async function startFunctionStandIn(secret: string, port = 0, nodeId: str
       const auth = verifier.verify('POST', path.endsWith('/events') ? '/events' : '/resync', req.headers, body);
       if (!auth.ok) return reply(401, { error: auth.reason });
       if (mode === 'fail') return reply(503, { error: 'stand-in told to fail' });
-      if (mode === 'reject') return reply(400, { error: 'stand-in told to reject' });
+      if (mode === 'reject' || (mode === 'reject-events' && path.endsWith('/events'))) return reply(400, { error: 'stand-in told to reject' });
       if (mode === 'hang') {
         refused++;
         hanging.add(res);

@@ -5,12 +5,16 @@
  *
  * LISTENER_LONG_TESTS=1 also runs the 30-second function outage from the issue.
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoClient, type Document, type ObjectId } from 'mongodb';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { startFunctionStandIn, type FunctionStandIn } from '../../src/testing/standin.js';
-import { isStreaming, listenerUri, SECRET, startListener, waitUntil } from '../../src/testing/harness.js';
+import { isStreaming, listenerUri, MAIN_JS, SECRET, startListener, waitUntil } from '../../src/testing/harness.js';
+
+const CLI_JS = join(MAIN_JS, '..', 'cli.js');
 
 let mongo: MongoTarget;
 let client: MongoClient;
@@ -181,6 +185,49 @@ test('replication - a 4xx rejection is dead-lettered and the listener moves on',
     await coll.insertOne({ n: 2 });
     await fn.waitFor(() => fn.events.some((e) => e.doc?.['n'] === 2), 10_000, 'next insert delivered');
     assert.ok(!fn.events.some((e) => e.doc?.['n'] === 1), 'the rejected batch is not retried');
+  } finally {
+    await listener.kill('SIGTERM');
+    await fn.close();
+  }
+});
+
+test('replication - a rejected batch is resynced at once, and `cli.js replay` re-delivers it once fixed', async () => {
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
+  const env = envFor('replay', fn);
+  const listener = startListener(env);
+  try {
+    await listener.waitForLog(isStreaming, 30_000, 'stream open');
+    await fn.waitFor(() => fn.resyncs.length === 1, 10_000, 'the first-start resync');
+    const coll = client.db('lt_replay').collection('sensor_data');
+    fn.setMode('reject-events');
+    await coll.insertOne({ n: 1 });
+    // The subscribers missed n: 1; the listener asks for a snapshot instead of drifting.
+    await fn.waitFor(() => fn.resyncs.some((r) => r.reason === 'dead-letter'), 10_000, 'a dead-letter resync');
+    const dead = client.db('lt_replay_meta').collection('listener_dead_letters');
+    assert.equal(await dead.countDocuments({ kind: 'events' }), 1);
+    fn.setMode('ok');
+
+    // The cause is fixed: replay the dead letter with the same environment as the listener.
+    // Asynchronously: the stand-in answering it lives in this process.
+    const run = (args: string[]) =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [CLI_JS, ...args], { env: { PATH: process.env['PATH'] ?? '', SYNCMESH_MESH_SECRET: SECRET, ...env }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) =>
+          resolve({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+        );
+      });
+    const listed = await run(['dead-letters']);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.equal(JSON.parse(listed.stdout).letters.length, 1);
+    const replayed = await run(['replay']);
+    assert.equal(replayed.status, 0, `${replayed.stderr}${replayed.stdout}`);
+    const summary = JSON.parse(replayed.stdout);
+    assert.equal(summary.replayed, 1);
+    assert.deepEqual(summary.resynced, ['lt_replay.sensor_data']);
+    assert.ok(fn.events.some((e) => e.doc?.['n'] === 1), 'the rejected event arrived');
+    assert.ok(fn.resyncs.some((r) => r.reason === 'replay'), 'followed by a resync to the current state');
+    assert.ok((await dead.findOne({ kind: 'events' }))?.['replayedAt'] instanceof Date);
+    const again = JSON.parse((await run(['replay'])).stdout);
+    assert.equal(again.replayed, 0, 'a replayed letter is not sent twice');
   } finally {
     await listener.kill('SIGTERM');
     await fn.close();
