@@ -381,6 +381,8 @@ class Sender {
       if (res.status === 413 && batches.length > 1) {
         this.maxBatches = Math.max(1, Math.floor(batches.length / 2));
         this.deps.log.warn({ subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches }, 'subscriber refused the request as too large; sending fewer batches per request');
+        // Not a failure of the subscriber: send again at once, without backing off.
+        return true;
       }
       if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${res.text.slice(0, 200)}`);
     } catch (err) {
