@@ -185,6 +185,13 @@ export function buildApp(deps: AppDeps): App {
     res.end(payload);
   }
 
+  /** A refused signature: logged (who claims to send it, where, why; never the signature) and answered 401. */
+  function refused(req: IncomingMessage, path: string, reason: string): SyncmeshError {
+    const origin = req.headers['x-syncmesh-origin'];
+    httpLog.warn({ path, claimedOrigin: typeof origin === 'string' ? origin.slice(0, 64) : undefined, remote: req.socket.remoteAddress, reason }, 'refused a mesh-signed request');
+    return new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `bad mesh signature: ${reason}`);
+  }
+
   /**
    * Step 1 of a signed request, before a byte of the body is read: the headers (scheme, clock,
    * target = this node, nonce not seen). Undefined for an unsigned request.
@@ -195,7 +202,7 @@ export function buildApp(deps: AppDeps): App {
       throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', 'this node has no mesh secret configured, so it cannot accept signed requests');
     }
     const verdict = auth.verifier.checkHeaders(req.method ?? 'POST', path, req.headers);
-    if (!verdict.ok) throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `bad mesh signature: ${verdict.reason}`);
+    if (!verdict.ok) throw refused(req, path, verdict.reason);
     return verdict.pending;
   }
 
@@ -207,7 +214,7 @@ export function buildApp(deps: AppDeps): App {
     // v1 (deprecated, behind SYNCMESH_AUTH_ACCEPT_V1) signed the decompressed body.
     const body = pending.version === 'v1' ? await decode(raw, encoding, maxBytes) : raw;
     const verdict = auth.verifier!.verifyBody(pending, body);
-    if (!verdict.ok) throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `bad mesh signature: ${verdict.reason}`);
+    if (!verdict.ok) throw refused(req, routeOf(req.url), verdict.reason);
     return { body: pending.version === 'v1' ? body : await decode(raw, encoding, maxBytes), signedBy: verdict.version === 'v2' ? verdict.origin : undefined, version: verdict.version };
   }
 

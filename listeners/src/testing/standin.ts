@@ -30,6 +30,8 @@ export interface FunctionStandIn {
   readonly refused: number;
   /** Number of /events requests seen, acknowledged or not. */
   readonly attempts: number;
+  /** Every x-syncmesh-signature value received (for the no-signatures-in-logs test). */
+  readonly signatures: string[];
   /** Called with each acknowledged batch and the time it arrived (for latency measurements). */
   onEvents?: (events: ChangeEnvelope[], atMs: number) => void;
   setMode(mode: StandInMode): void;
@@ -54,6 +56,7 @@ export async function startFunctionStandIn(secret: string, port = 0, nodeId: str
   const hanging = new Set<ServerResponse>();
   let refused = 0;
   let attempts = 0;
+  const signatures: string[] = [];
 
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -67,6 +70,8 @@ export async function startFunctionStandIn(secret: string, port = 0, nodeId: str
       const path = (req.url ?? '').split('?')[0]!.replace(/\/+$/, '');
       if (req.method !== 'POST' || !(path.endsWith('/events') || path.endsWith('/resync'))) return reply(404, { error: `no route ${req.method} ${req.url}` });
       if (path.endsWith('/events')) attempts++;
+      const sig = req.headers['x-syncmesh-signature'];
+      if (typeof sig === 'string') signatures.push(sig);
       const auth = verifier.verify('POST', path.endsWith('/events') ? '/events' : '/resync', req.headers, body);
       if (!auth.ok) return reply(401, { error: auth.reason });
       if (mode === 'fail') return reply(503, { error: 'stand-in told to fail' });
@@ -111,6 +116,7 @@ export async function startFunctionStandIn(secret: string, port = 0, nodeId: str
     port: boundPort,
     events,
     resyncs,
+    signatures,
     get refused() {
       return refused;
     },

@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import { MongoClient, type Document, type ObjectId } from 'mongodb';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { startFunctionStandIn, type FunctionStandIn } from '../../src/testing/standin.js';
@@ -232,6 +233,35 @@ test('replication - a rejected batch is resynced at once, and `cli.js replay` re
     await listener.kill('SIGTERM');
     await fn.close();
   }
+});
+
+test('logs - a debug-level listener logs no secret, key or signature, also when deliveries fail', async () => {
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
+  const listener = startListener(envFor('logs', fn));
+  try {
+    await listener.waitForLog(isStreaming, 30_000, 'stream open');
+    const coll = client.db('lt_logs').collection('sensor_data');
+    await coll.insertOne({ n: 1 });
+    await fn.waitFor(() => fn.events.length === 1, 10_000, 'first delivery');
+    fn.setMode('fail');
+    await coll.insertOne({ n: 2 });
+    await listener.waitForLog((l) => l.msg === 'delivery state: function-unavailable', 10_000, 'a failing delivery');
+    fn.setMode('reject-events');
+    await fn.waitFor(() => fn.resyncs.some((r) => r.reason === 'dead-letter'), 10_000, 'a dead letter and its resync');
+    fn.setMode('ok');
+    await coll.insertOne({ n: 3 });
+    await fn.waitFor(() => fn.events.some((e) => e.doc?.['n'] === 3), 10_000, 'delivering again');
+  } finally {
+    await listener.kill('SIGTERM');
+    await fn.close();
+  }
+  const text = listener.lines.map((l) => JSON.stringify(l)).join('\n');
+  assert.ok(listener.lines.filter((l) => l.level === 20).length > 0, 'debug lines were logged');
+  assert.ok(fn.signatures.length >= 4, `signatures seen: ${fn.signatures.length}`);
+  for (const sig of new Set(fn.signatures)) assert.ok(!text.includes(sig.slice(3)), 'a signature is in the log');
+  assert.doesNotMatch(text, /v[12]=[0-9a-f]{64}/);
+  const key = new MeshKeys(SECRET).keyFor('node-a', 'http');
+  for (const s of [SECRET, Buffer.from(SECRET).toString('base64'), key.toString('hex'), key.toString('base64')]) assert.ok(!text.includes(s), 'the secret or its key is in the log');
 });
 
 test('replication - SIGTERM drains the queue and exits 0', async () => {

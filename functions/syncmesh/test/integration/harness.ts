@@ -4,6 +4,7 @@
  * one database prefix per node).
  */
 import { once } from 'node:events';
+import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
@@ -25,11 +26,15 @@ export function nodeIdOf(url: string): string {
 
 /** v2 signature headers for a POST of `body` to `url` (the receiver is `target`, by default the node at `url`). */
 export function signFor(url: string, body: Uint8Array | string, opts: { secret?: string; target?: string; origin?: string; contentEncoding?: string; nowMs?: number } = {}): Record<string, string> {
-  return signV2(
+  const headers = signV2(
     new MeshKeys(opts.secret ?? MESH_SECRET),
     { method: 'POST', path: routeOf(new URL(url).pathname), origin: opts.origin ?? 'test-client', target: opts.target ?? nodeIdOf(url), body, contentEncoding: opts.contentEncoding },
     opts.nowMs === undefined ? {} : { nowMs: opts.nowMs },
   );
+  // The no-secrets-in-logs test greps a whole run's logs for every signature that was sent.
+  const wire = process.env['SYNCMESH_TEST_WIRE_FILE'];
+  if (wire) appendFileSync(wire, `${headers['x-syncmesh-signature']}\n`);
+  return headers;
 }
 
 export interface TestNode {
