@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,4 +57,5 @@ test('logs - a debug-level run of the attack and replication suites logs no secr
     secrets.push(keys.keyFor(id, 'http').toString('hex'), keys.keyFor(id, 'http').toString('base64'));
   }
   for (const s of secrets) assert.ok(!output.includes(s), `a secret or derived key is in the log (${logFile})`);
+  rmSync(dir, { recursive: true, force: true }); // kept only when an assertion failed, for inspection
 });
