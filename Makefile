@@ -114,6 +114,10 @@ miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO
 listener: build ## Run the change-stream listener with MONGODB_URI, SYNCMESH_MESH_SECRET etc. from the environment.
 	node listeners/dist/src/main.js
 
+.PHONY: listener-replay
+listener-replay: build ## Re-deliver the listener's dead letters (same environment as `make listener`; ARGS="--dry-run", "--ns db.coll", "--id <id>").
+	node listeners/dist/src/cli.js replay $(ARGS)
+
 ################################################################################
 # Local emulated mesh (scenarios/mesh; see its README)
 ################################################################################

@@ -7,7 +7,8 @@
  * - resync: the server cannot resume from the stored token; restart the stream from now and
  *           ask the function for a full resync.
  * - reject: the function refused the batch itself for good (4xx other than 401, 403, 404,
- *           408, 429); dead-letter it and move on.
+ *           408, 429); dead-letter it, request a `dead-letter` resync so the subscribers do not
+ *           drift (listener.ts), and move on. `replay` (cli.ts) re-delivers dead letters.
  * - fatal:  retrying cannot help (not a replica set, authentication, bad arguments, a bug in
  *           the listener); exit with `exitCode` and a message that says how to fix it.
  */

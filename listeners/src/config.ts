@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { checkNodeId, MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
 import { ERROR_CODES, ListenerError } from './errors.js';
 
 export const DEFAULT_MONGODB_URI = 'mongodb://127.0.0.1:27017/';
@@ -46,6 +47,7 @@ const EnvSchema = z
     SYNCMESH_MESH_SECRET: z.string().optional(),
     SYNCMESH_MESH_SECRET_FILE: z.string().default(DEFAULT_MESH_SECRET_FILE),
     LISTENER_NODE_ID: z.string().trim().min(1).optional(),
+    LISTENER_FUNCTION_NODE_ID: z.string().trim().min(1).optional(),
     LISTENER_BATCH_SIZE: int(1, 10_000).default(DEFAULT_BATCH_SIZE),
     LISTENER_BATCH_WAIT_MS: int(0, 60_000).default(DEFAULT_BATCH_WAIT_MS),
     LISTENER_QUEUE_MAX: int(1, 1_000_000).default(DEFAULT_QUEUE_MAX),
@@ -67,6 +69,11 @@ export interface ListenerConfig {
   readonly functionUrl: string;
   readonly meshSecret: string;
   readonly nodeId: string;
+  /**
+   * Node id of the function the listener delivers to (its SYNCMESH_NODE_ID): requests are
+   * signed for this id and verify nowhere else. Defaults to `nodeId` (same node).
+   */
+  readonly functionNodeId: string;
   readonly batchSize: number;
   readonly batchWaitMs: number;
   readonly queueMax: number;
@@ -118,6 +125,18 @@ export function loadConfig(
   if (!secret) {
     throw configError(`the mesh secret is empty: fill ${e.SYNCMESH_MESH_SECRET_FILE} or set SYNCMESH_MESH_SECRET`);
   }
+  if (Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES) {
+    throw configError(`the mesh secret has ${Buffer.byteLength(secret, 'utf8')} bytes; at least ${MIN_SECRET_BYTES} are required (generate one with: openssl rand -hex 32)`);
+  }
+  const nodeId = e.LISTENER_NODE_ID ?? hostname();
+  const functionNodeId = e.LISTENER_FUNCTION_NODE_ID ?? nodeId;
+  for (const [name, id] of [['LISTENER_NODE_ID', nodeId], ['LISTENER_FUNCTION_NODE_ID', functionNodeId]] as const) {
+    try {
+      checkNodeId(id);
+    } catch (err) {
+      throw new ListenerError(ERROR_CODES.CONFIG, `invalid listener configuration: ${name} '${id.slice(0, 80)}' is not a valid node id (letters, digits and ._:- only, at most 64)`, { cause: err });
+    }
+  }
 
   const collections = [...new Set(e.LISTENER_COLLECTIONS.split(',').map((c) => c.trim()).filter(Boolean))];
   if (collections.length === 0) throw configError('LISTENER_COLLECTIONS names no collection');
@@ -137,7 +156,8 @@ export function loadConfig(
     metaDatabase: e.LISTENER_META_DATABASE,
     functionUrl: e.SYNCMESH_FUNCTION_URL.replace(/\/+$/, ''),
     meshSecret: secret,
-    nodeId: e.LISTENER_NODE_ID ?? hostname(),
+    nodeId,
+    functionNodeId,
     batchSize: e.LISTENER_BATCH_SIZE,
     batchWaitMs: e.LISTENER_BATCH_WAIT_MS,
     queueMax: e.LISTENER_QUEUE_MAX,

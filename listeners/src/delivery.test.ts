@@ -8,7 +8,7 @@ import { DeliveryError, ERROR_CODES } from './errors.js';
 import type { ChangeEnvelope } from './events.js';
 import { startFunctionStandIn } from './testing/standin.js';
 
-const secret = 'unit-secret';
+const secret = 'unit-test-mesh-secret-of-at-least-32-bytes';
 const event = (n: number): ChangeEnvelope => ({
   token: { _data: `82${n}` },
   op: 'insert',
@@ -19,7 +19,7 @@ const event = (n: number): ChangeEnvelope => ({
 });
 
 test('delivery - a signed batch is accepted and arrives with ObjectId and Date intact', async () => {
-  const fn = await startFunctionStandIn(secret);
+  const fn = await startFunctionStandIn(secret, 0, 'node-a');
   try {
     const client = createFunctionClient({ functionUrl: fn.url, meshSecret: secret, nodeId: 'node-a', timeoutMs: 2_000 });
     const res = await client.postEvents([event(1), event(2)]);
@@ -34,9 +34,9 @@ test('delivery - a signed batch is accepted and arrives with ObjectId and Date i
 });
 
 test('delivery - a wrong secret is a 401 that carries the function message', async () => {
-  const fn = await startFunctionStandIn(secret);
+  const fn = await startFunctionStandIn(secret, 0, 'n');
   try {
-    const client = createFunctionClient({ functionUrl: fn.url, meshSecret: 'wrong', nodeId: 'n', timeoutMs: 2_000 });
+    const client = createFunctionClient({ functionUrl: fn.url, meshSecret: 'wrong-mesh-secret-but-32-bytes-long!', nodeId: 'n', timeoutMs: 2_000 });
     await assert.rejects(client.postEvents([event(1)]), (err: DeliveryError) => {
       assert.equal(err.code, ERROR_CODES.DELIVERY_FAILED, 'retried: a configuration problem, not a bad batch');
       assert.equal(err.status, 401);
@@ -49,7 +49,7 @@ test('delivery - a wrong secret is a 401 that carries the function message', asy
 });
 
 test('delivery - 503, refused connections and timeouts are delivery failures', async () => {
-  const fn = await startFunctionStandIn(secret);
+  const fn = await startFunctionStandIn(secret, 0, 'n');
   const client = createFunctionClient({ functionUrl: fn.url, meshSecret: secret, nodeId: 'n', timeoutMs: 300 });
   try {
     fn.setMode('fail');
@@ -80,7 +80,7 @@ test('delivery - a 2xx without a JSON body still acknowledges', async () => {
 });
 
 test('delivery - a 400 is a rejection of the batch', async () => {
-  const fn = await startFunctionStandIn(secret);
+  const fn = await startFunctionStandIn(secret, 0, 'n');
   try {
     fn.setMode('reject');
     const client = createFunctionClient({ functionUrl: fn.url, meshSecret: secret, nodeId: 'n', timeoutMs: 2_000 });

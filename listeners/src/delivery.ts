@@ -5,11 +5,13 @@
  *   POST {functionUrl}/events   {"source":{"node":...},"events":[...]}   -> 2xx {"applied": n}
  *   POST {functionUrl}/resync   {"db","coll","reason"}                   -> 2xx
  *
- * Bodies are relaxed EJSON (ObjectId, Date survive) and signed with the mesh secret
- * (x-syncmesh-timestamp / x-syncmesh-signature, see @syncmesh-edge/syncmesh-fn/mesh-auth).
+ * Bodies are relaxed EJSON (ObjectId, Date survive), signed with protocol v2 of
+ * @syncmesh-edge/mesh-auth for the function's node id (lib/mesh-auth/README.md): method, path,
+ * origin, target, timestamp, a fresh nonce and the body, so a captured delivery can be neither
+ * replayed nor sent to another endpoint or node.
  */
 import { BSON } from 'mongodb';
-import { signRequest } from '@syncmesh-edge/syncmesh-fn/mesh-auth';
+import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
 import { classifyError } from './classify.js';
 import { DeliveryError, ERROR_CODES, squashError } from './errors.js';
 import type { ChangeEnvelope, ResyncReason } from './events.js';
@@ -20,7 +22,10 @@ const MAX_ERROR_BODY_CHARS = 2_000;
 export interface FunctionClientOptions {
   functionUrl: string;
   meshSecret: string;
+  /** This node's id: `source.node` and the signature's origin. */
   nodeId: string;
+  /** The function's node id (the signature's target); defaults to `nodeId`. */
+  functionNodeId?: string;
   timeoutMs: number;
 }
 
@@ -63,7 +68,9 @@ function messageOf(text: string): string {
 }
 
 export function createFunctionClient(opts: FunctionClientOptions): FunctionClient {
-  async function post(path: string, body: string, signal?: AbortSignal): Promise<DeliveryResult> {
+  const keys = new MeshKeys(opts.meshSecret);
+  const target = opts.functionNodeId ?? opts.nodeId;
+  async function post(path: '/events' | '/resync', body: string, signal?: AbortSignal): Promise<DeliveryResult> {
     const url = `${opts.functionUrl}${path}`;
     const deadline = AbortSignal.timeout(opts.timeoutMs);
     const combined = signal ? AbortSignal.any([deadline, signal]) : deadline;
@@ -72,7 +79,7 @@ export function createFunctionClient(opts: FunctionClientOptions): FunctionClien
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...signRequest(opts.meshSecret, body) },
+        headers: { 'content-type': 'application/json', ...signV2(keys, { method: 'POST', path, origin: opts.nodeId, target, body }) },
         body,
         signal: combined,
       });

@@ -26,7 +26,11 @@ export interface ChangeEnvelope {
 }
 
 /** Why the listener asks the function for a full resync of one collection. */
-export type ResyncReason = 'history-lost' | 'malformed-update' | 'collection-dropped' | 'no-position';
+/**
+ * Why a resync is requested (listeners/README.md, "Resync"). `dead-letter`: the function
+ * rejected a batch of events; `replay`: dead letters were re-delivered by `cli.js replay`.
+ */
+export type ResyncReason = 'history-lost' | 'malformed-update' | 'collection-dropped' | 'no-position' | 'dead-letter' | 'replay';
 
 export type Normalised =
   /** A replication event for the function. */

@@ -9,6 +9,8 @@ export type { Listener, CollectionStats, StreamLike, OpenStream, OpenStreamOptio
 export { normaliseChange } from './events.js';
 export type { ChangeEnvelope, ChangeOp, Normalised, ResumeToken, ResyncReason } from './events.js';
 export { createFunctionClient, encodeEvents } from './delivery.js';
+export { replayDeadLetters } from './replay.js';
+export type { ReplayOptions, ReplaySummary, ReplayedLetter } from './replay.js';
 export type { FunctionClient, ResyncRequest, DeliveryResult } from './delivery.js';
 export { createTokenStore, STATE_COLLECTION, DEAD_LETTER_COLLECTION } from './tokens.js';
 export type { TokenStore, StoredPosition, DeadLetter } from './tokens.js';

@@ -15,7 +15,7 @@ import { createLogger } from './log.js';
 import type { DeadLetter, StoredPosition, TokenStore } from './tokens.js';
 
 const config = loadConfig({
-  SYNCMESH_MESH_SECRET: 'x',
+  SYNCMESH_MESH_SECRET: 'listener-unit-test-mesh-secret-32-bytes+',
   LISTENER_RETRY_BASE_MS: '2',
   LISTENER_RETRY_MAX_MS: '10',
   LISTENER_POLL_MAX_MS: '5',
@@ -164,6 +164,21 @@ test('listener - a 4xx rejection is dead-lettered and the position advances', as
   await running;
 });
 
+test('listener - a rejected batch requests a resync of the subscribers instead of drifting silently', async () => {
+  const { server, tokens, fn, listener, running } = setup({ _data: 'T0' });
+  server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
+  fn.answer = async (call) => {
+    if (call === 1) throw new DeliveryError(ERROR_CODES.DELIVERY_REJECTED, 'POST answered 400: bad event', 400);
+  };
+  server.insert(1);
+  await until(() => fn.resyncs.length === 1, 'resync after the dead letter');
+  assert.deepEqual(fn.resyncs[0], { db: 'syncmesh', coll: 'sensor_data', reason: 'dead-letter' });
+  assert.equal(tokens.dead.length, 1);
+  assert.equal(listener.stats()[0]!.resyncs, 1);
+  await listener.stop();
+  await running;
+});
+
 test('listener - lost history restarts from now and requests a resync', async () => {
   const { server, fn, listener, running } = setup({ _data: 'gone' });
   server.failWith = (opts) => (opts.startAfter ? new MongoServerError({ ok: 0, code: 286, errmsg: 'Resume of change stream was not possible' }) : undefined);
@@ -228,7 +243,7 @@ test('listener - a server without change streams stops the listener with exit co
 });
 
 test('listener - stop gives up at the drain deadline without storing unacknowledged tokens', async () => {
-  const quick = loadConfig({ SYNCMESH_MESH_SECRET: 'x', LISTENER_DRAIN_TIMEOUT_MS: '50', LISTENER_BATCH_WAIT_MS: '0', LISTENER_RETRY_BASE_MS: '5', LISTENER_RETRY_MAX_MS: '10' });
+  const quick = loadConfig({ SYNCMESH_MESH_SECRET: 'listener-unit-test-mesh-secret-32-bytes+', LISTENER_DRAIN_TIMEOUT_MS: '50', LISTENER_BATCH_WAIT_MS: '0', LISTENER_RETRY_BASE_MS: '5', LISTENER_RETRY_MAX_MS: '10' });
   const server = new FakeServer();
   server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
   const tokens = new MemoryTokens();

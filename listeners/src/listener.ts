@@ -312,6 +312,10 @@ class CollectionListener {
       if (res) {
         this.counts.acknowledged += events.length;
         this.log.debug({ events: events.length, applied: res.applied }, 'batch acknowledged');
+      } else if (!reasons.includes('dead-letter')) {
+        // The subscribers missed these events: a snapshot brings them level again (the dead
+        // letter stays for inspection and `replay`). A rejected resync is not resynced again.
+        reasons.push('dead-letter');
       }
     }
     // A resync snapshots the current state, so it covers the events of this batch too; it is
@@ -426,7 +430,13 @@ export function createListener(deps: ListenerDeps): Listener {
     tokens: deps.tokens ?? createTokenStore(client!.db(config.metaDatabase)),
     functionClient:
       deps.functionClient ??
-      createFunctionClient({ functionUrl: config.functionUrl, meshSecret: config.meshSecret, nodeId: config.nodeId, timeoutMs: config.deliveryTimeoutMs }),
+      createFunctionClient({
+        functionUrl: config.functionUrl,
+        meshSecret: config.meshSecret,
+        nodeId: config.nodeId,
+        functionNodeId: config.functionNodeId,
+        timeoutMs: config.deliveryTimeoutMs,
+      }),
     random: deps.random ?? Math.random,
     connect: deps.connect ?? (client ? () => client.connect() : async () => undefined),
   };

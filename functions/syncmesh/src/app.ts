@@ -8,10 +8,11 @@ import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import type { MongoClient } from 'mongodb';
 import type { Logger } from 'pino';
+import { hasSignatureHeaders, type Pending } from '@syncmesh-edge/mesh-auth';
 import type { Config } from './config.js';
 import { SyncmeshError } from './errors.js';
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyRequest } from './mesh/auth.js';
 import { NodeRegistry } from './mesh/registry.js';
+import { MeshAuth } from './mesh/signing.js';
 import { parseEnvelope } from './request.js';
 import { ReplicationService } from './replication/service.js';
 import { errorBody, SyncmeshService, type Reply } from './service.js';
@@ -21,6 +22,10 @@ const gunzip = promisify(gunzipCb);
 
 /** How long /readyz waits for the database. */
 const READY_PING_TIMEOUT_MS = 1_000;
+/** Signed node-to-node bodies (replication batches) may be this many times SYNCMESH_MAX_BODY_BYTES. */
+const SIGNED_BODY_FACTOR = 16;
+/** How long the rest of a refused body is read (and thrown away) before the connection is closed. */
+const DISCARD_TIMEOUT_MS = 10_000;
 
 export interface AppDeps {
   config: Config;
@@ -34,9 +39,15 @@ export interface App {
   service: SyncmeshService;
   registry: NodeRegistry;
   replication: ReplicationService;
+  auth: MeshAuth;
 }
 
-type Auth = { signed: boolean };
+/** A verified request: who signed it (undefined = unsigned) and its decoded body. */
+interface Received {
+  body: Buffer;
+  signedBy: string | undefined;
+  version: 'v1' | 'v2' | undefined;
+}
 
 /** Path without the faasd gateway prefix (/function/<name>) and without the query string. */
 export function routeOf(url: string | undefined): string {
@@ -45,40 +56,111 @@ export function routeOf(url: string | undefined): string {
   return stripped === '' ? '/' : stripped.replace(/\/+$/, '') || '/';
 }
 
-async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
-      throw new SyncmeshError('EDGE_SYNCMESH_BODY_TOO_LARGE', `the body is larger than ${maxBytes} bytes`, { details: { allowed: `at most ${maxBytes} bytes` } });
-    }
-    chunks.push(chunk as Buffer);
-  }
-  const raw = Buffer.concat(chunks);
+function tooLarge(maxBytes: number, what = 'the body'): SyncmeshError {
+  return new SyncmeshError('EDGE_SYNCMESH_BODY_TOO_LARGE', `${what} is larger than ${maxBytes} bytes`, { details: { allowed: `at most ${maxBytes} bytes` } });
+}
+
+/** The content-encoding, checked before anything is read. */
+function encodingOf(req: IncomingMessage): 'identity' | 'gzip' {
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-  if (encoding === 'identity') return raw;
-  if (encoding !== 'gzip') {
+  if (encoding !== 'identity' && encoding !== 'gzip') {
     throw new SyncmeshError('EDGE_SYNCMESH_BAD_ENCODING', `content-encoding '${encoding}' is not supported`, { details: { allowed: ['identity', 'gzip'] } });
   }
+  return encoding;
+}
+
+/**
+ * Reads the raw body (as sent, still compressed), at most `maxBytes`. A declared length above
+ * the cap is refused before reading. On refusal the stream is paused, not destroyed: the
+ * server reads the rest and throws it away, so a client that sends its whole body before
+ * reading (Python's urllib) gets the 413 instead of a connection reset.
+ */
+function readRaw(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge(maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        cleanup();
+        req.pause();
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(new SyncmeshError('EDGE_SYNCMESH_BAD_REQUEST', 'the request body could not be read to its end', { cause: err }));
+    };
+    const onAborted = () => onError(new Error('the client closed the connection'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}
+
+async function decode(raw: Buffer, encoding: 'identity' | 'gzip', maxBytes: number): Promise<Buffer> {
+  if (encoding === 'identity') return raw;
   try {
     return await gunzip(raw, { maxOutputLength: maxBytes });
   } catch (err) {
-    const tooLarge = (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || /too large|exceeds/i.test((err as Error).message);
-    if (tooLarge) {
-      throw new SyncmeshError('EDGE_SYNCMESH_BODY_TOO_LARGE', `the decompressed body is larger than ${maxBytes} bytes`, { details: { allowed: `at most ${maxBytes} bytes` } });
-    }
+    const big = (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || /too large|exceeds/i.test((err as Error).message);
+    if (big) throw tooLarge(maxBytes, 'the decompressed body');
     throw new SyncmeshError('EDGE_SYNCMESH_BAD_ENCODING', 'the body is not valid gzip', { cause: err });
   }
+}
+
+/**
+ * Reads and throws away what is left of a refused request, at most `maxBytes` and for at most
+ * DISCARD_TIMEOUT_MS; resolves when the request ended or either bound was hit (the connection
+ * is then closed, which may reset it).
+ */
+function discardRest(req: IncomingMessage, maxBytes: number): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = () => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      resolve();
+    };
+    const onData = (c: Buffer) => {
+      seen += c.length;
+      if (seen > maxBytes) done();
+    };
+    const timer = setTimeout(done, DISCARD_TIMEOUT_MS);
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('close', done);
+    req.once('error', done);
+    req.resume();
+  });
 }
 
 export function buildApp(deps: AppDeps): App {
   const { config, client, log } = deps;
   const registry = new NodeRegistry(client.db(config.metaDatabase));
-  const replication = new ReplicationService({ config, client, registry, log: log.child({ module: 'replication' }) });
-  const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }) });
+  const auth = new MeshAuth({ secret: config.meshSecret, nodeId: config.nodeId, windowMs: config.replayWindowMs, acceptV1: config.acceptV1, registry });
+  const replication = new ReplicationService({ config, client, registry, log: log.child({ module: 'replication' }), auth });
+  const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), auth });
   const httpLog = log.child({ module: 'http' });
+  if (config.acceptV1) httpLog.warn('SYNCMESH_AUTH_ACCEPT_V1 is on: deprecated v1 signatures (replayable, not bound to a node) are accepted; turn it off once every node signs v2');
 
+  /** Writes the answer; ends it at once, or after the rest of a refused body was read. */
   async function send(req: IncomingMessage, res: ServerResponse, reply: Reply): Promise<void> {
     const json = JSON.stringify(reply.body);
     const acceptsGzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
@@ -89,24 +171,56 @@ export function buildApp(deps: AppDeps): App {
       headers['content-encoding'] = 'gzip';
     }
     headers['content-length'] = Buffer.byteLength(payload);
+    if (!req.complete) {
+      // A refused body: answer now (a client reading early gets it at once), then read the
+      // rest so that a client still sending does not see a reset, then close.
+      headers['connection'] = 'close';
+      res.writeHead(reply.status, headers);
+      res.write(payload);
+      await discardRest(req, config.maxDiscardBytes);
+      res.end();
+      return;
+    }
     res.writeHead(reply.status, headers);
     res.end(payload);
   }
 
-  function authOf(req: IncomingMessage, body: Buffer): Auth {
-    const present = req.headers[SIGNATURE_HEADER] !== undefined || req.headers[TIMESTAMP_HEADER] !== undefined;
-    if (!present) return { signed: false };
-    if (!config.meshSecret) {
+  /** A refused signature: logged (who claims to send it, where, why; never the signature) and answered 401. */
+  function refused(req: IncomingMessage, path: string, reason: string): SyncmeshError {
+    const origin = req.headers['x-syncmesh-origin'];
+    httpLog.warn({ path, claimedOrigin: typeof origin === 'string' ? origin.slice(0, 64) : undefined, remote: req.socket.remoteAddress, reason }, 'refused a mesh-signed request');
+    return new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `bad mesh signature: ${reason}`);
+  }
+
+  /**
+   * Step 1 of a signed request, before a byte of the body is read: the headers (scheme, clock,
+   * target = this node, nonce not seen). Undefined for an unsigned request.
+   */
+  function checkSignatureHeaders(req: IncomingMessage, path: string): Pending | undefined {
+    if (!hasSignatureHeaders(req.headers)) return undefined;
+    if (!auth.verifier) {
       throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', 'this node has no mesh secret configured, so it cannot accept signed requests');
     }
-    const verdict = verifyRequest(config.meshSecret, req.headers, body, { replayWindowMs: config.replayWindowMs });
-    if (!verdict.ok) throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `bad mesh signature: ${verdict.reason}`);
-    return { signed: true };
+    const verdict = auth.verifier.checkHeaders(req.method ?? 'POST', path, req.headers);
+    if (!verdict.ok) throw refused(req, path, verdict.reason);
+    return verdict.pending;
+  }
+
+  /** Step 2: the raw body, bounded; the MAC over it as sent (v2) before any gunzip. */
+  async function receive(req: IncomingMessage, pending: Pending | undefined, maxBytes: number): Promise<Received> {
+    const encoding = encodingOf(req);
+    const raw = await readRaw(req, maxBytes);
+    if (!pending) return { body: await decode(raw, encoding, maxBytes), signedBy: undefined, version: undefined };
+    // v1 (deprecated, behind SYNCMESH_AUTH_ACCEPT_V1) signed the decompressed body.
+    const body = pending.version === 'v1' ? await decode(raw, encoding, maxBytes) : raw;
+    const verdict = auth.verifier!.verifyBody(pending, body);
+    if (!verdict.ok) throw refused(req, routeOf(req.url), verdict.reason);
+    return { body: pending.version === 'v1' ? body : await decode(raw, encoding, maxBytes), signedBy: verdict.version === 'v2' ? verdict.origin : undefined, version: verdict.version };
   }
 
   async function handleQuery(req: IncomingMessage): Promise<Reply> {
-    const body = await readBody(req, config.maxBodyBytes);
-    const auth = authOf(req, body);
+    const pending = checkSignatureHeaders(req, '/');
+    const { body, version } = await receive(req, pending, config.maxBodyBytes);
     let json: unknown;
     try {
       json = JSON.parse(body.toString('utf8'));
@@ -115,16 +229,17 @@ export function buildApp(deps: AppDeps): App {
         details: { allowed: 'a JSON object {query, variables, database, collection, request_type, external_nodes, use_meta_data, radius}' },
       });
     }
-    return service.handle(parseEnvelope(json, config), auth.signed);
+    return service.handle(parseEnvelope(json, config), version !== undefined);
   }
 
-  /** Node-to-node and listener endpoints: signed JSON only. */
-  async function handleSigned(req: IncomingMessage, handler: (text: string) => Promise<Record<string, unknown>>): Promise<Reply> {
-    const body = await readBody(req, config.maxBodyBytes * 16);
-    if (!authOf(req, body).signed) {
-      throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `${routeOf(req.url)} accepts only requests signed with the mesh secret`);
+  /** Node-to-node and listener endpoints: signed JSON only, refused before the body is read otherwise. */
+  async function handleSigned(req: IncomingMessage, path: string, handler: (text: string, signedBy: string | undefined) => Promise<Record<string, unknown>>): Promise<Reply> {
+    const pending = checkSignatureHeaders(req, path);
+    if (!pending) {
+      throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `${path} accepts only requests signed with the mesh secret`);
     }
-    return { status: 200, body: await handler(body.toString('utf8')) };
+    const { body, signedBy } = await receive(req, pending, config.maxBodyBytes * SIGNED_BODY_FACTOR);
+    return { status: 200, body: await handler(body.toString('utf8'), signedBy) };
   }
 
   async function ready(): Promise<Reply> {
@@ -147,9 +262,9 @@ export function buildApp(deps: AppDeps): App {
       }
       return handleQuery(req);
     }
-    if (method === 'POST' && path === '/events') return handleSigned(req, (t) => replication.handleEvents(t));
-    if (method === 'POST' && path === '/resync') return handleSigned(req, (t) => replication.handleResync(t));
-    if (method === 'POST' && path === '/replicate') return handleSigned(req, (t) => replication.handleReplicate(t));
+    if (method === 'POST' && path === '/events') return handleSigned(req, path, (t) => replication.handleEvents(t));
+    if (method === 'POST' && path === '/resync') return handleSigned(req, path, (t) => replication.handleResync(t));
+    if (method === 'POST' && path === '/replicate') return handleSigned(req, path, (t, by) => replication.handleReplicate(t, by));
     throw new SyncmeshError('EDGE_SYNCMESH_NOT_FOUND', `no endpoint at ${method} ${path}`, {
       details: { allowed: ['POST /', 'GET /healthz', 'GET /readyz', 'POST /events', 'POST /resync', 'POST /replicate'] },
     });
@@ -163,8 +278,6 @@ export function buildApp(deps: AppDeps): App {
         return { status, body: { errors: [error] } } satisfies Reply;
       })
       .then(async (reply) => {
-        // Stop reading a body we refused half-way; the client gets the answer and a closed connection.
-        if (!req.complete) res.setHeader('connection', 'close');
         await send(req, res, reply);
         httpLog.debug({ method: req.method, path: routeOf(req.url), status: reply.status, ms: Math.round(performance.now() - started) }, 'request');
       })
@@ -174,5 +287,5 @@ export function buildApp(deps: AppDeps): App {
       });
   });
   server.requestTimeout = config.deadlineMs + 30_000;
-  return { config, server, service, registry, replication };
+  return { config, server, service, registry, replication, auth };
 }

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
 import { SyncmeshError } from './errors.js';
 
 /** of-watchdog (http mode) proxies to this port inside the function container. */
@@ -22,6 +23,15 @@ export const DEFAULT_MAX_EXTERNAL_NODES = 64;
 export const DEFAULT_MAX_SENSORS_PER_MUTATION = 10_000;
 export const DEFAULT_REPLAY_WINDOW_MS = 30_000;
 export const DEFAULT_GZIP_MIN_BYTES = 1024;
+/**
+ * Tombstones of deleted replicas are kept this long (7 days): an origin re-sends a batch whose
+ * acknowledgement it lost when it starts again, possibly after a newer batch deleted the
+ * reading; the tombstone makes that old upsert a no-op instead of a resurrection. See README,
+ * "Replicas accept only newer revisions".
+ */
+export const DEFAULT_TOMBSTONE_TTL_S = 7 * 24 * 3600;
+/** A refused request's body is read and thrown away up to this many bytes (16 MiB) so that the client can read the answer; beyond, the connection is closed. */
+export const DEFAULT_MAX_DISCARD_BYTES = 16 * 1024 * 1024;
 
 const list = (raw: string) =>
   raw
@@ -53,6 +63,9 @@ const envSchema = z.object({
   SYNCMESH_REPLAY_WINDOW_MS: positiveInt(DEFAULT_REPLAY_WINDOW_MS),
   SYNCMESH_GZIP_MIN_BYTES: z.coerce.number().int().min(0).default(DEFAULT_GZIP_MIN_BYTES),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SYNCMESH_AUTH_ACCEPT_V1: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  SYNCMESH_TOMBSTONE_TTL_S: positiveInt(DEFAULT_TOMBSTONE_TTL_S),
+  SYNCMESH_MAX_DISCARD_BYTES: z.coerce.number().int().min(0).default(DEFAULT_MAX_DISCARD_BYTES),
 });
 
 export interface Config {
@@ -78,6 +91,12 @@ export interface Config {
   readonly replayWindowMs: number;
   readonly gzipMinBytes: number;
   readonly logLevel: string;
+  /** Deprecated, for one release: also accept v1 signatures (HMAC of the raw secret, no nonce/target). */
+  readonly acceptV1: boolean;
+  /** How long tombstones of deleted replicas are kept, in seconds. */
+  readonly tombstoneTtlS: number;
+  /** How much of a refused request's body is read and discarded before the connection closes. */
+  readonly maxDiscardBytes: number;
 }
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
@@ -97,12 +116,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.SYNCMESH_DATABASES.length === 0 || e.SYNCMESH_COLLECTIONS.length === 0) {
     throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', 'invalid configuration: SYNCMESH_DATABASES and SYNCMESH_COLLECTIONS need at least one name');
   }
+  const meshSecret = e.SYNCMESH_MESH_SECRET ?? readSecretFile(e.SYNCMESH_MESH_SECRET_FILE);
+  if (meshSecret !== undefined && Buffer.byteLength(meshSecret, 'utf8') < MIN_SECRET_BYTES) {
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: the mesh secret (SYNCMESH_MESH_SECRET or SYNCMESH_MESH_SECRET_FILE) has ${Buffer.byteLength(meshSecret, 'utf8')} bytes; at least ${MIN_SECRET_BYTES} are required (generate one with: openssl rand -hex 32)`,
+    );
+  }
+  const nodeId = e.SYNCMESH_NODE_ID ?? hostname();
+  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(nodeId)) {
+    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: the host name '${nodeId.slice(0, 80)}' is not a valid node id; set SYNCMESH_NODE_ID (letters, digits and ._:- only, at most 64)`);
+  }
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
     mongodbUri: e.MONGODB_URI,
-    nodeId: e.SYNCMESH_NODE_ID ?? hostname(),
-    meshSecret: e.SYNCMESH_MESH_SECRET ?? readSecretFile(e.SYNCMESH_MESH_SECRET_FILE),
+    nodeId,
+    meshSecret,
     databases: Object.freeze([...e.SYNCMESH_DATABASES]),
     collections: Object.freeze([...e.SYNCMESH_COLLECTIONS]),
     metaDatabase: e.SYNCMESH_META_DATABASE,
@@ -118,6 +148,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     replayWindowMs: e.SYNCMESH_REPLAY_WINDOW_MS,
     gzipMinBytes: e.SYNCMESH_GZIP_MIN_BYTES,
     logLevel: e.LOG_LEVEL,
+    acceptV1: e.SYNCMESH_AUTH_ACCEPT_V1,
+    tombstoneTtlS: e.SYNCMESH_TOMBSTONE_TTL_S,
+    maxDiscardBytes: e.SYNCMESH_MAX_DISCARD_BYTES,
   });
 }
 

@@ -5,7 +5,7 @@
 export const ERROR_CODES = {
   EDGE_SYNCMESH_CONFIG: { status: 500, expose: false },
   EDGE_SYNCMESH_BAD_JSON: { status: 400, expose: true },
-  EDGE_SYNCMESH_BODY_TOO_LARGE: { status: 400, expose: true },
+  EDGE_SYNCMESH_BODY_TOO_LARGE: { status: 413, expose: true },
   EDGE_SYNCMESH_BAD_ENCODING: { status: 400, expose: true },
   EDGE_SYNCMESH_BAD_REQUEST: { status: 400, expose: true },
   EDGE_SYNCMESH_BAD_REQUEST_TYPE: { status: 400, expose: true },
@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   EDGE_SYNCMESH_METHOD: { status: 405, expose: true },
   EDGE_SYNCMESH_DB_UNAVAILABLE: { status: 503, expose: true },
   EDGE_SYNCMESH_INTERNAL: { status: 500, expose: false },
+  EDGE_SYNCMESH_ORIGIN_MISMATCH: { status: 403, expose: true },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

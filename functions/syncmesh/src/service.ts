@@ -30,6 +30,7 @@ import { assertNoOperators, depthLimitRule } from './graphql/limits.js';
 import { DocumentCache } from './graphql/documents.js';
 import { fanOut, type NodeOutcome, type Target } from './mesh/forward.js';
 import type { NodeRegistry } from './mesh/registry.js';
+import type { MeshAuth } from './mesh/signing.js';
 import type { ReplicationService } from './replication/service.js';
 import { REPLICA_SUFFIX } from './replication/replicas.js';
 import { SeenRequests } from './mesh/seen.js';
@@ -48,6 +49,8 @@ export interface ServiceDeps {
   registry: NodeRegistry;
   replication: ReplicationService;
   log: Logger;
+  /** Signs forwarded requests (protocol v2). */
+  auth: MeshAuth;
 }
 
 const isFailure = (o: NodeOutcome) => o.status === 'failed' || o.status === 'timeout';
@@ -276,7 +279,7 @@ export class SyncmeshService {
           mesh: { request_id: requestId, hop: hop + 1, from: config.nodeId },
         };
         const opts = {
-          secret: config.meshSecret,
+          auth: this.deps.auth,
           nodeTimeoutMs: config.nodeTimeoutMs,
           deadline: AbortSignal.timeout(config.deadlineMs),
           mode: config.forwardMode,

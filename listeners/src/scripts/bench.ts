@@ -37,7 +37,7 @@ function percentile(sorted: number[], p: number): number {
 const mongo = await resolveMongo();
 const uri = listenerUri(mongo.uri, mongo.kind);
 const client = await MongoClient.connect(uri);
-const fn = await startFunctionStandIn(SECRET);
+const fn = await startFunctionStandIn(SECRET, 0, 'bench-a');
 const db = `bench_listener_${Date.now()}`;
 const listener = startListener({
   MONGODB_URI: uri,

@@ -11,7 +11,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** dist/src/main.js, from dist/src/testing/. */
 export const MAIN_JS = join(here, '..', 'main.js');
 
-export const SECRET = 'integration-secret';
+/** At least 32 bytes, as every mesh secret must be. */
+export const SECRET = 'listener-integration-mesh-secret-32-bytes';
 
 export interface LogLine {
   level: number;

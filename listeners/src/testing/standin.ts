@@ -5,11 +5,13 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import { BSON } from 'mongodb';
-import { verifyRequest } from '@syncmesh-edge/syncmesh-fn/mesh-auth';
+import { MeshKeys, Verifier } from '@syncmesh-edge/mesh-auth';
 import type { ChangeEnvelope, ResyncReason } from '../events.js';
 
-export type StandInMode = 'ok' | 'fail' | 'hang' | 'reject';
+/** `reject-events`: 400 for /events only (a batch the function cannot take; a resync still works). */
+export type StandInMode = 'ok' | 'fail' | 'hang' | 'reject' | 'reject-events';
 
 export interface ReceivedResync {
   db: string;
@@ -28,6 +30,8 @@ export interface FunctionStandIn {
   readonly refused: number;
   /** Number of /events requests seen, acknowledged or not. */
   readonly attempts: number;
+  /** Every x-syncmesh-signature value received (for the no-signatures-in-logs test). */
+  readonly signatures: string[];
   /** Called with each acknowledged batch and the time it arrived (for latency measurements). */
   onEvents?: (events: ChangeEnvelope[], atMs: number) => void;
   setMode(mode: StandInMode): void;
@@ -40,13 +44,19 @@ export interface FunctionStandIn {
   close(): Promise<void>;
 }
 
-export async function startFunctionStandIn(secret: string, port = 0): Promise<FunctionStandIn> {
+/**
+ * `nodeId` is the function's node id the listener signs for; by default the host name, which is
+ * the listener's default LISTENER_NODE_ID too.
+ */
+export async function startFunctionStandIn(secret: string, port = 0, nodeId: string = hostname()): Promise<FunctionStandIn> {
+  const verifier = new Verifier({ keys: new MeshKeys(secret), nodeId });
   let mode: StandInMode = 'ok';
   const events: ChangeEnvelope[] = [];
   const resyncs: ReceivedResync[] = [];
   const hanging = new Set<ServerResponse>();
   let refused = 0;
   let attempts = 0;
+  const signatures: string[] = [];
 
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -57,13 +67,15 @@ export async function startFunctionStandIn(secret: string, port = 0): Promise<Fu
         if (status >= 300) refused++;
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
       };
-      const path = (req.url ?? '').replace(/\/+$/, '');
+      const path = (req.url ?? '').split('?')[0]!.replace(/\/+$/, '');
       if (req.method !== 'POST' || !(path.endsWith('/events') || path.endsWith('/resync'))) return reply(404, { error: `no route ${req.method} ${req.url}` });
       if (path.endsWith('/events')) attempts++;
-      const auth = verifyRequest(secret, req.headers, body);
+      const sig = req.headers['x-syncmesh-signature'];
+      if (typeof sig === 'string') signatures.push(sig);
+      const auth = verifier.verify('POST', path.endsWith('/events') ? '/events' : '/resync', req.headers, body);
       if (!auth.ok) return reply(401, { error: auth.reason });
       if (mode === 'fail') return reply(503, { error: 'stand-in told to fail' });
-      if (mode === 'reject') return reply(400, { error: 'stand-in told to reject' });
+      if (mode === 'reject' || (mode === 'reject-events' && path.endsWith('/events'))) return reply(400, { error: 'stand-in told to reject' });
       if (mode === 'hang') {
         refused++;
         hanging.add(res);
@@ -104,6 +116,7 @@ export async function startFunctionStandIn(secret: string, port = 0): Promise<Fu
     port: boundPort,
     events,
     resyncs,
+    signatures,
     get refused() {
       return refused;
     },

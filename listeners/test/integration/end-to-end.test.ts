@@ -10,7 +10,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
-import { buildApp, createLogger, loadConfig, signRequest, type App } from '@syncmesh-edge/syncmesh-fn';
+import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
+import { buildApp, createLogger, loadConfig, type App } from '@syncmesh-edge/syncmesh-fn';
 import { isStreaming, listenerUri, SECRET, startListener, waitUntil, type ListenerProcess } from '../../src/testing/harness.js';
 
 interface FnNode {
@@ -75,7 +76,7 @@ async function closeFn(n: FnNode): Promise<void> {
 
 async function registry(at: FnNode, mutation: string): Promise<void> {
   const body = JSON.stringify({ request_type: 'meta', query: `mutation { ${mutation} }` });
-  const res = await fetch(at.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signRequest(SECRET, body) }, body });
+  const res = await fetch(at.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signV2(new MeshKeys(SECRET), { method: 'POST', path: '/', origin: 'test-client', target: at.id, body }) }, body });
   assert.equal(res.status, 200, await res.text());
 }
 

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { startTestServer } from '@syncmesh-edge/mongo-test-server';
-import { isStreaming, startListener } from '../../src/testing/harness.js';
+import { isStreaming, SECRET, startListener } from '../../src/testing/harness.js';
 import { startFunctionStandIn } from '../../src/testing/standin.js';
 
 /** A loopback port that was free a moment ago. */
@@ -50,7 +50,7 @@ test('main - MongoDB down at start is retried, not ready, and SIGTERM still exit
 
 test('main - MongoDB that comes up after the listener is picked up without a restart', async () => {
   const port = await freePort();
-  const fn = await startFunctionStandIn('integration-secret');
+  const fn = await startFunctionStandIn(SECRET);
   const p = startListener({
     MONGODB_URI: `mongodb://127.0.0.1:${port}/?directConnection=true&serverSelectionTimeoutMS=500`,
     SYNCMESH_FUNCTION_URL: fn.url,

@@ -5,12 +5,17 @@
  *
  * LISTENER_LONG_TESTS=1 also runs the 30-second function outage from the issue.
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import { MongoClient, type Document, type ObjectId } from 'mongodb';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { startFunctionStandIn, type FunctionStandIn } from '../../src/testing/standin.js';
-import { isStreaming, listenerUri, SECRET, startListener, waitUntil } from '../../src/testing/harness.js';
+import { isStreaming, listenerUri, MAIN_JS, SECRET, startListener, waitUntil } from '../../src/testing/harness.js';
+
+const CLI_JS = join(MAIN_JS, '..', 'cli.js');
 
 let mongo: MongoTarget;
 let client: MongoClient;
@@ -65,7 +70,7 @@ async function storedToken(name: string): Promise<string | undefined> {
 }
 
 test('replication - kill -9 mid-way through 1,000 inserts, restart: every insert is delivered', async (t) => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const env = envFor('kill9', fn);
   let listener = startListener(env);
   try {
@@ -93,7 +98,7 @@ test('replication - kill -9 mid-way through 1,000 inserts, restart: every insert
 });
 
 async function outage(name: string, downUntil: (retries: () => number, startedAt: number) => boolean, t: { diagnostic(m: string): void }) {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor(name, fn));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
@@ -135,7 +140,7 @@ test('replication - function down for 30 seconds, then up: nothing lost', { skip
 });
 
 test('replication - 503 and hanging answers are retried and the token waits for the acknowledgement', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor('flaky', fn, { LISTENER_DELIVERY_TIMEOUT_MS: '300' }));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
@@ -163,7 +168,7 @@ test('replication - 503 and hanging answers are retried and the token waits for 
 });
 
 test('replication - a 4xx rejection is dead-lettered and the listener moves on', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor('reject', fn));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
@@ -187,8 +192,80 @@ test('replication - a 4xx rejection is dead-lettered and the listener moves on',
   }
 });
 
+test('replication - a rejected batch is resynced at once, and `cli.js replay` re-delivers it once fixed', async () => {
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
+  const env = envFor('replay', fn);
+  const listener = startListener(env);
+  try {
+    await listener.waitForLog(isStreaming, 30_000, 'stream open');
+    await fn.waitFor(() => fn.resyncs.length === 1, 10_000, 'the first-start resync');
+    const coll = client.db('lt_replay').collection('sensor_data');
+    fn.setMode('reject-events');
+    await coll.insertOne({ n: 1 });
+    // The subscribers missed n: 1; the listener asks for a snapshot instead of drifting.
+    await fn.waitFor(() => fn.resyncs.some((r) => r.reason === 'dead-letter'), 10_000, 'a dead-letter resync');
+    const dead = client.db('lt_replay_meta').collection('listener_dead_letters');
+    assert.equal(await dead.countDocuments({ kind: 'events' }), 1);
+    fn.setMode('ok');
+
+    // The cause is fixed: replay the dead letter with the same environment as the listener.
+    // Asynchronously: the stand-in answering it lives in this process.
+    const run = (args: string[]) =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [CLI_JS, ...args], { env: { PATH: process.env['PATH'] ?? '', SYNCMESH_MESH_SECRET: SECRET, ...env }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) =>
+          resolve({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+        );
+      });
+    const listed = await run(['dead-letters']);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.equal(JSON.parse(listed.stdout).letters.length, 1);
+    const replayed = await run(['replay']);
+    assert.equal(replayed.status, 0, `${replayed.stderr}${replayed.stdout}`);
+    const summary = JSON.parse(replayed.stdout);
+    assert.equal(summary.replayed, 1);
+    assert.deepEqual(summary.resynced, ['lt_replay.sensor_data']);
+    assert.ok(fn.events.some((e) => e.doc?.['n'] === 1), 'the rejected event arrived');
+    assert.ok(fn.resyncs.some((r) => r.reason === 'replay'), 'followed by a resync to the current state');
+    assert.ok((await dead.findOne({ kind: 'events' }))?.['replayedAt'] instanceof Date);
+    const again = JSON.parse((await run(['replay'])).stdout);
+    assert.equal(again.replayed, 0, 'a replayed letter is not sent twice');
+  } finally {
+    await listener.kill('SIGTERM');
+    await fn.close();
+  }
+});
+
+test('logs - a debug-level listener logs no secret, key or signature, also when deliveries fail', async () => {
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
+  const listener = startListener(envFor('logs', fn));
+  try {
+    await listener.waitForLog(isStreaming, 30_000, 'stream open');
+    const coll = client.db('lt_logs').collection('sensor_data');
+    await coll.insertOne({ n: 1 });
+    await fn.waitFor(() => fn.events.length === 1, 10_000, 'first delivery');
+    fn.setMode('fail');
+    await coll.insertOne({ n: 2 });
+    await listener.waitForLog((l) => l.msg === 'delivery state: function-unavailable', 10_000, 'a failing delivery');
+    fn.setMode('reject-events');
+    await fn.waitFor(() => fn.resyncs.some((r) => r.reason === 'dead-letter'), 10_000, 'a dead letter and its resync');
+    fn.setMode('ok');
+    await coll.insertOne({ n: 3 });
+    await fn.waitFor(() => fn.events.some((e) => e.doc?.['n'] === 3), 10_000, 'delivering again');
+  } finally {
+    await listener.kill('SIGTERM');
+    await fn.close();
+  }
+  const text = listener.lines.map((l) => JSON.stringify(l)).join('\n');
+  assert.ok(listener.lines.filter((l) => l.level === 20).length > 0, 'debug lines were logged');
+  assert.ok(fn.signatures.length >= 4, `signatures seen: ${fn.signatures.length}`);
+  for (const sig of new Set(fn.signatures)) assert.ok(!text.includes(sig.slice(3)), 'a signature is in the log');
+  assert.doesNotMatch(text, /v[12]=[0-9a-f]{64}/);
+  const key = new MeshKeys(SECRET).keyFor('node-a', 'http');
+  for (const s of [SECRET, Buffer.from(SECRET).toString('base64'), key.toString('hex'), key.toString('base64')]) assert.ok(!text.includes(s), 'the secret or its key is in the log');
+});
+
 test('replication - SIGTERM drains the queue and exits 0', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(envFor('drain', fn));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');

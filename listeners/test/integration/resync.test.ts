@@ -33,7 +33,7 @@ const env = (name: string, url: string) => ({
 });
 
 test('resync - a stored token the server cannot resume from requests a history-lost resync', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   // A token in real MongoDB's format from a server that no longer has it: the test server
   // cannot resume from it, as a real MongoDB cannot resume from a token older than its oplog.
   await client
@@ -57,7 +57,7 @@ test('resync - a stored token the server cannot resume from requests a history-l
 });
 
 test('resync - inserts and deletes replicate as events; an unidentifiable update requests a resync', async () => {
-  const fn = await startFunctionStandIn(SECRET);
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(env('shapes', fn.url));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');

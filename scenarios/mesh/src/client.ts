@@ -1,11 +1,50 @@
 /**
  * HTTP client for a node's Syncmesh function: data queries (unsigned, as any client sends them)
- * and registry ("meta") requests, signed with the mesh secret like node-to-node traffic.
+ * and registry ("meta") requests, signed with the mesh secret like node-to-node traffic
+ * (protocol v2 of @syncmesh-edge/mesh-auth, lib/mesh-auth/README.md). A v2 signature names the
+ * receiving node: the client asks the node for its id once (`GET <url>/healthz`, cached) unless
+ * the caller passes it.
  */
-import { signRequest } from '@syncmesh-edge/syncmesh-fn/mesh-auth';
+import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
 import { MeshError } from './errors.js';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Signing origin of the mesh scripts (they are not a node). */
+export const SCRIPT_ORIGIN = 'mesh-scripts';
+
+const keysBySecret = new Map<string, MeshKeys>();
+const idsByUrl = new Map<string, string>();
+
+function keysFor(secret: string): MeshKeys {
+  let keys = keysBySecret.get(secret);
+  if (!keys) {
+    keys = new MeshKeys(secret);
+    keysBySecret.set(secret, keys);
+  }
+  return keys;
+}
+
+/** Path of a function URL as the function routes it (without the faasd gateway prefix). */
+function routedPath(url: string): string {
+  const stripped = new URL(url).pathname.replace(/^\/function\/[^/]+/, '').replace(/\/+$/, '');
+  return stripped === '' ? '/' : stripped;
+}
+
+/** The node id behind a function URL, as the node reports it at /healthz (cached per URL). */
+export async function nodeIdAt(url: string, timeoutMs = DEFAULT_REQUEST_TIMEOUT_MS): Promise<string> {
+  const base = url.replace(/\/+$/, '');
+  const known = idsByUrl.get(base);
+  if (known) return known;
+  try {
+    const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
+    const node = ((await res.json()) as { node?: unknown }).node;
+    if (typeof node !== 'string') throw new Error(`/healthz answered ${res.status} without a node id`);
+    idsByUrl.set(base, node);
+    return node;
+  } catch (err) {
+    throw new MeshError('EDGE_MESH_REQUEST', `cannot learn the node id of ${url} (needed to sign for it): ${(err as Error).message}`, { cause: err });
+  }
+}
 
 export interface NodeStatus {
   node: string;
@@ -29,11 +68,17 @@ export interface TimedAnswer {
   bytes: number;
 }
 
-/** POSTs a JSON body to a function URL; signs it when a secret is given. */
-export async function postFunction(url: string, body: unknown, opts: { secret?: string; timeoutMs?: number } = {}): Promise<TimedAnswer> {
+/**
+ * POSTs a JSON body to a function URL; signs it when a secret is given, for `target` (the
+ * node's id; learnt from the node when absent).
+ */
+export async function postFunction(url: string, body: unknown, opts: { secret?: string; target?: string; timeoutMs?: number } = {}): Promise<TimedAnswer> {
   const text = JSON.stringify(body);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (opts.secret) Object.assign(headers, signRequest(opts.secret, text));
+  if (opts.secret) {
+    const target = opts.target ?? (await nodeIdAt(url, opts.timeoutMs));
+    Object.assign(headers, signV2(keysFor(opts.secret), { method: 'POST', path: routedPath(url), origin: SCRIPT_ORIGIN, target, body: text }));
+  }
   const t0 = performance.now();
   let res: Response;
   let raw: string;

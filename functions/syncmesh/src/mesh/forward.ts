@@ -8,8 +8,8 @@ import { gzip as gzipCb } from 'node:zlib';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { PartialAnswer } from '../data/partials.js';
-import { signRequest } from './auth.js';
 import { post } from './http.js';
+import type { MeshAuth } from './signing.js';
 
 const gzip = promisify(gzipCb);
 
@@ -47,7 +47,8 @@ export interface FanOutResult {
 }
 
 export interface FanOutOptions {
-  secret: string;
+  /** Signs each call for its target node (protocol v2). */
+  auth: MeshAuth;
   nodeTimeoutMs: number;
   /** Aborts every call still open when the request's overall deadline passes. */
   deadline: AbortSignal;
@@ -80,12 +81,13 @@ const answerSchema = z.object({
 export async function fanOut(targets: readonly Target[], body: unknown, opts: FanOutOptions): Promise<FanOutResult> {
   const json = JSON.stringify(body);
   const payload = await gzip(json);
-  // Signed per call, when it is sent: a sequential fan-out may outlast the replay window.
-  const headers = () => ({
+  // Signed per call, when it is sent, for that target only (a sequential fan-out may outlast
+  // the replay window; a signature for B does not verify at C).
+  const headers = async (t: Target, signal: AbortSignal) => ({
     'content-type': 'application/json',
     'content-encoding': 'gzip',
     'accept-encoding': 'gzip',
-    ...signRequest(opts.secret, json),
+    ...opts.auth.sign({ path: '/', target: await opts.auth.targetIdFor(t, signal), body: payload, contentEncoding: 'gzip' }),
   });
   const result: FanOutResult = { outcomes: [], answers: [] };
   const collect = (outcome: NodeOutcome, partials?: Record<string, PartialAnswer>) => {
@@ -107,7 +109,7 @@ export async function fanOut(targets: readonly Target[], body: unknown, opts: Fa
 async function callOne(
   target: Target,
   payload: Buffer,
-  headers: () => Record<string, string>,
+  headers: (t: Target, signal: AbortSignal) => Promise<Record<string, string>>,
   opts: FanOutOptions,
 ): Promise<[NodeOutcome, Record<string, PartialAnswer> | undefined]> {
   const started = performance.now();
@@ -116,7 +118,7 @@ async function callOne(
   const timeout = AbortSignal.timeout(opts.nodeTimeoutMs);
   const signal = AbortSignal.any([timeout, opts.deadline]);
   try {
-    const { status, text, bytes } = await post(target.url, payload, headers(), signal);
+    const { status, text, bytes } = await post(target.url, payload, await headers(target, signal), signal);
     if (status !== 200) {
       return [{ ...base, status: 'failed', ms: elapsed(), bytes, reason: `HTTP ${status}: ${firstMessage(text)}` }, undefined];
     }

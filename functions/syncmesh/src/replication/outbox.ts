@@ -16,8 +16,8 @@ import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import { BSON, ObjectId, type Collection, type Db } from 'mongodb';
 import type { Logger } from 'pino';
-import { signRequest } from '../mesh/auth.js';
 import { post } from '../mesh/http.js';
+import type { MeshAuth } from '../mesh/signing.js';
 import type { MeshNode, NodeRegistry } from '../mesh/registry.js';
 import type { ReplicationOp } from './ops.js';
 
@@ -74,7 +74,8 @@ export interface ReplicateBody {
 
 interface SenderDeps {
   nodeId: string;
-  secret: string | undefined;
+  /** Signs each /replicate for its subscriber (protocol v2); undefined: no mesh secret. */
+  auth: MeshAuth | undefined;
   registry: NodeRegistry;
   log: Logger;
 }
@@ -369,14 +370,19 @@ class Sender {
       this.deps.log.warn({ subscriber: this.subscriber, dropped: res.modifiedCount }, 'subscriber is no longer in the registry; dropped its queue');
       return false;
     }
-    if (!this.deps.secret) throw new Error('this node has no mesh secret, so it cannot sign replication requests');
+    if (!this.deps.auth) throw new Error('this node has no mesh secret, so it cannot sign replication requests');
     const json = replicateJson(this.deps.nodeId, batches);
     try {
-      const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signRequest(this.deps.secret, json) };
-      const res = await post(`${node.address.replace(/\/+$/, '')}/replicate`, await gzip(json), headers, AbortSignal.timeout(SEND_TIMEOUT_MS));
+      const payload = await gzip(json);
+      // Signed for this subscriber only: a /replicate for B does not verify at C.
+      const signature = this.deps.auth.sign({ path: '/replicate', target: this.subscriber, body: payload, contentEncoding: 'gzip' });
+      const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signature };
+      const res = await post(`${node.address.replace(/\/+$/, '')}/replicate`, payload, headers, AbortSignal.timeout(SEND_TIMEOUT_MS));
       if (res.status === 413 && batches.length > 1) {
         this.maxBatches = Math.max(1, Math.floor(batches.length / 2));
         this.deps.log.warn({ subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches }, 'subscriber refused the request as too large; sending fewer batches per request');
+        // Not a failure of the subscriber: send again at once, without backing off.
+        return true;
       }
       if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${res.text.slice(0, 200)}`);
     } catch (err) {

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import { SyncmeshError } from '../errors.js';
 import type { NodeRegistry } from '../mesh/registry.js';
+import type { MeshAuth } from '../mesh/signing.js';
 import { eventsBodySchema, opForEvent, type ReplicationOp } from './ops.js';
 import { Outbox, type ReplicateBody } from './outbox.js';
 import { ReplicaStore } from './replicas.js';
@@ -52,11 +53,11 @@ export class ReplicationService {
   readonly replicas: ReplicaStore;
   readonly outbox: Outbox;
 
-  constructor(private readonly deps: { config: Config; client: MongoClient; registry: NodeRegistry; log: Logger }) {
-    this.replicas = new ReplicaStore(deps.client);
+  constructor(private readonly deps: { config: Config; client: MongoClient; registry: NodeRegistry; log: Logger; auth?: MeshAuth | undefined }) {
+    this.replicas = new ReplicaStore(deps.client, { tombstoneTtlS: deps.config.tombstoneTtlS });
     this.outbox = new Outbox(deps.client.db(deps.config.metaDatabase), {
       nodeId: deps.config.nodeId,
-      secret: deps.config.meshSecret,
+      auth: deps.config.meshSecret === undefined ? undefined : deps.auth,
       registry: deps.registry,
       log: deps.log.child({ module: 'outbox' }),
     });
@@ -123,11 +124,14 @@ export class ReplicationService {
     const since = this.outbox.nextSeq();
     let batch: ReplicationOp[] = [];
     let count = 0;
-    let first = true;
+    // A batch's sequence number is taken before its readings are read: an event queued after
+    // that (a newer state of one of them) carries a larger number and wins on the subscriber,
+    // whichever of the two arrives first.
+    let seq = since;
     const flush = async () => {
       if (batch.length === 0) return;
-      await this.outbox.enqueue(subscribers, db, coll, batch, first ? since : this.outbox.nextSeq());
-      first = false;
+      await this.outbox.enqueue(subscribers, db, coll, batch, seq);
+      seq = this.outbox.nextSeq();
       count += batch.length;
       batch = [];
     };
@@ -141,18 +145,23 @@ export class ReplicationService {
   }
 
   /** POST /replicate from an origin: applies its batches to the replica collection. */
-  async handleReplicate(text: string): Promise<{ upserts: number; deletes: number }> {
+  async handleReplicate(text: string, signedBy?: string): Promise<{ upserts: number; deletes: number; stale: number }> {
     const body = validated(replicateSchema, parseEjson(text), 'replicate') as ReplicateBody;
     if (body.origin === this.deps.config.nodeId) {
       throw new SyncmeshError('EDGE_SYNCMESH_BAD_REQUEST', `replicate: origin '${body.origin}' is this node; a node never holds replicas of itself`);
     }
-    const total = { upserts: 0, deletes: 0 };
+    if (signedBy !== undefined && signedBy !== body.origin) {
+      throw new SyncmeshError('EDGE_SYNCMESH_ORIGIN_MISMATCH', `replicate: the body says origin '${body.origin}' but the request was signed by '${signedBy}'; a node may only send its own writes`);
+    }
+    const total = { upserts: 0, deletes: 0, stale: 0 };
     for (const b of body.batches) {
       this.checkNamespace(b.db, b.coll);
       const r = await this.replicas.apply(b.db, b.coll, body.origin, b.seq, b.ops);
       total.upserts += r.upserts;
       total.deletes += r.deletes;
+      total.stale += r.stale;
     }
+    if (total.stale > 0) this.deps.log.info({ origin: body.origin, stale: total.stale }, 'ignored replication operations older than the replicas they would change');
     return total;
   }
 }

@@ -4,13 +4,38 @@
  * one database prefix per node).
  */
 import { once } from 'node:events';
+import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
-import { buildApp, loadConfig, createLogger, signRequest, type App } from '../../src/index.js';
+import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
+import { buildApp, loadConfig, createLogger, routeOf, type App } from '../../src/index.js';
 
-export const MESH_SECRET = 'integration-test-mesh-secret';
+/** At least 32 bytes, as every mesh secret must be. */
+export const MESH_SECRET = 'integration-test-mesh-secret-of-32-bytes-or-more';
+
+/** Node id of each started node's URL (a signature names its receiver). */
+const idsByUrl = new Map<string, string>();
+
+/** The node id behind `url` (a node's URL, or a path under it). */
+export function nodeIdOf(url: string): string {
+  for (const [base, id] of idsByUrl) if (url.startsWith(base)) return id;
+  throw new Error(`no test node at ${url}; pass the target id`);
+}
+
+/** v2 signature headers for a POST of `body` to `url` (the receiver is `target`, by default the node at `url`). */
+export function signFor(url: string, body: Uint8Array | string, opts: { secret?: string; target?: string; origin?: string; contentEncoding?: string; nowMs?: number } = {}): Record<string, string> {
+  const headers = signV2(
+    new MeshKeys(opts.secret ?? MESH_SECRET),
+    { method: 'POST', path: routeOf(new URL(url).pathname), origin: opts.origin ?? 'test-client', target: opts.target ?? nodeIdOf(url), body, contentEncoding: opts.contentEncoding },
+    opts.nowMs === undefined ? {} : { nowMs: opts.nowMs },
+  );
+  // The no-secrets-in-logs test greps a whole run's logs for every signature that was sent.
+  const wire = process.env['SYNCMESH_TEST_WIRE_FILE'];
+  if (wire) appendFileSync(wire, `${headers['x-syncmesh-signature']}\n`);
+  return headers;
+}
 
 export interface TestNode {
   id: string;
@@ -45,6 +70,7 @@ export async function startNode(id: string, env: Record<string, string> = {}): P
   app.server.listen(0, '127.0.0.1');
   await once(app.server, 'listening');
   const { port } = app.server.address() as AddressInfo;
+  idsByUrl.set(`http://127.0.0.1:${port}/function/syncmesh-fn`, id);
   return {
     id,
     url: `http://127.0.0.1:${port}/function/syncmesh-fn`,
@@ -74,10 +100,10 @@ export interface Answer {
 }
 
 /** POSTs a JSON body (a string is sent as is); signs it when `sign` is set. */
-export async function post(url: string, body: unknown, opts: { sign?: boolean; secret?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+export async function post(url: string, body: unknown, opts: { sign?: boolean; secret?: string; target?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(opts.headers ?? {}) };
-  if (opts.sign) Object.assign(headers, signRequest(opts.secret ?? MESH_SECRET, text));
+  if (opts.sign) Object.assign(headers, signFor(url, text, { ...(opts.secret ? { secret: opts.secret } : {}), ...(opts.target ? { target: opts.target } : {}) }));
   const res = await fetch(url, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(20_000) });
   return { status: res.status, body: (await res.json()) as Answer['body'] };
 }
@@ -115,6 +141,8 @@ export async function startStandIn(delayMs: number, answer: unknown = { extensio
   const server = createServer((req, res) => {
     req.resume();
     if (!Number.isFinite(delayMs)) return; // blackhole: never answers
+    // A signature names its receiver: the entry node first asks an unknown URL for its id.
+    if (req.method === 'GET' && req.url?.endsWith('/healthz')) return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"alive","node":"stand-in"}');
     const t = setTimeout(() => {
       timers.delete(t);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { addNode, deadUrl, MESH_SECRET, post, reading, seed, startNode, startStandIn, type TestNode } from './harness.js';
+import { addNode, deadUrl, post, signFor, reading, seed, startNode, startStandIn, type TestNode } from './harness.js';
 
 let a: TestNode;
 let b: TestNode;
@@ -60,6 +60,8 @@ test('mesh - a node whose answer unzips to more than 64 MiB is reported as faile
   const bomb = gzipSync(Buffer.alloc(70 * 1024 * 1024, 32)); // 70 MiB of spaces, about 70 KB zipped
   const server = createServer((req, res) => {
     req.resume();
+    // A signature names its receiver: the entry node first asks an unknown URL for its id.
+    if (req.url?.endsWith('/healthz')) return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"alive","node":"bomb"}');
     res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(bomb);
   });
   server.listen(0, '127.0.0.1');
@@ -134,13 +136,12 @@ test('mesh - forwarded requests need a valid signature', async () => {
   assert.equal(unsigned.body.errors![0]!.extensions.code, 'EDGE_SYNCMESH_UNAUTHORIZED');
   assert.match(unsigned.body.errors![0]!.message, /must be signed/);
 
-  const wrongSecret = await post(b.url, forwarded, { sign: true, secret: 'not-the-mesh-secret' });
+  const wrongSecret = await post(b.url, forwarded, { sign: true, secret: 'not-the-mesh-secret-but-32-bytes-long' });
   assert.equal(wrongSecret.status, 401);
   assert.match(wrongSecret.body.errors![0]!.message, /signature does not match/);
 
   const text = JSON.stringify(forwarded);
-  const { signRequest } = await import('../../src/index.js');
-  const stale = await post(b.url, text, { headers: signRequest(MESH_SECRET, text, Date.now() - 120_000) });
+  const stale = await post(b.url, text, { headers: signFor(b.url, text, { nowMs: Date.now() - 120_000 }) });
   assert.equal(stale.status, 401);
   assert.match(stale.body.errors![0]!.message, /allowed is 30 s/);
 

@@ -2,8 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BSON, ObjectId } from 'mongodb';
 import { addNode, eventually, meta, post, reading, seed, startNode, type TestNode } from './harness.js';
-import { MESH_SECRET } from './harness.js';
-import { signRequest } from '../../src/index.js';
+import { signFor } from './harness.js';
 
 let a: TestNode;
 let b: TestNode;
@@ -23,7 +22,7 @@ const own = (n: TestNode) => n.client.db('syncmesh').collection('sensor_data');
 /** POSTs a signed EJSON body the way the listener does. */
 async function deliver(to: TestNode, path: string, body: unknown) {
   const text = BSON.EJSON.stringify(body, { relaxed: true });
-  const res = await fetch(`${to.url}/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signRequest(MESH_SECRET, text) }, body: text });
+  const res = await fetch(`${to.url}/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signFor(`${to.url}/${path}`, text, { origin: (body as { origin?: string }).origin ?? to.id }) }, body: text });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
