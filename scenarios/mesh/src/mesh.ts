@@ -24,7 +24,7 @@ import {
   restoreNodeFirewall,
 } from './network.js';
 import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
-import { DATABASE_SERVICES, functionService, nodeServices, type NodeService, type ServiceContext } from './services.js';
+import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
 import {
   hostListeners,
@@ -331,8 +331,10 @@ export async function cut(stateRoot: string, name: string, ref: string): Promise
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
   await toxi.cut(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
   if (node.netns) await cutNodeFirewall(node);
-  if (!state.cut.includes(node.id)) state.cut.push(node.id);
-  writeState(state);
+  // re-read: another command (a restarted process) may have written the state meanwhile
+  const fresh = requireState(stateRoot, name);
+  if (!fresh.cut.includes(node.id)) fresh.cut.push(node.id);
+  writeState(fresh);
   return node;
 }
 
@@ -342,8 +344,9 @@ export async function restore(stateRoot: string, name: string, ref: string): Pro
   if (node.netns) await restoreNodeFirewall(node);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
   await toxi.restore(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
-  state.cut = state.cut.filter((id) => id !== node.id);
-  writeState(state);
+  const fresh = requireState(stateRoot, name);
+  fresh.cut = fresh.cut.filter((id) => id !== node.id);
+  writeState(fresh);
   return node;
 }
 
@@ -431,4 +434,31 @@ export async function restartFunctions(cfg: MeshConfig, forwardMode: 'parallel' 
     await startService(functionService, ctx, state);
   });
   writeTopology(state.plan, buildTopology(state));
+}
+
+/** The recorded process of one role (mongo, function, listener, agent) of a node, the newest first. */
+export function nodeProcess(stateRoot: string, name: string, ref: string, role: string): ProcessRecord | undefined {
+  const state = requireState(stateRoot, name);
+  const node = nodeOf(state, ref);
+  return state.processes.filter((p) => p.node === node.id && p.role === role).pop();
+}
+
+/**
+ * Starts one process of a node again, with the configuration of the mesh (after it died, was
+ * killed or stopped: the chaos test), records it and waits until it is ready. A live process of
+ * that role is stopped first. Records of the old process are dropped from the state.
+ */
+export async function startNodeService(cfg: MeshConfig, ref: string, role: string, signal?: AbortSignal): Promise<ProcessRecord> {
+  const svc = [...DATABASE_SERVICES, ...NODE_SERVICES].find((s) => s.role === role);
+  if (!svc) throw new MeshError('EDGE_MESH_CONFIG', `no node service '${role}' (${[...DATABASE_SERVICES, ...NODE_SERVICES].map((s) => s.role).join(', ')})`);
+  const before = requireState(cfg.stateRoot, cfg.name);
+  const node = nodeOf(before, ref);
+  const old = before.processes.filter((p) => p.node === node.id && p.role === role);
+  await Promise.all(old.map((p) => stopProcess(p)));
+  // re-read after the await, and change the state in one synchronous step (startService writes it)
+  const state = requireState(cfg.stateRoot, cfg.name);
+  state.processes = state.processes.filter((p) => !(p.node === node.id && p.role === role));
+  const ctx: ServiceContext = { cfg, plan: state.plan, node, secretFile: join(state.plan.stateDir, 'secret'), forwardMode: state.forwardMode };
+  await startService(svc, ctx, state, signal);
+  return nodeProcess(cfg.stateRoot, cfg.name, ref, role)!;
 }

@@ -102,6 +102,7 @@ export const agentService: NodeService = {
     MISO_SDK_SOCKET: join(ctx.node.dir, 'miso.sock'),
     ...agentDiscoveryEnv(ctx),
     MISO_MESH_SECRET_FILE: ctx.secretFile,
+    ...(ctx.cfg.misoPersistDelayMs !== undefined ? { MISO_PERSIST_DELAY_MS: String(ctx.cfg.misoPersistDelayMs) } : {}),
     MONGODB_URI: ctx.node.localMongoUri,
     LOG_LEVEL: ctx.cfg.nodeLogLevel,
   }),
