@@ -302,7 +302,7 @@ export async function runCrdtWorker(ctx: WorkerContext, rng: Prng, clients: SdkC
         registered[i] = true;
       }
       if (kind === 'g') await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.gcounter, 'gcounter', { op: 'add', n: amount }), ctx.deadlineMs);
-      else if (kind === 'pn') await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.pncounter, 'pncounter', { op: sign > 0 ? 'add' : 'subtract', n: amount }), ctx.deadlineMs);
+      else if (kind === 'pn') await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.pncounter, 'pncounter', { op: 'add', n: sign * amount }), ctx.deadlineMs);
       else await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.orset, 'orset', { op: kind, value: element }), ctx.deadlineMs);
       if (kind === 'g') model.gcounter += amount;
       else if (kind === 'pn') model.pncounter += sign * amount;

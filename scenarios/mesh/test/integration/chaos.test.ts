@@ -34,6 +34,7 @@ import {
   runReader,
   runWriter,
   SDK_MAIN,
+  timedPost,
   sdkClients,
   withDeadline,
   type SdkClient,
@@ -83,12 +84,13 @@ let cfg: MeshConfig;
 let mesh: MeshHandle;
 let clients: SdkClient[] = [];
 
-/** Five readings per node, in the Sofia CSV format: the loader sets each node's own location from them. */
+const TINY_ROWS = 5;
+/** TINY_ROWS readings per node, in the Sofia CSV format: the loader sets each node's own location from them. */
 function writeTinyData(): void {
   mkdirSync(dataDir, { recursive: true });
   for (let i = 1; i <= NODES; i++) {
     const rows = ['sensor_id,location,lat,lon,timestamp,pressure,temperature,humidity'];
-    for (let k = 0; k < 5; k++) rows.push(`${i},${i},${(42.6 + i / 100).toFixed(3)},${(23.3 + i / 100).toFixed(3)},2017-07-01T00:0${k}:00,94000,${20 + k},50`);
+    for (let k = 0; k < TINY_ROWS; k++) rows.push(`${i},${i},${(42.6 + i / 100).toFixed(3)},${(23.3 + i / 100).toFixed(3)},2017-07-01T00:0${k}:00,94000,${20 + k},50`);
     writeFileSync(join(dataDir, `${i}.csv`), `${rows.join('\n')}\n`);
   }
 }
@@ -150,7 +152,8 @@ const clean = (v: DataVerdict) => v.losses.length + v.duplicates.length + v.resu
 
 test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, partitions and database restarts; nothing hangs', { skip, timeout: (durationS + 900) * 1000 }, async () => {
   const durationMs = durationS * 1000;
-  const faults = planFaults({ seed, nodes: NODES, durationMs });
+  const freezeMaxMs = Number(process.env['CHAOS_FREEZE_MAX_MS'] ?? 3_000);
+  const faults = planFaults({ seed, nodes: NODES, durationMs, holdMs: { 'db-freeze': [Math.min(500, freezeMaxMs / 2), freezeMaxMs] } });
   console.log(`# chaos plan: ${faults.length} faults ${JSON.stringify(countFaults(faults))}`);
   const rng = new Prng(seed);
   const queries: QueryRecord[] = [];
@@ -205,7 +208,19 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   }
   const crdtConvergeS = (performance.now() - tc) / 1000;
 
+  // after the heal, a mesh-wide aggregate through any node counts every node's own readings once
+  const holdings = await readHoldings(mesh.topology);
+  const expectedCount = NODES * TINY_ROWS + holdings.reduce((s, h) => s + h.own.length, 0);
+  const aggregates: string[] = [];
+  for (const n of mesh.topology.nodes) {
+    const r = await timedPost(n.function_url, { query: '{ sensorsAggregate { count } }', request_type: 'aggregate', use_meta_data: true }, CLIENT_DEADLINE_MS);
+    const count = (r.body?.data?.['sensorsAggregate'] as { count?: number } | undefined)?.count;
+    if (r.outcome !== 'ok' || count !== expectedCount) aggregates.push(`${n.id}: ${r.outcome} count ${count}, expected ${expectedCount} (${r.reason ?? ''})`);
+  }
+
   const stats = queryStats(queries, driver.windows);
+  // requests that failed while no fault was active anywhere (nor in the 5 s after one healed)
+  const quiet = queries.filter((q) => q.outcome !== 'ok' && !driver.windows.some((w) => w.fromMs <= q.startMs + q.durationMs && q.startMs <= w.toMs + 5_000));
   const acked = writes.filter((w) => w.acked);
   const summary = {
     seed,
@@ -220,16 +235,19 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
     crdt_ops_acknowledged: model.ops,
     crdt_uncertain: { gcounter: model.gcounterUncertain, pncounter: model.pncounterUncertain, orset: model.orsetUncertain.size },
     reads: reads,
-    queries: { total: queries.length, ok: stats.ok, failed: stats.failed, hung_on_cut_entry: stats.hungCut, hung: stats.hung.length, max_ms: Math.round(stats.maxMs), max_ok_ms: Math.round(stats.maxOkMs) },
+    queries: { total: queries.length, ok: stats.ok, failed: stats.failed, hung_on_cut_entry: stats.hungCut, hung: stats.hung.length, failed_outside_faults: quiet.length, max_ms: Math.round(stats.maxMs), max_ok_ms: Math.round(stats.maxOkMs) },
     losses: verdict.losses.length,
     duplicates: verdict.duplicates.length,
     resurrected: verdict.resurrected.length,
     orphans: verdict.orphans.length,
     uncertain_writes_held: verdict.uncertainHeld,
+    exact_aggregates: NODES - aggregates.length,
     crdt: { gcounter: seen[0]?.gcounter, pncounter: seen[0]?.pncounter, orset_size: seen[0]?.orset.length, problems: crdtProblems.length },
     converge_s: { data: Number(dataConvergeS.toFixed(1)), crdt: Number(crdtConvergeS.toFixed(1)) },
   };
   console.log(`# chaos summary ${JSON.stringify(summary)}`);
+  const reportFile = process.env['CHAOS_REPORT_FILE'];
+  if (reportFile) writeFileSync(reportFile, JSON.stringify({ summary, plan: faults, windows: driver.windows, queries, verdict, crdt: { model: { ...model, orsetAdded: [...model.orsetAdded], orsetRemoved: [...model.orsetRemoved], orsetUncertain: [...model.orsetUncertain] }, seen } }, null, 1));
   const errorsByReason = new Map<string, number>();
   for (const q of queries) if (q.outcome !== 'ok') errorsByReason.set(`${q.what} ${q.outcome}: ${(q.reason ?? '').replace(/[0-9a-f]{24}/g, '…').slice(0, 90)}`, (errorsByReason.get(`${q.what} ${q.outcome}: ${(q.reason ?? '').replace(/[0-9a-f]{24}/g, '…').slice(0, 90)}`) ?? 0) + 1);
   for (const [r, n] of [...errorsByReason].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`# chaos failed request x${n}: ${r}`);
@@ -240,6 +258,7 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   assert.deepEqual(verdict.duplicates, [], 'no reading is held twice');
   assert.deepEqual(verdict.resurrected, [], 'deleted readings stay deleted everywhere');
   assert.deepEqual(verdict.orphans, [], 'no node holds a replica its origin does not hold');
+  assert.deepEqual(aggregates, [], 'after the heal, every node answers the exact mesh-wide count');
   assert.deepEqual(crdtProblems, [], 'every agent holds the same CRDT state, equal to the acknowledged ops');
   assert.deepEqual(
     stats.hung.map((q) => `${q.what} via node-${q.node} at ${(q.startMs / 1000).toFixed(1)} s: ${q.reason}`),
