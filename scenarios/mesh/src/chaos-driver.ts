@@ -253,10 +253,17 @@ export async function sdkClients(topology: Topology, stateDir: string, deadlineM
   return topology.nodes.map((n) => new sdk.MisoClient(join(stateDir, 'nodes', n.id, 'miso.sock'), deadlineMs, 'unary'));
 }
 
+/**
+ * Agent codes that refuse an op before applying it. Not EDGE_MISO_STORE: the agent applies the
+ * op in memory and queues it for replication before its database write fails, so an op answered
+ * with EDGE_MISO_STORE did take effect (see the README's chaos findings). Not EDGE_MISO_INTERNAL.
+ */
+const REFUSED_CODES = new Set(['EDGE_MISO_UNKNOWN_TYPE', 'EDGE_MISO_BAD_OP', 'EDGE_MISO_VALUE_TOO_LARGE', 'EDGE_MISO_BAD_REQUEST', 'EDGE_MISO_WRONG_TYPE', 'EDGE_MISO_NOT_FOUND']);
+
 /** Errors after which the op certainly was not applied: the call never reached the agent, or the agent refused it. */
 function certainlyNotApplied(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  if (e.code && e.code.startsWith('EDGE_MISO_') && !e.code.startsWith('EDGE_MISO_SDK_')) return true;
+  if (e.code && REFUSED_CODES.has(e.code)) return true;
   return /No connection established|ECONNREFUSED|ENOENT|failed to connect/i.test(e.message ?? '');
 }
 

@@ -375,7 +375,8 @@ export function verifyCrdts(model: CrdtModel, seen: readonly CrdtObservation[]):
   }
   const expected = new Set(model.expectedOrset());
   const have = new Set(first.orset);
-  for (const e of expected) if (!have.has(e)) problems.push(`orset lacks ${e}, whose add was acknowledged`);
+  // an element whose remove is uncertain may be gone
+  for (const e of expected) if (!have.has(e) && !model.orsetUncertain.has(e)) problems.push(`orset lacks ${e}, whose add was acknowledged`);
   for (const e of have) if (!expected.has(e) && !model.orsetUncertain.has(e)) problems.push(`orset holds ${e}, ${model.orsetRemoved.has(e) ? 'whose remove was acknowledged' : 'which was never added'}`);
   return problems;
 }
