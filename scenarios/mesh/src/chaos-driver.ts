@@ -31,11 +31,19 @@ export class FaultDriver {
   readonly windows: FaultWindow[] = [];
   readonly executed: Fault[] = [];
   readonly errors: string[] = [];
+  /** cut/restore one at a time: two neighbours share a link, and its toxics must end up right. */
+  private links: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly cfg: MeshConfig,
     private readonly log: (line: string) => void,
   ) {}
+
+  private serialLinks<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.links.then(fn, fn);
+    this.links = next.catch(squashError); // the caller sees the failure; the chain goes on
+    return next;
+  }
 
   /** Runs every fault at its offset from `t0` (performance.now()); resolves when all are healed. */
   async run(faults: readonly Fault[], t0: number): Promise<void> {
@@ -70,9 +78,9 @@ export class FaultDriver {
           break;
         }
         case 'partition':
-          await cut(this.cfg.stateRoot, this.cfg.name, ref);
+          await this.serialLinks(() => cut(this.cfg.stateRoot, this.cfg.name, ref));
           await sleep(f.holdMs);
-          await restore(this.cfg.stateRoot, this.cfg.name, ref);
+          await this.serialLinks(() => restore(this.cfg.stateRoot, this.cfg.name, ref));
           break;
         case 'db-restart': {
           const rec = nodeProcess(this.cfg.stateRoot, this.cfg.name, ref, 'mongo');
@@ -106,7 +114,7 @@ export class FaultDriver {
     const done: string[] = [];
     const state = requireState(this.cfg.stateRoot, this.cfg.name);
     for (const id of state.cut) {
-      await restore(this.cfg.stateRoot, this.cfg.name, id);
+      await this.serialLinks(() => restore(this.cfg.stateRoot, this.cfg.name, id));
       done.push(`restored ${id}`);
     }
     for (const node of state.plan.nodes) {
@@ -138,10 +146,12 @@ export interface PostResult {
 }
 
 /** POST with a client deadline: `hang` means no answer within it. */
-export async function timedPost(url: string, body: unknown, deadlineMs: number): Promise<PostResult> {
+export async function timedPost(url: string, body: unknown, deadlineMs: number, writeKey?: string): Promise<PostResult> {
   const t = performance.now();
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (writeKey) headers['authorization'] = `Bearer ${writeKey}`;
   try {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(deadlineMs) });
+    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(deadlineMs) });
     const text = await res.text();
     let parsed: PostResult['body'];
     try {
@@ -170,6 +180,8 @@ export interface WorkerContext {
   /** Client deadline of every request (past it, a request counts as hung). */
   readonly deadlineMs: number;
   readonly stop: AbortSignal;
+  /** The functions' write key (SYNCMESH_WRITE_KEY), sent with every data write. */
+  readonly writeKey?: string;
 }
 
 function record(ctx: WorkerContext, what: string, node: number, r: { outcome: QueryOutcome; reason?: string; durationMs: number }, startMs: number): void {
@@ -186,28 +198,27 @@ const PACE_MS = 25;
 export async function runWriter(ctx: WorkerContext, rng: Prng, writes: WriteRecord[], nextKey: () => number, deleteShare = 0.25): Promise<{ inserts: number; deletes: number }> {
   let inserts = 0;
   let deletes = 0;
-  const busy = new Set<number>();
   while (!ctx.stop.aborted) {
     const node = rng.int(1, ctx.topology.nodes.length);
     const url = ctx.topology.nodes[node - 1]!.function_url;
-    const deletable = writes.filter((w) => w.origin === node && w.acked && !w.deleted && !w.deleteUncertain && !busy.has(w.key));
+    const deletable = writes.filter((w) => w.origin === node && w.acked && !w.deleted && !w.deleteUncertain && !w.deleting);
     const startMs = elapsed(ctx.t0);
     if (deletable.length > 0 && rng.next() < deleteShare) {
       const w = rng.pick(deletable);
-      busy.add(w.key);
-      const r = await timedPost(url, { query: 'mutation($id: ID!) { deleteSensor(_id: $id) { _id } }', variables: { id: w.id } }, ctx.deadlineMs);
+      w.deleting = true; // the other writer must not pick it meanwhile
+      const r = await timedPost(url, { query: 'mutation($id: ID!) { deleteSensor(_id: $id) { _id } }', variables: { id: w.id } }, ctx.deadlineMs, ctx.writeKey);
       record(ctx, 'delete', node, r, startMs);
       // null: not found, i.e. already gone (an earlier unacknowledged delete did land)
       if (r.outcome === 'ok') w.deleted = true;
       else if (!r.refused) w.deleteUncertain = true;
-      busy.delete(w.key);
+      w.deleting = false;
       deletes++;
     } else {
       const key = nextKey();
       const lat = 42.6 + node / 100;
       const reading = { sensor_id: CHAOS_SENSOR_BASE + node, location: CHAOS_SENSOR_BASE + node, lat, lon: 23.3, timestamp: new Date(key).toISOString(), temperature: rng.int(-100, 400) / 10, humidity: 50, pressure: 94_000 };
       const w: WriteRecord = { key, origin: node, acked: false, deleted: false, deleteUncertain: false };
-      const r = await timedPost(url, { query: 'mutation($s: [SensorInput!]!) { addSensors(sensors: $s) }', variables: { s: [reading] } }, ctx.deadlineMs);
+      const r = await timedPost(url, { query: 'mutation($s: [SensorInput!]!) { addSensors(sensors: $s) }', variables: { s: [reading] } }, ctx.deadlineMs, ctx.writeKey);
       record(ctx, 'insert', node, r, startMs);
       const ids = r.body?.data?.['addSensors'];
       if (r.outcome === 'ok' && Array.isArray(ids) && typeof ids[0] === 'string') {

@@ -254,6 +254,8 @@ export interface WriteRecord {
   deleted: boolean;
   /** A delete was sent without an acknowledgement: the reading may or may not be gone. */
   deleteUncertain: boolean;
+  /** A writer is deleting it right now. */
+  deleting?: boolean;
 }
 
 /** What one node holds: its own readings' keys, and its replicas' keys per origin (with repeats). */

@@ -69,6 +69,7 @@ const envSchema = z.object({
   MESH_MISO_DISCOVERY: z.enum(MISO_DISCOVERY_MODES).default('static'),
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   MESH_MISO_PERSIST_DELAY_MS: z.coerce.number().int().min(0).optional(),
+  MESH_WRITE_KEY: z.string().min(32, 'at least 32 characters').optional(),
   TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
 });
 
@@ -108,6 +109,8 @@ export interface MeshConfig {
   readonly nodeLogLevel: string;
   /** MISO_PERSIST_DELAY_MS of every agent; undefined keeps the agent's default (0: an op waits for its write). */
   readonly misoPersistDelayMs?: number | undefined;
+  /** SYNCMESH_WRITE_KEY of every function (clients send it as `Authorization: Bearer`); undefined: not set. */
+  readonly writeKey?: string | undefined;
   readonly toxiproxyBin: string;
 }
 
@@ -158,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     misoDiscovery: e.MESH_MISO_DISCOVERY,
     nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
     misoPersistDelayMs: e.MESH_MISO_PERSIST_DELAY_MS,
+    writeKey: e.MESH_WRITE_KEY,
     toxiproxyBin: resolve(e.TOXIPROXY_BIN),
   });
 }

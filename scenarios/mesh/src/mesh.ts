@@ -328,25 +328,30 @@ function nodeOf(state: MeshState, ref: string): NodePlan {
 export async function cut(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
   const state = requireState(stateRoot, name);
   const node = nodeOf(state, ref);
+  // recorded first: a restore of a neighbour running meanwhile then leaves the shared links cut
+  if (!state.cut.includes(node.id)) state.cut.push(node.id);
+  writeState(state);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
   await toxi.cut(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
   if (node.netns) await cutNodeFirewall(node);
-  // re-read: another command (a restarted process) may have written the state meanwhile
-  const fresh = requireState(stateRoot, name);
-  if (!fresh.cut.includes(node.id)) fresh.cut.push(node.id);
-  writeState(fresh);
   return node;
 }
 
+/**
+ * Reconnects a cut node. A link to a node that is still cut stays cut (two neighbours cut at
+ * once share their link; restoring one must not reconnect the other).
+ */
 export async function restore(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
   const state = requireState(stateRoot, name);
   const node = nodeOf(state, ref);
+  // unrecorded first (in the same synchronous step as the read), so that of two neighbours
+  // restored at once, the later one reconnects their shared link
+  state.cut = state.cut.filter((id) => id !== node.id);
+  writeState(state);
+  const stillCut = new Set(state.plan.nodes.filter((n) => state.cut.includes(n.id)).map((n) => n.index));
   if (node.netns) await restoreNodeFirewall(node);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
-  await toxi.restore(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
-  const fresh = requireState(stateRoot, name);
-  fresh.cut = fresh.cut.filter((id) => id !== node.id);
-  writeState(fresh);
+  await toxi.restore(state.plan.links.filter((l) => (l.from === node.index && !stillCut.has(l.to)) || (l.to === node.index && !stillCut.has(l.from))));
   return node;
 }
 

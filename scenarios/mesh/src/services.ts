@@ -57,6 +57,7 @@ export const functionService: NodeService = {
     SYNCMESH_FORWARD_MODE: ctx.forwardMode,
     LOG_LEVEL: ctx.cfg.nodeLogLevel,
     ...(ctx.cfg.replayWindowMs !== undefined ? { SYNCMESH_REPLAY_WINDOW_MS: String(ctx.cfg.replayWindowMs) } : {}),
+    ...(ctx.cfg.writeKey !== undefined ? { SYNCMESH_WRITE_KEY: ctx.cfg.writeKey } : {}),
   }),
   ready: (ctx) => httpOk(`http://${ctx.node.addr}:${ctx.node.functionPort}/readyz`),
 };

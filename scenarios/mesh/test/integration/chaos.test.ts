@@ -16,6 +16,7 @@
  * Needs root (namespaces), toxiproxy and iptables (make tools) and the built workspaces.
  */
 import { after, before, test } from 'node:test';
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,6 +81,8 @@ const name = uniqueMeshName('smc');
 const subnet = `10.54.${process.pid % 256}.0/24`;
 const stateRoot = tempStateRoot();
 const dataDir = mkdtempSync(join(tmpdir(), 'chaos-data-'));
+/** Data writes carry it (`Authorization: Bearer`), for functions that require a write key. */
+const writeKey = randomBytes(32).toString('hex');
 let cfg: MeshConfig;
 let mesh: MeshHandle;
 let clients: SdkClient[] = [];
@@ -116,6 +119,7 @@ before(async () => {
     // last 100 ms of ops on kill -9, as the agent's README says)
     MESH_MISO_PERSIST_DELAY_MS: '0',
     MESH_START_CONCURRENCY: '2',
+    MESH_WRITE_KEY: writeKey,
     TOXIPROXY_BIN,
   });
   mesh = await up(cfg, { progress: (m) => console.log(`# chaos up: ${m}`) });
@@ -164,7 +168,7 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   const driver = new FaultDriver(cfg, (line) => console.log(`# chaos ${line}`));
   const stop = new AbortController();
   const t0 = performance.now();
-  const ctx: WorkerContext = { topology: mesh.topology, queries, t0, deadlineMs: CLIENT_DEADLINE_MS, stop: stop.signal };
+  const ctx: WorkerContext = { topology: mesh.topology, queries, t0, deadlineMs: CLIENT_DEADLINE_MS, stop: stop.signal, writeKey };
 
   const workers = Promise.all([
     runWriter(ctx, rng.fork('writer-1'), writes, nextKey),
