@@ -217,7 +217,7 @@ export async function runWriter(ctx: WorkerContext, rng: Prng, writes: WriteReco
       const key = nextKey();
       const lat = 42.6 + node / 100;
       const reading = { sensor_id: CHAOS_SENSOR_BASE + node, location: CHAOS_SENSOR_BASE + node, lat, lon: 23.3, timestamp: new Date(key).toISOString(), temperature: rng.int(-100, 400) / 10, humidity: 50, pressure: 94_000 };
-      const w: WriteRecord = { key, origin: node, acked: false, deleted: false, deleteUncertain: false };
+      const w: WriteRecord = { key, origin: node, atMs: startMs, acked: false, deleted: false, deleteUncertain: false };
       const r = await timedPost(url, { query: 'mutation($s: [SensorInput!]!) { addSensors(sensors: $s) }', variables: { s: [reading] } }, ctx.deadlineMs, ctx.writeKey);
       record(ctx, 'insert', node, r, startMs);
       const ids = r.body?.data?.['addSensors'];

@@ -246,6 +246,8 @@ export interface WriteRecord {
   /** Unique per run: the reading's timestamp (ms since epoch) identifies it everywhere. */
   readonly key: number;
   readonly origin: number;
+  /** When the insert was sent (ms from the start of the chaos phase). */
+  readonly atMs?: number;
   /** The function acknowledged the insert (answered its id). */
   acked: boolean;
   /** The id the origin answered, when acked. */
@@ -324,7 +326,8 @@ export function verifyData(writes: readonly WriteRecord[], holdings: readonly No
     if (onOrigin === 0) continue;
     for (const s of subscribersOf(w.origin)) {
       const held = byNode.get(s)?.replicas.get(w.origin)?.filter((k) => k === w.key).length ?? 0;
-      if (held === 0) v.losses.push(`node-${s} (subscribed to node-${w.origin}) lacks the replica of ${w.key}${w.acked ? '' : ' (insert not acknowledged, but on its origin)'}`);
+      const at = w.atMs === undefined ? '' : ` (inserted at t=${(w.atMs / 1000).toFixed(1)} s)`;
+      if (held === 0) v.losses.push(`node-${s} (subscribed to node-${w.origin}) lacks the replica of ${w.key}${at}${w.acked ? '' : ', insert not acknowledged, but on its origin'}`);
     }
   }
   return v;
