@@ -275,7 +275,10 @@ const REFUSED_CODES = new Set(['EDGE_MISO_UNKNOWN_TYPE', 'EDGE_MISO_BAD_OP', 'ED
 function certainlyNotApplied(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (e.code && REFUSED_CODES.has(e.code)) return true;
-  return /No connection established|ECONNREFUSED|ENOENT|failed to connect/i.test(e.message ?? '');
+  // gRPC fails a call at once while its channel has no connection: the call was never sent. Only
+  // the SDK's own code counts; an agent's message may name a refused connection of its own
+  // (EDGE_MISO_STORE: "writing 3 CRDTs to MongoDB failed: connect ECONNREFUSED ...").
+  return e.code === 'EDGE_MISO_SDK_UNAVAILABLE' && /No connection established/.test(e.message ?? '');
 }
 
 /** The replica id the test registers on every agent for CRDT_FUNCTION. */
