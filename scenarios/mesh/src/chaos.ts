@@ -321,12 +321,12 @@ export function verifyData(writes: readonly WriteRecord[], holdings: readonly No
     if (!origin) continue;
     const onOrigin = ownCounts.get(w.origin)!.get(w.key) ?? 0;
     if (w.deleted && onOrigin > 0) v.resurrected.push(`node-${w.origin} still holds ${w.key}, whose delete was acknowledged`);
-    if (w.acked && !w.deleted && !w.deleteUncertain && onOrigin === 0) v.losses.push(`node-${w.origin} lost its acknowledged reading ${w.key}`);
+    const at = w.atMs === undefined ? '' : ` (inserted at t=${(w.atMs / 1000).toFixed(1)} s)`;
+    if (w.acked && !w.deleted && !w.deleteUncertain && onOrigin === 0) v.losses.push(`node-${w.origin} lost its acknowledged reading ${w.key}${at}`);
     if (onOrigin > 0 && (!w.acked || w.deleteUncertain)) v.uncertainHeld++;
     if (onOrigin === 0) continue;
     for (const s of subscribersOf(w.origin)) {
       const held = byNode.get(s)?.replicas.get(w.origin)?.filter((k) => k === w.key).length ?? 0;
-      const at = w.atMs === undefined ? '' : ` (inserted at t=${(w.atMs / 1000).toFixed(1)} s)`;
       if (held === 0) v.losses.push(`node-${s} (subscribed to node-${w.origin}) lacks the replica of ${w.key}${at}${w.acked ? '' : ', insert not acknowledged, but on its origin'}`);
     }
   }

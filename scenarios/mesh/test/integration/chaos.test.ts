@@ -256,7 +256,8 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   console.log(`# chaos summary ${JSON.stringify(summary)}`);
   // every loss with the faults of its origin around it
   for (const l of verdict.losses.slice(0, 10)) {
-    const m = /of node-(\d+)'s|subscribed to node-(\d+)\) lacks the replica of \d+ \(inserted at t=([\d.]+) s\)/.exec(l);
+    // "node-O lost its acknowledged reading K (inserted at t=T s)" or "node-S (subscribed to node-O) lacks the replica of K (inserted at t=T s)"
+    const m = /^node-(\d+) (?:\(subscribed to node-(\d+)\) )?.*\(inserted at t=([\d.]+) s\)/.exec(l);
     const origin = Number(m?.[2] ?? m?.[1]);
     const at = Number(m?.[3]) * 1000;
     const near = driver.windows.filter((w) => w.node === origin && Number.isFinite(at) && w.fromMs - 10_000 <= at && at <= w.toMs + 10_000);
