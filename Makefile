@@ -4,6 +4,9 @@
 #   make demo            set up everything on a fresh machine and run the 3-node mesh demo
 #   make test            set up everything and run every test tier (unit + integration)
 #   make build           compile the TypeScript workspaces (tsc -b)
+#   make verify          types, lint, format check, ruff, errors table, docs links (make test runs it first)
+#   make fmt             format everything and apply the safe lint fixes (the fixer of verify)
+#   make docs            build the docs site into .cache/site (open .cache/site/index.html)
 #   make bench-function  latency/throughput of the Syncmesh function against direct queries
 #   make clean           remove build output (keeps node_modules and tool caches)
 #
@@ -26,15 +29,19 @@ NPM_STAMP := node_modules/.package-lock.json
 ################################################################################
 # Dependencies
 ################################################################################
-$(NPM_STAMP): package-lock.json package.json
+.PHONY: toolchain
+toolchain: ## Check node, npm, java, mvn, go, python3 and the apt tools; install what apt provides.
+	hack/toolchain.sh
+
+$(NPM_STAMP): package-lock.json package.json | toolchain
 	npm ci --no-audit --no-fund
 	@touch $@
 
-$(TEST_SERVER_JAR): scenarios/mongo-test-server/java/pom.xml $(shell find scenarios/mongo-test-server/java/src -name '*.java')
+$(TEST_SERVER_JAR): scenarios/mongo-test-server/java/pom.xml $(shell find scenarios/mongo-test-server/java/src -name '*.java') | toolchain
 	cd scenarios/mongo-test-server/java && mvn -q -B package -DskipTests
 
 .PHONY: deps
-deps: $(NPM_STAMP) $(TEST_SERVER_JAR) ## Install npm packages and build the test server jar.
+deps: toolchain $(NPM_STAMP) $(TEST_SERVER_JAR) ## Check the toolchains (hack/toolchain.sh), install npm packages, build the test server jar.
 
 ################################################################################
 # Building
@@ -44,10 +51,38 @@ build: deps ## Compile all TypeScript workspaces.
 	npx tsc -b
 
 ################################################################################
+# Linting, formatting, docs (checkers in hack/verify.sh, fixer in hack/fmt.sh)
+################################################################################
+# ruff, mkdocs and mkdocs-material are pinned (with their dependencies) in a repo-local venv.
+TOOLS_VENV := $(CURDIR)/.cache/tools-venv
+TOOLS_VENV_STAMP := $(TOOLS_VENV)/.stamp
+
+$(TOOLS_VENV_STAMP): hack/requirements-tools.txt | toolchain
+	python3 -m venv $(TOOLS_VENV)
+	$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check -r hack/requirements-tools.txt
+	@touch $@
+
+.PHONY: tools-venv
+tools-venv: $(TOOLS_VENV_STAMP) ## Python venv with ruff and mkdocs (pinned in hack/requirements-tools.txt).
+
+.PHONY: verify
+verify: build tools-venv ## Check only: tsc -b, biome lint + format, ruff, docs/errors.md vs the codes, mkdocs --strict.
+	TOOLS_VENV=$(TOOLS_VENV) hack/verify.sh
+
+.PHONY: fmt
+fmt: deps tools-venv ## Format TS/JS/JSON (biome) and Python (ruff), apply safe lint fixes, list what needs a hand fix.
+	TOOLS_VENV=$(TOOLS_VENV) hack/fmt.sh
+
+.PHONY: docs
+docs: tools-venv ## Build the docs site (MkDocs, offline) into .cache/site; broken links fail the build.
+	NO_MKDOCS_2_WARNING=1 $(TOOLS_VENV)/bin/mkdocs build --strict --site-dir .cache/site
+	@echo "docs: open .cache/site/index.html"
+
+################################################################################
 # Testing
 ################################################################################
 .PHONY: test
-test: build ## Run every test tier of every workspace.
+test: build verify ## Run verify, then every test tier of every workspace.
 	hack/test.sh
 
 .PHONY: test-crdt-extensive
@@ -69,7 +104,7 @@ bench-function: build scenarios-venv ## Function latency/throughput vs direct dr
 bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick); table, JSON and PNG.
 	@command -v redis-server >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server
 	node miso-agent/dist/bench/bench-miso.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) miso miso-agent/bench-results/bench-miso.json miso-agent/bench-results/bench-miso.png
+	$(VENV)/bin/python $(BENCH_PLOTS) miso bench-results/miso.json bench-results/miso.png
 
 .PHONY: miso-agent
 miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO_PEERS etc. from the environment.
@@ -96,7 +131,7 @@ TOXIPROXY := $(TOOLS_BIN)/toxiproxy-server
 MESH_CLI := node scenarios/mesh/dist/src/cli.js
 MESH_ENV := MESH_NAME=$(MESH_NAME) MESH_NODES=$(NODES) MESH_LATENCY=$(LATENCY) MESH_DATA=$(DATA) TOXIPROXY_BIN=$(TOXIPROXY)
 
-$(TOXIPROXY):
+$(TOXIPROXY): | toolchain
 	mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 	mv $(TOOLS_BIN)/server $@
@@ -180,14 +215,14 @@ SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(NODES) SCENARIO_WORKL
 	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \
 	K6_BIN=$(K6) SCENARIO_PYTHON=$(VENV)/bin/python TOXIPROXY_BIN=$(TOXIPROXY)
 
-$(K6):
+$(K6): | toolchain
 	mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) go install go.k6.io/k6@$(K6_VERSION)
 
 .PHONY: k6
 k6: $(K6) ## Build k6 (pinned, go install) into .cache/bin; scenarios always run it with --no-usage-report.
 
-$(VENV_STAMP):
+$(VENV_STAMP): | toolchain
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check matplotlib==$(MATPLOTLIB_VERSION)
 	@touch $@
@@ -212,7 +247,7 @@ test: k6 scenarios-venv
 .PHONY: clean
 clean: ## Remove build output.
 	npx tsc -b --clean || true
-	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist
+	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist lib/*/dist .cache/site
 
 .PHONY: help
 help: ## List the targets.

@@ -7,6 +7,7 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import { MisoAgent } from './agent/agent.js';
 import { AgentMetrics } from './agent/metrics.js';
 import type { AgentConfig } from './config.js';
@@ -51,7 +52,8 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
   } else {
     store = new MemoryStateStore();
   }
-  agent = new MisoAgent({ config, log, store, metrics });
+  const keys = new MeshKeys(config.meshSecret);
+  agent = new MisoAgent({ config, log, store, metrics, keys });
   const health = new HealthService();
   const sdkServer = new grpc.Server(sdkServerOptions(config.maxMessageBytes));
   const peerServer = new grpc.Server(serverOptions(config.maxMessageBytes));
@@ -61,7 +63,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
     onInternalError: (method, err) => sdkLog.error({ err, method }, 'internal error answering an SDK call'),
     onCall: (method, ok) => metrics.ops.inc(1, method, ok ? 'ok' : 'error'),
   });
-  const peers = addPeerService(peerServer, config.meshSecret, agent);
+  const peers = addPeerService(peerServer, { nodeId: () => agent.nodeId, keys }, agent);
   health.addTo(sdkServer);
   health.addTo(peerServer);
   let metricsServer: HttpServer | undefined;
@@ -88,7 +90,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
       const sdkAddress = sdkPath ? `unix:${sdkPath}` : `${sdkAddr.slice(0, sdkAddr.lastIndexOf(':'))}:${sdkPort}`;
       health.set('', 'SERVING');
       health.set('miso.sdk.v1.Miso', 'SERVING');
-      health.set('miso.peer.v1.Peer', 'SERVING');
+      health.set('miso.peer.v2.Peer', 'SERVING');
       agent.start(config.peers);
       if (config.mdns) {
         mdns = new MdnsDiscovery({
@@ -96,7 +98,8 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
           port: peerPort,
           interface: config.mdnsInterface,
           log: log.child({ module: 'mdns' }),
-          onPeer: (address) => agent.addPeerAddress(address),
+          // The record's node id is a claim: the link is dropped unless the handshake authenticates it.
+          onPeer: (address, nodeId) => agent.addPeerAddress(address, nodeId),
           onGone: (address) => agent.removePeerAddress(address),
         });
         mdns.start();

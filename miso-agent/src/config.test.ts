@@ -15,8 +15,11 @@ test('config - defaults are applied and the result is frozen', () => {
 });
 
 test('config - peers, mdns and intervals are parsed (0 allowed)', () => {
-  const c = loadConfig({ ...secret, MISO_PEERS: '10.0.0.1:7650, 10.0.0.2:7650', MISO_MDNS: 'on', MISO_DEBOUNCE_MS: '0', MISO_PERSIST_DELAY_MS: '0' });
-  assert.deepEqual(c.peers, ['10.0.0.1:7650', '10.0.0.2:7650']);
+  const c = loadConfig({ ...secret, MISO_PEERS: '10.0.0.1:7650, node-2@10.0.0.2:7650', MISO_MDNS: 'on', MISO_DEBOUNCE_MS: '0', MISO_PERSIST_DELAY_MS: '0' });
+  assert.deepEqual(c.peers, [
+    { address: '10.0.0.1:7650', nodeId: undefined },
+    { address: '10.0.0.2:7650', nodeId: 'node-2' },
+  ]);
   assert.equal(c.mdns, true);
   assert.equal(c.debounceMs, 0);
   assert.equal(c.persistDelayMs, 0);
@@ -33,4 +36,24 @@ test('config - bad values are EDGE_MISO_CONFIG naming every variable', () => {
       /MISO_DEBOUNCE_MS/.test(e.message),
   );
   assert.throws(() => loadConfig({ ...secret, MISO_HEARTBEAT_MS: '5000', MISO_PEER_TIMEOUT_MS: '1000' }), /MISO_PEER_TIMEOUT_MS/);
+});
+
+test('config - a mesh secret under 32 bytes is refused with the byte count and how to make one', () => {
+  for (const env of [{}, { MISO_MESH_SECRET: 'x'.repeat(31) }, { MISO_MESH_SECRET: 'é'.repeat(15) }]) {
+    assert.throws(
+      () => loadConfig(env),
+      (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_CONFIG' && /MISO_MESH_SECRET: .*at least 32 bytes|MISO_MESH_SECRET: has \d+ bytes; at least 32/.test(e.message) && /openssl rand -hex 32/.test(e.message),
+      JSON.stringify(env),
+    );
+  }
+  // 16 two-byte characters are 32 bytes
+  assert.equal(loadConfig({ MISO_MESH_SECRET: 'é'.repeat(16) }).meshSecret.length, 16);
+  // the secret never appears in the message
+  assert.throws(() => loadConfig({ MISO_MESH_SECRET: 'do-not-print-me' }), (e: unknown) => e instanceof Error && !e.message.includes('do-not-print-me'));
+});
+
+test('config - a static peer is host:port or node-id@host:port', () => {
+  assert.throws(() => loadConfig({ ...secret, MISO_PEERS: 'a@b@10.0.0.1:1' }), /MISO_PEERS/);
+  assert.throws(() => loadConfig({ ...secret, MISO_PEERS: 'bad id@10.0.0.1:1' }), /MISO_PEERS/);
+  assert.deepEqual(loadConfig({ ...secret, MISO_PEERS: 'n.1@[::1]:7650' }).peers, [{ address: '[::1]:7650', nodeId: 'n.1' }]);
 });

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
  * Every variable is documented in miso-agent/README.md.
  */
 import { z } from 'zod';
+import { MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
 import { MisoError } from './errors.js';
 
 /** Default debounce of replication per (object, CRDT). MISO's evaluation default. */
@@ -34,6 +35,21 @@ const onOff = (def: boolean) =>
     .transform((v) => v === 'on' || v === 'true' || v === '1');
 
 const hostPort = /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/;
+/** A static peer: `host:port`, or `node-id@host:port` to pin the node id expected there. */
+const staticPeer = /^(?:([A-Za-z0-9._-]{1,64})@)?([^\s:@]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5})$/;
+
+/** One entry of MISO_PEERS. */
+export interface StaticPeer {
+  readonly address: string;
+  /** The node id that must answer at `address` (from `id@host:port`); undefined = any mesh member. */
+  readonly nodeId: string | undefined;
+}
+
+export function parseStaticPeer(entry: string): StaticPeer {
+  const m = staticPeer.exec(entry);
+  if (!m) throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: MISO_PEERS: '${entry}' is not host:port or node-id@host:port`);
+  return { address: m[2]!, nodeId: m[1] };
+}
 
 const schema = z
   .object({
@@ -45,10 +61,14 @@ const schema = z
       .string()
       .default('')
       .transform((s) => s.split(/[,\s]+/).filter(Boolean))
-      .pipe(z.array(z.string().regex(hostPort, 'each peer must be host:port'))),
+      .pipe(z.array(z.string().regex(staticPeer, 'each peer must be host:port or node-id@host:port'))),
     MISO_MDNS: onOff(false),
     MISO_MDNS_INTERFACE: z.string().optional(),
-    MISO_MESH_SECRET: z.string().min(16, 'at least 16 characters'),
+    MISO_MESH_SECRET: z
+      .string({ error: `required, at least ${MIN_SECRET_BYTES} bytes (generate one with: openssl rand -hex 32)` })
+      .refine((v) => Buffer.byteLength(v, 'utf8') >= MIN_SECRET_BYTES, {
+        error: (i) => `has ${Buffer.byteLength(String(i.input), 'utf8')} bytes; at least ${MIN_SECRET_BYTES} are required (generate one with: openssl rand -hex 32)`,
+      }),
     MISO_DEBOUNCE_MS: intMs(DEFAULT_DEBOUNCE_MS),
     MISO_PERSIST_DELAY_MS: intMs(DEFAULT_PERSIST_DELAY_MS),
     MISO_HEARTBEAT_MS: intMs(DEFAULT_HEARTBEAT_MS),
@@ -75,7 +95,7 @@ export interface AgentConfig {
   readonly grpcAddr: string;
   readonly advertiseAddr: string | undefined;
   readonly sdkSocket: string;
-  readonly peers: readonly string[];
+  readonly peers: readonly StaticPeer[];
   readonly mdns: boolean;
   readonly mdnsInterface: string | undefined;
   readonly meshSecret: string;
@@ -125,7 +145,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     grpcAddr: c.MISO_GRPC_ADDR,
     advertiseAddr: c.MISO_ADVERTISE_ADDR,
     sdkSocket: c.MISO_SDK_SOCKET,
-    peers: Object.freeze([...c.MISO_PEERS]),
+    peers: Object.freeze(c.MISO_PEERS.map(parseStaticPeer)),
     mdns: c.MISO_MDNS,
     mdnsInterface: c.MISO_MDNS_INTERFACE,
     meshSecret: c.MISO_MESH_SECRET,

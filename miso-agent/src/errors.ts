@@ -11,7 +11,11 @@ export type MisoErrorCode =
   | 'EDGE_MISO_AUTH'
   | 'EDGE_MISO_STORE'
   | 'EDGE_MISO_PEER'
-  | 'EDGE_MISO_UNAVAILABLE';
+  | 'EDGE_MISO_UNAVAILABLE'
+  /** A peer's claimed node id (Hello, mDNS record, static entry, expected acceptor) is not the id its handshake authenticated. */
+  | 'EDGE_MISO_PEER_ID'
+  /** A peer spoke another peer protocol version, or broke the handshake's message order. */
+  | 'EDGE_MISO_PEER_PROTOCOL';
 
 export class MisoError extends Error {
   readonly code: MisoErrorCode;

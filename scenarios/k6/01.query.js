@@ -11,7 +11,7 @@
 import http from 'k6/http';
 import { check, fail } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
-import { PAPER_THRESHOLDS, TREND_STATS, paperScenario } from './lib/options.js';
+import { paperThresholds, TREND_STATS, paperScenario } from './lib/options.js';
 import { entryAndPeers, healthUrl, maxOverNodes, queryBody } from './lib/syncmesh.js';
 
 const NODE_URLS = __ENV.NODE_URLS || 'http://localhost:8080/function/syncmesh-fn';
@@ -25,12 +25,15 @@ const RADIUS_KM = __ENV.RADIUS_KM ? Number(__ENV.RADIUS_KM) : undefined;
 const EXPECT_NODES = __ENV.EXPECT_NODES ? Number(__ENV.EXPECT_NODES) : undefined;
 const ACCEPT_GZIP = (__ENV.ACCEPT_GZIP || 'true') === 'true';
 const REQUEST_TIMEOUT = __ENV.REQUEST_TIMEOUT || '120s';
+// pass/fail bound on the queries' round-trip p95, ms (must stay below REQUEST_TIMEOUT to be able to fail)
+const RTT_P95_MS = Number(__ENV.RTT_P95_MS || 10000);
 const MAX_DURATION = __ENV.MAX_DURATION || '30m';
 const SUMMARY_PATH = __ENV.SUMMARY_PATH || 'summary.json';
 
 if (!['collect', 'aggregate'].includes(WORKLOAD)) throw new Error(`WORKLOAD must be collect or aggregate, not '${WORKLOAD}'`);
 if (!['registry', 'external', 'none'].includes(FORWARD)) throw new Error(`FORWARD must be registry, external or none, not '${FORWARD}'`);
 if (!(DAYS > 0) || !(REQUESTS > 0)) throw new Error('DAYS and REQUESTS must be positive numbers');
+if (!(RTT_P95_MS > 0)) throw new Error(`RTT_P95_MS must be a positive number of ms, not '${__ENV.RTT_P95_MS}'`);
 
 const { entry, peers } = entryAndPeers(NODE_URLS);
 const BODY = JSON.stringify(queryBody({ workload: WORKLOAD, start: START, days: DAYS, forward: FORWARD, radiusKm: RADIUS_KM, peers }));
@@ -48,7 +51,7 @@ const responseBytes = new Counter('edge_scenarios_response_bytes'); // answer bo
 
 export const options = {
   scenarios: paperScenario(REQUESTS, MAX_DURATION),
-  thresholds: PAPER_THRESHOLDS,
+  thresholds: paperThresholds(RTT_P95_MS),
   summaryTrendStats: TREND_STATS,
 };
 
@@ -65,12 +68,12 @@ export default function () {
   } catch (_) {
     answer = null; // counted by the check below
   }
-  const ext = (answer && answer.extensions) || {};
-  const items = answer && answer.data && Array.isArray(answer.data.sensors) ? answer.data.sensors.length : -1;
+  const ext = answer?.extensions || {};
+  const items = answer?.data && Array.isArray(answer.data.sensors) ? answer.data.sensors.length : -1;
   const nodesAnswered = typeof ext.answered === 'number' ? ext.answered : 1;
   check(res, {
     'status is 200': (r) => r.status === 200,
-    'answer has data and no errors': () => answer !== null && answer.data && !(answer.errors && answer.errors.length),
+    'answer has data and no errors': () => answer?.data && !answer.errors?.length,
     'every node answered': () => !ext.partial && (EXPECT_NODES === undefined || nodesAnswered === EXPECT_NODES),
   });
   rttMs.add(res.timings.duration);

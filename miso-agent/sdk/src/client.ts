@@ -3,7 +3,7 @@
  * deadline; failures become MisoSdkError with the agent's stable code.
  */
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -156,7 +156,13 @@ export class MisoClient {
     if (!p) return;
     this.pending.delete(r.id);
     if (r.error_status) {
-      p.reject(new MisoSdkError(r.error_code || 'EDGE_MISO_SDK_UNAVAILABLE', `MISO ${p.method} failed (${grpc.status[r.error_status]}): ${r.error_message}`, r.error_status));
+      p.reject(
+        new MisoSdkError(
+          r.error_code || 'EDGE_MISO_SDK_UNAVAILABLE',
+          `MISO ${p.method} failed (${grpc.status[r.error_status]}): ${r.error_message}`,
+          r.error_status,
+        ),
+      );
     } else {
       p.resolve(r);
     }
@@ -194,7 +200,13 @@ export class MisoClient {
     for (const [id, p] of this.pending) {
       if (p.deadline > now) continue;
       this.pending.delete(id);
-      p.reject(new MisoSdkError('EDGE_MISO_SDK_DEADLINE', `MISO ${p.method} failed (DEADLINE_EXCEEDED): no answer within ${this.deadlineMs} ms`, grpc.status.DEADLINE_EXCEEDED));
+      p.reject(
+        new MisoSdkError(
+          'EDGE_MISO_SDK_DEADLINE',
+          `MISO ${p.method} failed (DEADLINE_EXCEEDED): no answer within ${this.deadlineMs} ms`,
+          grpc.status.DEADLINE_EXCEEDED,
+        ),
+      );
     }
   }
 
@@ -252,7 +264,10 @@ export class MisoClient {
 
   async read(fn: string, object: string, name: string, type = ''): Promise<{ type: string; value: unknown; exists: boolean }> {
     const req = { function: fn, object, name, type };
-    const r = this.transport !== 'unary' ? await this.streamCall('Read', 'read', req) : await this.call<{ type: string; value_json: string; exists: boolean }>('Read', req);
+    const r =
+      this.transport !== 'unary'
+        ? await this.streamCall('Read', 'read', req)
+        : await this.call<{ type: string; value_json: string; exists: boolean }>('Read', req);
     return { type: r.type, value: JSON.parse(r.value_json) as unknown, exists: r.exists };
   }
 
@@ -267,10 +282,9 @@ export class MisoClient {
   }
 
   async listObjects(fn = ''): Promise<{ function: string; object: string; crdts: CrdtValue[] }[]> {
-    const r = await this.call<{ objects: { function: string; object: string; crdts: { name: string; type: string; value_json: string }[] }[] }>(
-      'ListObjects',
-      { function: fn },
-    );
+    const r = await this.call<{ objects: { function: string; object: string; crdts: { name: string; type: string; value_json: string }[] }[] }>('ListObjects', {
+      function: fn,
+    });
     return r.objects.map((o) => ({
       function: o.function,
       object: o.object,
@@ -286,7 +300,9 @@ export class MisoClient {
   waitForReady(deadlineMs: number): Promise<void> {
     return new Promise((resolve, reject) =>
       this.client.waitForReady(Date.now() + deadlineMs, (err) =>
-        err ? reject(new MisoSdkError('EDGE_MISO_SDK_UNAVAILABLE', `MISO agent not reachable within ${deadlineMs} ms: ${err.message}`, undefined, { cause: err })) : resolve(),
+        err
+          ? reject(new MisoSdkError('EDGE_MISO_SDK_UNAVAILABLE', `MISO agent not reachable within ${deadlineMs} ms: ${err.message}`, undefined, { cause: err }))
+          : resolve(),
       ),
     );
   }

@@ -8,5 +8,8 @@ test('sdk config - defaults and required function name', () => {
   assert.equal(c.socket, '/run/miso/agent.sock');
   assert.equal(c.defaultObject, 'default');
   assert.match(c.replica, /:\d+$/);
-  assert.throws(() => loadSdkConfig({}), (e: unknown) => e instanceof MisoSdkError && e.code === 'EDGE_MISO_SDK_CONFIG' && /MISO_FUNCTION/.test(e.message));
+  assert.throws(
+    () => loadSdkConfig({}),
+    (e: unknown) => e instanceof MisoSdkError && e.code === 'EDGE_MISO_SDK_CONFIG' && /MISO_FUNCTION/.test(e.message),
+  );
 });

@@ -7,8 +7,14 @@ function fakeClient() {
   const calls: unknown[][] = [];
   const client = {
     apply: async (...a: unknown[]) => void calls.push(['apply', ...a]),
-    read: async (...a: unknown[]) => (calls.push(['read', ...a]), { type: String(a[3]), value: 7, exists: true }),
-    delete: async (...a: unknown[]) => (calls.push(['delete', ...a]), 1),
+    read: async (...a: unknown[]) => {
+      calls.push(['read', ...a]);
+      return { type: String(a[3]), value: 7, exists: true };
+    },
+    delete: async (...a: unknown[]) => {
+      calls.push(['delete', ...a]);
+      return 1;
+    },
   } as unknown as MisoClient;
   return { client, calls };
 }

@@ -10,11 +10,13 @@ import { PeerSync } from '../sync/peer.js';
 import { answerDigest, answerDigestKeys, answerWant, fullState, makeDigest } from '../sync/protocol.js';
 import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage, Updates } from '../sync/messages.js';
 import type { StateStore } from '../store/types.js';
+import { MeshKeys } from '@syncmesh-edge/mesh-auth';
+import type { LinkRefusal } from '../transport/grpc/auth.js';
 import { OutboundPeer } from '../transport/grpc/peer-client.js';
 import { encodeUpdatesBody, withSeq, type Link } from '../transport/grpc/peer-wire.js';
 import type { CrdtValueOut, ReadOut, SdkHandlers } from '../transport/grpc/sdk-server.js';
 import type { PeerHandlers } from '../transport/grpc/peer-server.js';
-import type { AgentConfig } from '../config.js';
+import type { AgentConfig, StaticPeer } from '../config.js';
 import { DEFAULT_BACKOFF_MAX_MS, DEFAULT_BACKOFF_MIN_MS } from '../config.js';
 import { MisoError, squashError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -35,6 +37,8 @@ export interface AgentDeps {
   store: StateStore;
   metrics?: AgentMetrics | undefined;
   now?: () => number;
+  /** The mesh's keys (default: derived from config.meshSecret). */
+  keys?: MeshKeys;
 }
 
 export class MisoAgent implements SdkHandlers, PeerHandlers {
@@ -65,9 +69,11 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
   private readonly metrics: AgentMetrics | undefined;
   private readonly now: () => number;
   private readonly chunkBytes: number;
+  readonly keys: MeshKeys;
 
   constructor(deps: AgentDeps) {
     this.cfg = deps.config;
+    this.keys = deps.keys ?? new MeshKeys(this.cfg.meshSecret);
     this.log = deps.log.child({ module: 'agent' });
     this.store = deps.store;
     this.metrics = deps.metrics;
@@ -97,8 +103,8 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
   }
 
   /** Starts timers and dials the static peers. */
-  start(staticPeers: readonly string[]): void {
-    for (const a of staticPeers) this.addPeerAddress(a);
+  start(staticPeers: readonly StaticPeer[]): void {
+    for (const a of staticPeers) this.addPeerAddress(a.address, a.nodeId);
     if (this.cfg.heartbeatMs > 0) {
       this.tickTimer = setInterval(() => this.tick(), this.cfg.heartbeatMs);
       this.tickTimer.unref();
@@ -111,18 +117,24 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
 
   // ---------------------------------------------------------------- discovery
 
-  /** Dials an agent at host:port (static list, mDNS, dial-back). Idempotent. */
-  addPeerAddress(address: string): void {
+  /**
+   * Dials an agent at host:port (static list, mDNS, dial-back). Idempotent. `expect`: the node id
+   * claimed for that address (mDNS record, `id@host:port`, the Hello of a dial-back); the link is
+   * dropped unless the handshake authenticates exactly that id.
+   */
+  addPeerAddress(address: string, expect?: string): void {
     if (this.closed || this.dialers.has(address) || this.selfAddresses.has(address) || address === this.advertiseAddress) return;
     const d = new OutboundPeer(address, {
       nodeId: this.nodeId,
-      secret: this.cfg.meshSecret,
+      keys: this.keys,
+      expect,
       maxMessageBytes: this.cfg.maxMessageBytes,
       backoffMinMs: DEFAULT_BACKOFF_MIN_MS,
       backoffMaxMs: DEFAULT_BACKOFF_MAX_MS,
       onOpen: (link) => this.send(link, { hello: this.hello() }, undefined),
       onMessage: (link, m, bytes) => this.onMessage(link, m, bytes),
       onClose: (link, reason) => this.onClose(link, reason),
+      onAuthFailure: (addr, r) => this.onAuthFailure(addr, r),
     });
     this.dialers.set(address, d);
     d.start();
@@ -319,7 +331,7 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     let p = this.restoring.get(key);
     if (p) return p;
     p = (async () => {
-      const req: FetchRequest = { node_id: this.nodeId, function: fn, object, name };
+      const req = { function: fn, object, name };
       const results = await Promise.allSettled(sources.map((s) => s.out!.fetch(req, this.cfg.fetchTimeoutMs)));
       let got = 0;
       results.forEach((r, i) => {
@@ -349,7 +361,7 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     } else {
       for (const [name, e] of this.state.objectEntries(req.function, req.object) ?? []) entries.push(toWire(req.object, name, e));
     }
-    return { entries };
+    return { id: req.id, entries };
   }
 
   // ---------------------------------------------------------------- replication out
@@ -503,12 +515,14 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     }
   }
 
-  onOpen(link: Link, claimedNode: string): void {
-    if (link.kind === 'in') this.log.debug({ from: link.address, node: claimedNode }, 'inbound peer stream');
+  onOpen(link: Link, authId: string): void {
+    if (link.kind === 'in') this.log.debug({ from: link.address, node: authId }, 'inbound peer stream authenticated');
   }
 
-  onAuthFailure(peer: string, reason: string): void {
-    this.log.warn({ peer, reason }, 'refused a peer call: mesh authentication failed');
+  /** A peer link refused by the handshake or a message MAC (either side). The reason names ids and addresses only. */
+  onAuthFailure(address: string, r: LinkRefusal): void {
+    this.metrics?.authFailures.inc(1, r.code);
+    this.log.warn({ address, code: r.code, reason: r.reason }, 'peer link refused');
   }
 
   onClose(link: Link, reason: string): void {
@@ -583,6 +597,16 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
   }
 
   private onHello(link: Link, h: { node_id: string; address: string; functions: string[]; incarnation: string }, bytes: number): void {
+    if (h.node_id !== link.authId) {
+      // The handshake authenticated another id than the one this Hello claims.
+      this.onAuthFailure(link.address, {
+        ok: false,
+        code: 'EDGE_MISO_PEER_ID',
+        reason: `the peer at ${link.address} authenticated as '${link.authId}' but its Hello claims '${h.node_id}'`,
+      });
+      link.close();
+      return;
+    }
     if (h.node_id === this.nodeId) {
       // We dialled ourselves (our own address in the static list or in mDNS answers).
       if (link.kind === 'out') {
@@ -610,7 +634,7 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
       p.inbound.add(link);
       this.send(link, { hello: this.hello() }, p);
       // Dial back so each side pushes on its own stream (also makes static lists symmetric).
-      if (address && !this.dialers.has(address) && !(p.out && this.dialers.get(p.out.address) === p.out)) this.addPeerAddress(address);
+      if (address && !this.dialers.has(address) && !(p.out && this.dialers.get(p.out.address) === p.out)) this.addPeerAddress(address, h.node_id);
       return;
     }
     const dialer = this.dialers.get(link.address);

@@ -75,6 +75,8 @@ export class AgentMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  /** Labels: code (EDGE_MISO_AUTH, EDGE_MISO_PEER_ID, EDGE_MISO_PEER_PROTOCOL). */
+  readonly authFailures = new BufferedCounter('edge_miso_peer_auth_failures_total', 'Peer links refused by the handshake or a message MAC, by code', ['code'] as const, this.registry);
 
   constructor(withDefaults = true) {
     // Event-loop delay sampled every 100 ms instead of prom-client's 10 ms: the sampling timer

@@ -157,3 +157,33 @@ test('mdns - an interface without an IPv4 address is a configuration error, not 
   const d = new MdnsDiscovery({ nodeId: 'na', port: 7001, interface: 'no-such-if0', log: pino({ level: 'silent' }), onPeer: () => undefined, onGone: () => undefined });
   assert.throws(() => d.start(), (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_CONFIG' && /no-such-if0/.test(e.message));
 });
+
+test('mdns - a record is a claim: its node id is handed to the dialer, a changed id re-dials, our own id is ignored', async () => {
+  const sa = createSocket({ type: 'udp4', reuseAddr: false });
+  const sp = createSocket({ type: 'udp4', reuseAddr: false });
+  sa.bind(0, '127.0.0.1');
+  sp.bind(0, '127.0.0.1');
+  await Promise.all([once(sa, 'listening'), once(sp, 'listening')]);
+  const events: string[] = [];
+  const agent = new MdnsDiscovery({
+    nodeId: 'na', port: 7001, addresses: ['127.0.0.1'], log: pino({ level: 'silent' }),
+    onPeer: (addr, id) => events.push(`peer ${id} at ${addr}`),
+    onGone: (addr, id) => events.push(`gone ${id} at ${addr}`),
+    mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },
+  });
+  const probe = makeMdns({ multicast: false, socket: sp, port: sa.address().port, ip: '127.0.0.1', bind: false });
+  agent.start();
+  const until = async (n: number) => {
+    const deadline = Date.now() + 5000;
+    while (events.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  };
+  // an impostor announcing our own id is not a peer
+  probe.respond({ answers: announcement('na', 7009, ['127.0.0.1']) as never });
+  probe.respond({ answers: announcement('nb', 7002, ['127.0.0.1']) as never });
+  await until(1);
+  probe.respond({ answers: announcement('nc', 7002, ['127.0.0.1']) as never });
+  await until(3);
+  assert.deepEqual(events, ['peer nb at 127.0.0.1:7002', 'gone nb at 127.0.0.1:7002', 'peer nc at 127.0.0.1:7002']);
+  await agent.stop();
+  await new Promise<void>((r) => probe.destroy(() => r()));
+});

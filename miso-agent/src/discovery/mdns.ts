@@ -282,6 +282,14 @@ export class MdnsDiscovery {
       }
       return;
     }
+    const before = this.seen.get(p.address);
+    if (before && before.nodeId !== p.nodeId) {
+      // Another node id at a known address (a node re-created with a new id): the dialer there
+      // expects the old id, so forget it and dial again expecting the new one.
+      this.opts.log.info({ peer: before.nodeId, now: p.nodeId, address: p.address }, 'the node id announced at an address changed');
+      this.seen.delete(p.address);
+      this.opts.onGone(p.address, before.nodeId);
+    }
     const isNew = !this.seen.has(p.address);
     this.seen.set(p.address, { nodeId: p.nodeId, lastMs: Date.now() });
     if (isNew) {

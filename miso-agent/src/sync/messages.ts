@@ -38,6 +38,23 @@ export interface Want {
   keys: Key[];
 }
 
+/** The handshake (see peer.proto and INTERNALS.md, "Peer links"). */
+export interface AuthHello {
+  version: number;
+  node_id: string;
+  nonce: string;
+  expect: string;
+}
+export interface AuthChallenge {
+  version: number;
+  node_id: string;
+  nonce: string;
+  proof: Uint8Array;
+}
+export interface AuthProof {
+  proof: Uint8Array;
+}
+
 export type PeerMessage =
   | { hello: Hello }
   | { functions: { functions: string[] } }
@@ -46,17 +63,24 @@ export type PeerMessage =
   | { digest: Digest }
   | { digest_keys: DigestKeys }
   | { want: Want }
-  | { heartbeat: { sent_ms: number } };
+  | { heartbeat: { sent_ms: number } }
+  | { auth_hello: AuthHello }
+  | { auth_challenge: AuthChallenge }
+  | { auth_proof: AuthProof }
+  | { fetch_request: FetchRequest }
+  | { fetch_response: FetchResponse };
 
 /** What a decoded message looks like: the oneof's name in `body`. */
 export type ReceivedPeerMessage = PeerMessage & { body?: string };
 
 export interface FetchRequest {
-  node_id: string;
+  /** Chosen by the asker, echoed in the response. */
+  id: number;
   function: string;
   object: string;
   name: string;
 }
 export interface FetchResponse {
+  id: number;
   entries: WireEntry[];
 }

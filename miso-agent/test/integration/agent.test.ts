@@ -198,14 +198,21 @@ test('agent - Prometheus metrics are served on /metrics', async () => {
   assert.match(text, /edge_miso_process_resident_memory_bytes/);
 });
 
-test('agent - a peer with another mesh secret is refused', async () => {
+test('agent - a peer with another mesh secret is refused both ways, and nothing it holds is merged', async () => {
   const { waitFor } = await import('../harness.js');
-  const intruder = await spawnAgent({ nodeId: 'intruder', peers: [agent.peerAddress], env: { MISO_MESH_SECRET: 'another-secret-0123456789abcdef' } });
+  const intruder = await spawnAgent({ nodeId: 'intruder', peers: [agent.peerAddress], env: { MISO_MESH_SECRET: 'another-mesh-secret-0123456789abcdef' } });
   try {
-    await waitFor('the refusal to be logged', () => agent.stderr.join('').includes('mesh authentication failed'));
-    assert.match(agent.stderr.join(''), /signature does not match the body \(wrong mesh secret\?\)/);
+    await intruder.client.apply('intruder-fn', 'o', 'n', 'gcounter', { op: 'add', n: 1000 });
+    // The intruder cannot check the agent's proof and leaves; the agent logs why (no secret in either log).
+    await waitFor('the refusal to be logged on both sides', () => agent.stderr.join('').includes('left during the handshake') && intruder.stderr.join('').includes('EDGE_MISO_AUTH'));
+    assert.match(intruder.stderr.join(''), /the agent at [^ ]+ failed to prove the mesh key for node id 'solo'/);
+    assert.match(agent.stderr.join(''), /"code":"EDGE_MISO_AUTH".*the dialer at [^ ]+ \('intruder'\) left during the handshake/);
     assert.deepEqual((await agent.client.status()).peers.filter((p) => p.node_id === 'intruder'), []);
     assert.equal((await intruder.client.status()).peers.length, 0);
+    assert.deepEqual(await agent.client.read('intruder-fn', 'o', 'n', 'gcounter'), { type: 'gcounter', value: 0, exists: false });
+    for (const log of [agent.stderr.join(''), intruder.stderr.join('')]) {
+      assert.ok(!log.includes('another-mesh-secret') && !log.includes('test-mesh-secret'), 'no secret in the logs');
+    }
   } finally {
     await intruder.stop();
   }

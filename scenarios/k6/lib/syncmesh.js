@@ -44,7 +44,7 @@ export function healthUrl(functionUrl) {
 /** Largest value of `field` over the nodes a Syncmesh answer lists (0 when none). */
 export function maxOverNodes(ext, field) {
   let max = 0;
-  for (const n of (ext && ext.nodes) || []) {
+  for (const n of ext?.nodes || []) {
     if (typeof n[field] === 'number' && n[field] > max) max = n[field];
   }
   return max;

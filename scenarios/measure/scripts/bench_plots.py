@@ -5,8 +5,9 @@ repo-local venv, `make scenarios-venv`).
     bench_plots.py function bench-results/function.json bench-results/function.png
     bench_plots.py mesh bench-results/mesh.json bench-results/mesh.png
     bench_plots.py replication bench-results/replication.json bench-results/replication.png
-    bench_plots.py miso bench-results/bench-miso.json bench-results/bench-miso.png
+    bench_plots.py miso bench-results/miso.json bench-results/miso.png
 """
+
 import json
 import sys
 
@@ -20,7 +21,7 @@ def plot_mesh(data, out):
     rows = data["rows"]
     queries = [q for q in ("aggregate", "collect", "estimate") if any(r["query"] == q for r in rows)]
     fig, axes = plt.subplots(1, len(queries), figsize=(5 * len(queries), 4), squeeze=False)
-    for ax, q in zip(axes[0], queries):
+    for ax, q in zip(axes[0], queries, strict=True):
         for mode, style in (("sequential", "o--"), ("parallel", "s-"), ("local", "^:")):
             pts = sorted((r["nodes"], r["stats"]["median_ms"]) for r in rows if r["query"] == q and r["mode"] == mode)
             if pts:
@@ -50,7 +51,7 @@ def plot_replication(data, out):
     thr.bar(list(x), [r["events_per_s"] for r in rows], width=0.5)
     thr.axhline(1000, color="red", linestyle="--", label="target 1,000 events/s")
     thr.set_xticks(list(x), labels)
-    thr.set_ylabel("events/s (burst of %d)" % rows[0]["burst_readings"])
+    thr.set_ylabel(f"events/s (burst of {rows[0]['burst_readings']:d})")
     thr.legend()
     fig.suptitle("bench-replication (6-node mesh, no emulated latency)")
     fig.tight_layout()
@@ -80,7 +81,7 @@ def plot_function(data, out):
 def plot_miso(data, out):
     panels = [k for k in ("replication", "table1", "allreduce") if data.get(k)]
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 4), squeeze=False)
-    for ax, key in zip(axes[0], panels):
+    for ax, key in zip(axes[0], panels, strict=False):
         d = data[key]
         if key == "replication":
             peers = sorted(int(k) for k in d)
@@ -105,7 +106,7 @@ def plot_miso(data, out):
         else:
             names = ["MISO, 10 clients", "Redis, 10 conns", "MISO, 1 shared", "Redis, 1 pipelined"]
             vals = [d["misoMeanMs"], d["redisMeanMs"], d.get("sharedMisoMeanMs"), d.get("sharedRedisMeanMs")]
-            pairs = [(n, v) for n, v in zip(names, vals) if v is not None]
+            pairs = [(n, v) for n, v in zip(names, vals, strict=True) if v is not None]
             ax.bar([p[0] for p in pairs], [p[1] for p in pairs], color=["C0", "C3", "C0", "C3"][: len(pairs)])
             ax.set_ylabel("AllReduce round, mean (ms)")
             ax.tick_params(axis="x", labelrotation=20)

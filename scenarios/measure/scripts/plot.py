@@ -5,6 +5,7 @@ usage: plot.py RESULTS_JSON OUT_DIR   (prints the PNG file names it wrote, one p
 Called by the report step (scenarios/measure/src/report.ts) with the repo-local venv's python
 (.cache/venv, matplotlib pinned by the Makefile).
 """
+
 import json
 import os
 import sys
@@ -48,17 +49,17 @@ def finish_axes(ax, cells, title, ylabel, legend_size=None):
 def plot_traffic(cells, meta, out):
     keys = combos(cells)
     fig, axes = grid(len(keys))
-    for ax, (w, d, r) in zip(axes, keys):
+    for ax, (w, d, r) in zip(axes, keys, strict=False):
         for system in ("baseline", "syncmesh"):
             x, y = series(cells, w, d, r, system, lambda c: c["traffic"]["total_bytes"] / 1e6)
             if x:
                 ax.plot(x, y, marker="o", color=COLORS[system], label=system)
-                for xi, yi in zip(x, y):
+                for xi, yi in zip(x, y, strict=True):
                     ax.annotate(f"{yi:.2f}", (xi, yi), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
         finish_axes(ax, cells, f"{w}, {d} d, {r} requests", "traffic MB (log)")
-    for ax in axes[len(keys):]:
+    for ax in axes[len(keys) :]:
         ax.axis("off")
     fig.suptitle(f"Traffic on the emulated network per system (run {meta['run']}, {meta['latency']})")
     fig.tight_layout()
@@ -70,7 +71,7 @@ def plot_traffic(cells, meta, out):
 def plot_rtt(cells, meta, out):
     keys = combos(cells)
     fig, axes = grid(len(keys))
-    for ax, (w, d, r) in zip(axes, keys):
+    for ax, (w, d, r) in zip(axes, keys, strict=False):
         for system in ("baseline", "syncmesh"):
             x, p50 = series(cells, w, d, r, system, lambda c: c["rtt_ms"]["p50"])
             if not x:
@@ -84,13 +85,15 @@ def plot_rtt(cells, meta, out):
                 system,
                 lambda c: max((c["db_ms"]["entry"] or {}).get("p50", 0), (c["db_ms"]["slowest_peer"] or {}).get("p50", 0)),
             )
-            up = [max(0.0, b - a) for a, b in zip(p50, p95)]
-            ax.errorbar(x, p50, yerr=[[0.0] * len(x), up], marker="o", capsize=4, color=COLORS[system], label=f"{system} RTT p50 (bar: p95)")
+            up = [max(0.0, b - a) for a, b in zip(p50, p95, strict=True)]
+            ax.errorbar(
+                x, p50, yerr=[[0.0] * len(x), up], marker="o", capsize=4, color=COLORS[system], label=f"{system} RTT p50 (bar: p95)"
+            )
             ax.plot(x, db, marker="x", linestyle="--", color=COLORS[system], label=f"{system} database p50")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         finish_axes(ax, cells, f"{w}, {d} d, {r} requests", "ms", legend_size=7)
-    for ax in axes[len(keys):]:
+    for ax in axes[len(keys) :]:
         ax.axis("off")
     fig.suptitle(f"Round trip (k6) and database time per system (run {meta['run']}, {meta['latency']})")
     fig.tight_layout()

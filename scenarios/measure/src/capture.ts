@@ -46,10 +46,15 @@ export async function startCapture(phase: string, dir: string, targets: readonly
         (t) =>
           new Promise<void>((ready, fail) => {
             const file = join(dir, `${phase}.${t.iface}.pcap`);
-            const p = spawn('tcpdump', ['-i', t.iface, '-w', file, '-s', String(SNAPLEN_BYTES), '-U', '-nn', '--immediate-mode'], { stdio: ['ignore', 'ignore', 'pipe'] });
+            const p = spawn('tcpdump', ['-i', t.iface, '-w', file, '-s', String(SNAPLEN_BYTES), '-U', '-nn', '--immediate-mode'], {
+              stdio: ['ignore', 'ignore', 'pipe'],
+            });
             const rec = { p, t, file, exited: new Promise<void>((r) => p.once('close', () => r())), dropped: 0 };
             procs.push(rec);
-            const timer = setTimeout(() => fail(new ScenarioError('EDGE_SCENARIO_CAPTURE', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)), TCPDUMP_READY_TIMEOUT_MS);
+            const timer = setTimeout(
+              () => fail(new ScenarioError('EDGE_SCENARIO_CAPTURE', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
+              TCPDUMP_READY_TIMEOUT_MS,
+            );
             createInterface({ input: p.stderr! }).on('line', (line) => {
               if (/listening on/.test(line)) {
                 clearTimeout(timer);
@@ -79,10 +84,17 @@ export async function startCapture(phase: string, dir: string, targets: readonly
       result ??= (async () => {
         const duration = Math.round(performance.now() - t0);
         for (const r of procs) r.p.kill('SIGINT');
-        const killer = setTimeout(() => procs.forEach((r) => r.p.kill('SIGKILL')), TCPDUMP_STOP_TIMEOUT_MS);
+        const killer = setTimeout(() => {
+          for (const r of procs) r.p.kill('SIGKILL');
+        }, TCPDUMP_STOP_TIMEOUT_MS);
         await Promise.all(procs.map((r) => r.exited));
         clearTimeout(killer);
-        const captured: CapturedInterface[] = procs.map((r) => ({ iface: r.t.iface, kind: r.t.kind, ...(r.t.node ? { node: r.t.node } : {}), packets: readPcap(r.file).packets }));
+        const captured: CapturedInterface[] = procs.map((r) => ({
+          iface: r.t.iface,
+          kind: r.t.kind,
+          ...(r.t.node ? { node: r.t.node } : {}),
+          packets: readPcap(r.file).packets,
+        }));
         return {
           phase,
           duration_ms: duration,

@@ -118,13 +118,23 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
       // the same storage as the nodes' servers (disk: H2 MVStore) and their heap per node
       inNetns(
         ns.netns,
-        testServerCommand({ bind: '0.0.0.0', port: CENTRAL_MONGO_PORT, heapMb: cfg.centralHeapMb ?? meshCfg.mongoHeapMb * nodes, ...(meshCfg.mongoStorage === 'disk' ? { dataDir } : {}) }),
+        testServerCommand({
+          bind: '0.0.0.0',
+          port: CENTRAL_MONGO_PORT,
+          heapMb: cfg.centralHeapMb ?? meshCfg.mongoHeapMb * nodes,
+          ...(meshCfg.mongoStorage === 'disk' ? { dataDir } : {}),
+        }),
       ),
       join(logDir, 'central.mongo.log'),
       env,
     );
     services.push(mongo);
-    await waitFor('central MongoDB', () => tcpOpen(ns.addr, CENTRAL_MONGO_PORT), READY_TIMEOUT_MS, () => assertRunning(mongo));
+    await waitFor(
+      'central MongoDB',
+      () => tcpOpen(ns.addr, CENTRAL_MONGO_PORT),
+      READY_TIMEOUT_MS,
+      () => assertRunning(mongo),
+    );
     const fn = startService('central-function', inNetns(ns.netns, [process.execPath, functionMain]), join(logDir, 'central.function.log'), {
       ...env,
       PORT: String(CENTRAL_FUNCTION_PORT),
@@ -135,11 +145,21 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
       LOG_LEVEL: 'warn',
     });
     services.push(fn);
-    await waitFor('central function', () => httpOk(`http://${ns.addr}:${CENTRAL_FUNCTION_PORT}/readyz`), READY_TIMEOUT_MS, () => assertRunning(fn));
+    await waitFor(
+      'central function',
+      () => httpOk(`http://${ns.addr}:${CENTRAL_FUNCTION_PORT}/readyz`),
+      READY_TIMEOUT_MS,
+      () => assertRunning(fn),
+    );
 
     const client = topology.nodes[0];
     const clientShape = centralShape(cfg.latency, client && client.lat !== null ? { lat: client.lat, lon: client.lon! } : null, location);
-    const clientProxy = { name: 'client>central', listen: `${topology.host_address}:${CLIENT_PROXY_PORT}`, upstream: `${ns.addr}:${CENTRAL_FUNCTION_PORT}`, ...clientShape };
+    const clientProxy = {
+      name: 'client>central',
+      listen: `${topology.host_address}:${CLIENT_PROXY_PORT}`,
+      upstream: `${ns.addr}:${CENTRAL_FUNCTION_PORT}`,
+      ...clientShape,
+    };
     await toxi.create(clientProxy);
     proxies.push(clientProxy.name);
     const ingestPorts = new Map<number, string>();
@@ -169,9 +189,15 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
           const source = cfg.dataDir ? ['--file', join(cfg.dataDir, `${i + 1}.csv`)] : ['--generate', '--sensor', String(i + 1)];
           let out: string;
           try {
-            out = (await run('ip', inNetns(n.namespace, [process.execPath, loadCli, '--mongodb-uri', uri, ...source, '--quiet']).slice(1), { timeoutMs: INGEST_TIMEOUT_MS })).stdout;
+            out = (
+              await run('ip', inNetns(n.namespace, [process.execPath, loadCli, '--mongodb-uri', uri, ...source, '--quiet']).slice(1), {
+                timeoutMs: INGEST_TIMEOUT_MS,
+              })
+            ).stdout;
           } catch (err) {
-            throw new ScenarioError('EDGE_SCENARIO_INGEST', `replaying ${n.id}'s readings into the central server failed: ${(err as Error).message}`, { cause: err });
+            throw new ScenarioError('EDGE_SCENARIO_INGEST', `replaying ${n.id}'s readings into the central server failed: ${(err as Error).message}`, {
+              cause: err,
+            });
           }
           const last = out.trim().split('\n').pop() ?? '';
           const loaded = (JSON.parse(last) as { loaded?: unknown }).loaded;
@@ -189,5 +215,6 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
 }
 
 function assertRunning(s: Service): void {
-  if (s.exited()) throw new ScenarioError('EDGE_SCENARIO_CENTRAL_START', `${s.role} exited during start; last log lines (${s.log}):\n${tail(s.log, 8) || '(no log)'}`);
+  if (s.exited())
+    throw new ScenarioError('EDGE_SCENARIO_CENTRAL_START', `${s.role} exited during start; last log lines (${s.log}):\n${tail(s.log, 8) || '(no log)'}`);
 }

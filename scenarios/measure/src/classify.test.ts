@@ -23,7 +23,15 @@ const layout: Layout = {
   ]),
   centralProxies: new Map([[24001, { kind: 'ingest' as const, node: 'node-1' }]]),
 };
-const pkt = (src: string | null, sport: number | null, dst: string | null, dport: number | null, len: number): Packet => ({ ts: 0, len, src, dst, sport, dport, proto: src ? 'tcp' : 'other' });
+const pkt = (src: string | null, sport: number | null, dst: string | null, dport: number | null, len: number): Packet => ({
+  ts: 0,
+  len,
+  src,
+  dst,
+  sport,
+  dport,
+  proto: src ? 'tcp' : 'other',
+});
 
 test('classify - counts each byte once: client, node-node at the sender, ingest at the node', () => {
   const r = classify(layout, [
@@ -60,6 +68,18 @@ test('classify - counts each byte once: client, node-node at the sender, ingest 
       ['db', 1, 5000],
     ],
   );
+});
+
+test('classify - agent to agent traffic is counted once, apart from the query systems', () => {
+  const both = classify(layout, [
+    { iface: 'h1', kind: 'node', node: 'node-1', packets: [pkt(N1, 50000, N2, 7070, 120), pkt(N2, 7070, N1, 50000, 80)] },
+    { iface: 'h2', kind: 'node', node: 'node-2', packets: [pkt(N1, 50000, N2, 7070, 120), pkt(N2, 7070, N1, 50000, 80)] },
+  ]);
+  assert.equal(both.agent_bytes, 200, 'each packet once, at its sender');
+  assert.equal(both.counted_bytes, 0);
+  assert.equal(both.other_bytes, 0);
+  const one = classify(layout, [{ iface: 'h1', kind: 'node', node: 'node-1', packets: [pkt(N1, 50000, N2, 7070, 120), pkt(N2, 7070, N1, 50000, 80)] }]);
+  assert.equal(one.agent_bytes, 200, "node-2's interface is not captured: its packets count where they arrive");
 });
 
 test('classify - direct node to central traffic counts as ingest', () => {

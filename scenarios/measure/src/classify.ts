@@ -8,6 +8,11 @@
  *                   asking node and the answer coming back); counted once, at the sender
  *   node_central    on a node's interface, to or from the central server (directly or through its
  *                   emulated link): the baseline's ingest
+ *   agent           on a node's interface, straight to or from another node's address: the
+ *                   MISO agents (the functions talk only through the link proxies); counted once,
+ *                   at the sender (at the receiver when the sender's interface is not captured),
+ *                   reported on its own and not part of `counted_bytes` (the comparison of the
+ *                   query systems)
  *   relay           the second leg of a proxied connection (link emulator -> destination): the
  *                   same bytes again, shown but not counted
  *   other           anything else on a counted interface (ARP, stray traffic); shown, not counted
@@ -55,6 +60,8 @@ export interface TrafficBreakdown {
   client_bytes: number;
   node_node_bytes: number;
   node_central_bytes: number;
+  /** Direct node <-> node traffic (MISO agents), once; not in counted_bytes. */
+  agent_bytes: number;
   relay_bytes: number;
   other_bytes: number;
   central_seen_bytes: number;
@@ -69,6 +76,7 @@ export function emptyBreakdown(): TrafficBreakdown {
     client_bytes: 0,
     node_node_bytes: 0,
     node_central_bytes: 0,
+    agent_bytes: 0,
     relay_bytes: 0,
     other_bytes: 0,
     central_seen_bytes: 0,
@@ -82,6 +90,8 @@ export function classify(layout: Layout, captures: readonly CapturedInterface[])
   const out = emptyBreakdown();
   const pairs = new Map<string, PairTraffic>();
   const nodeAddr = new Map(layout.nodes.map((n) => [n.id, n.addr]));
+  const nodeAddrs = new Set(nodeAddr.values());
+  const capturedNodeAddrs = new Set(captures.filter((c) => c.kind === 'node').map((c) => nodeAddr.get(c.node ?? '')));
   for (const cap of captures) {
     let bytes = 0;
     for (const p of cap.packets) {
@@ -114,6 +124,9 @@ export function classify(layout: Layout, captures: readonly CapturedInterface[])
       } else if ((centralLink && centralLink.kind === 'ingest') || (other.addr === layout.centralAddr && other.port === layout.centralMongoPort)) {
         out.node_central_bytes += p.len;
         out.counted_packets++;
+      } else if (nodeAddrs.has(other.addr) && other.addr !== own) {
+        // agent to agent: count at the sender, or here when the sender's interface is not captured
+        if (outgoing || !capturedNodeAddrs.has(other.addr)) out.agent_bytes += p.len;
       } else if (other.addr === layout.hostAddr) {
         out.relay_bytes += p.len;
       } else if (other.addr === layout.clientAddr) {

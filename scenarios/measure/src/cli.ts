@@ -9,8 +9,8 @@
  * Results land in SCENARIO_RESULTS_DIR/<run>/ (results.json, results.csv, traffic.png, rtt.png,
  * report.md, and per node count the pcaps, k6 summaries and logs).
  */
+import { hostInfo } from '@syncmesh-edge/bench-kit';
 import { readFileSync, mkdirSync } from 'node:fs';
-import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { down as meshDown } from '@syncmesh-edge/mesh';
 import { loadConfig, type ScenarioConfig } from './config.js';
@@ -68,7 +68,7 @@ async function runCells(cfg: ScenarioConfig, cells: CellSpec[], kind: string): P
     started_at: started.toISOString(),
     finished_at: new Date().toISOString(),
     latency: cfg.latency,
-    host: { cpus: cpus().length, note: 'shared with other work; absolute times are this machine\'s' },
+    host: { ...hostInfo(), note: "shared with other work; absolute times are this machine's" },
     duration_s: Math.round((performance.now() - t0) / 1000),
   };
   const { plots } = writeResults(cfg, runDir, meta, results);

@@ -56,7 +56,10 @@ const envSchema = z.object({
     .prefault('collect,aggregate'),
   SCENARIO_MATRIX_DAYS: intList('timespans in days').prefault('1,7'),
   SCENARIO_MATRIX_REQUESTS: intList('request counts').prefault('20'),
-  SCENARIO_RESULTS_DIR: z.string().min(1).default(join(REPO_ROOT, 'scenarios', 'results')),
+  SCENARIO_RESULTS_DIR: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, 'scenarios', 'results')),
   SCENARIO_RUN: z
     .string()
     .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash or underscore')
@@ -73,9 +76,18 @@ const envSchema = z.object({
   SCENARIO_SAMPLE_MS: z.coerce.number().int().min(50).max(10_000).default(DEFAULT_SAMPLE_MS),
   SCENARIO_KEEP_PCAP: z.enum(['true', 'false']).default('true'),
   SCENARIO_PLOTS: z.enum(['true', 'false']).default('true'),
-  K6_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'k6')),
-  SCENARIO_PYTHON: z.string().min(1).default(join(REPO_ROOT, '.cache', 'venv', 'bin', 'python')),
-  TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
+  K6_BIN: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, '.cache', 'bin', 'k6')),
+  SCENARIO_PYTHON: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, '.cache', 'venv', 'bin', 'python')),
+  TOXIPROXY_BIN: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
 });
 
 export interface MatrixConfig {
@@ -138,7 +150,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ScenarioConfig
     requests: e.SCENARIO_REQUESTS,
     latency: e.SCENARIO_LATENCY,
     radiusKm: e.SCENARIO_RADIUS_KM,
-    matrix: Object.freeze({ nodes: e.SCENARIO_MATRIX_NODES, workloads: e.SCENARIO_MATRIX_WORKLOADS, days: e.SCENARIO_MATRIX_DAYS, requests: e.SCENARIO_MATRIX_REQUESTS }),
+    matrix: Object.freeze({
+      nodes: e.SCENARIO_MATRIX_NODES,
+      workloads: e.SCENARIO_MATRIX_WORKLOADS,
+      days: e.SCENARIO_MATRIX_DAYS,
+      requests: e.SCENARIO_MATRIX_REQUESTS,
+    }),
     resultsDir: resolve(e.SCENARIO_RESULTS_DIR),
     run: e.SCENARIO_RUN,
     meshName: e.SCENARIO_MESH_NAME,

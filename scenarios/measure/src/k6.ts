@@ -80,7 +80,10 @@ export async function runK6(k6Bin: string, r: K6Run, onStart: (pid: number) => v
   const durationMs = Math.round(performance.now() - t0);
   writeFileSync(r.logPath, output);
   if (code !== 0 && code !== K6_THRESHOLDS_FAILED) {
-    throw new ScenarioError('EDGE_SCENARIO_K6', `k6 ${r.script} exited with ${code}; output (${r.logPath}):\n${output.trim().split('\n').slice(-10).join('\n')}`);
+    throw new ScenarioError(
+      'EDGE_SCENARIO_K6',
+      `k6 ${r.script} exited with ${code}; output (${r.logPath}):\n${output.trim().split('\n').slice(-10).join('\n')}`,
+    );
   }
   let summary: K6Summary;
   try {

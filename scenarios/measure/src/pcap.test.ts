@@ -20,7 +20,10 @@ test('pcap - reads wire length, addresses and ports of every record', () => {
 });
 
 test('pcap - a truncated last record is ignored', () => {
-  const buf = buildPcap([{ ts: 1, frame: tcpFrame('10.0.0.1', 1, '10.0.0.2', 2, 10) }, { ts: 2, frame: tcpFrame('10.0.0.1', 1, '10.0.0.2', 2, 10) }]);
+  const buf = buildPcap([
+    { ts: 1, frame: tcpFrame('10.0.0.1', 1, '10.0.0.2', 2, 10) },
+    { ts: 2, frame: tcpFrame('10.0.0.1', 1, '10.0.0.2', 2, 10) },
+  ]);
   assert.equal(parsePcap(buf.subarray(0, buf.length - 5)).packets.length, 1);
 });
 
@@ -34,6 +37,12 @@ test('pcap - non-IPv4 frames count with null addresses', () => {
 });
 
 test('pcap - rejects what is not a libpcap file', () => {
-  assert.throws(() => parsePcap(Buffer.from('0a0d0d0a00000000000000000000000000000000000000000000', 'hex')), (e: unknown) => e instanceof ScenarioError && e.code === 'EDGE_SCENARIO_PCAP');
-  assert.throws(() => parsePcap(Buffer.alloc(3)), (e: unknown) => e instanceof ScenarioError && e.code === 'EDGE_SCENARIO_PCAP');
+  assert.throws(
+    () => parsePcap(Buffer.from('0a0d0d0a00000000000000000000000000000000000000000000', 'hex')),
+    (e: unknown) => e instanceof ScenarioError && e.code === 'EDGE_SCENARIO_PCAP',
+  );
+  assert.throws(
+    () => parsePcap(Buffer.alloc(3)),
+    (e: unknown) => e instanceof ScenarioError && e.code === 'EDGE_SCENARIO_PCAP',
+  );
 });

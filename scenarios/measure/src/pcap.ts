@@ -86,7 +86,10 @@ export function parsePcap(buf: Buffer, name = 'pcap'): PcapFile {
     le = false;
     nano = buf.readUInt32BE(0) === 0xa1b23c4d;
   } else {
-    throw new ScenarioError('EDGE_SCENARIO_PCAP', `${name} is not a libpcap file (magic 0x${magicLE.toString(16)}); pcapng is not supported, capture with tcpdump -w`);
+    throw new ScenarioError(
+      'EDGE_SCENARIO_PCAP',
+      `${name} is not a libpcap file (magic 0x${magicLE.toString(16)}); pcapng is not supported, capture with tcpdump -w`,
+    );
   }
   const u32 = (at: number) => (le ? buf.readUInt32LE(at) : buf.readUInt32BE(at));
   const snapLen = u32(16);
@@ -144,8 +147,8 @@ export function tcpFrame(src: string, sport: number, dst: string, dport: number,
   frame[14] = 0x45;
   frame.writeUInt16BE(20 + 20 + payloadBytes, 16);
   frame[14 + 9] = IPPROTO_TCP;
-  src.split('.').forEach((o, i) => (frame[14 + 12 + i] = Number(o)));
-  dst.split('.').forEach((o, i) => (frame[14 + 16 + i] = Number(o)));
+  for (const [i, o] of src.split('.').entries()) frame[14 + 12 + i] = Number(o);
+  for (const [i, o] of dst.split('.').entries()) frame[14 + 16 + i] = Number(o);
   frame.writeUInt16BE(sport, 34);
   frame.writeUInt16BE(dport, 36);
   frame[34 + 12] = 0x50;

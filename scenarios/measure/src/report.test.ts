@@ -1,3 +1,4 @@
+import { hostInfo } from '@syncmesh-edge/bench-kit';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkTargets, CSV_COLUMNS, markdownReport, toCsv } from './report.js';
@@ -6,8 +7,22 @@ import { emptyBreakdown } from './classify.js';
 
 function cell(system: 'baseline' | 'syncmesh', workload: 'collect' | 'aggregate', totalBytes: number, rttP50: number): CellResult {
   const st = (x: number) => ({ p50: x, p95: x, max: x, avg: x, min: x });
-  const phase = { ...emptyBreakdown(), counted_bytes: totalBytes, client_bytes: totalBytes, phase: 'query', duration_ms: 1, pcap_files: [], dropped_packets: 0, source: 'pcap' as const };
-  const usage = { interval_ms: 500, duration_ms: 1000, processes: [], roles: [{ role: 'k6', processes: 1, cpu_s: 0.5, cpu_pct: 50, rss_max_mb: 40, rss_total_max_mb: 40 }] };
+  const phase = {
+    ...emptyBreakdown(),
+    counted_bytes: totalBytes,
+    client_bytes: totalBytes,
+    phase: 'query',
+    duration_ms: 1,
+    pcap_files: [],
+    dropped_packets: 0,
+    source: 'pcap' as const,
+  };
+  const usage = {
+    interval_ms: 500,
+    duration_ms: 1000,
+    processes: [],
+    roles: [{ role: 'k6', processes: 1, cpu_s: 0.5, cpu_pct: 50, rss_max_mb: 40, rss_total_max_mb: 40 }],
+  };
   return {
     id: `${system}-n3-${workload}-d1-r20`,
     system,
@@ -57,14 +72,20 @@ test('report - targets are checked per cell pair on the regional profile', () =>
 });
 
 test('report - one CSV row per cell, every column filled', () => {
-  const lines = toCsv([cell('baseline', 'aggregate', 1000, 10), cell('syncmesh', 'aggregate', 10, 12)]).trim().split('\n');
+  const lines = toCsv([cell('baseline', 'aggregate', 1000, 10), cell('syncmesh', 'aggregate', 10, 12)])
+    .trim()
+    .split('\n');
   assert.equal(lines.length, 3);
   assert.equal(lines[0], CSV_COLUMNS.join(','));
   for (const l of lines.slice(1)) assert.equal(l.split(',').length, CSV_COLUMNS.length);
 });
 
 test('report - the markdown puts the paper beside ours and marks what we do not have', () => {
-  const md = markdownReport({ run: 'r', started_at: 'a', finished_at: 'b', latency: 'regional', host: { cpus: 2, note: 'n' }, duration_s: 1 }, [cell('baseline', 'aggregate', 1000, 10), cell('syncmesh', 'aggregate', 10, 12)], ['traffic.png']);
+  const md = markdownReport(
+    { run: 'r', started_at: 'a', finished_at: 'b', latency: 'regional', host: { ...hostInfo(), note: 'n' }, duration_s: 1 },
+    [cell('baseline', 'aggregate', 1000, 10), cell('syncmesh', 'aggregate', 10, 12)],
+    ['traffic.png'],
+  );
   assert.match(md, /34\.74/);
   assert.match(md, /unavailable/);
   assert.match(md, /mongos/);

@@ -3,6 +3,7 @@
  * PNG plots (scripts/plot.py, matplotlib from the repo-local venv) and report.md, which puts our
  * numbers beside the paper's.
  */
+import type { HostInfo } from '@syncmesh-edge/bench-kit';
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +17,8 @@ export interface RunMeta {
   started_at: string;
   finished_at: string;
   latency: string;
-  host: { cpus: number; note: string };
+  /** The machine, read at run time (bench-kit's hostInfo), and a note on how it was shared. */
+  host: HostInfo & { note: string };
   duration_s: number;
 }
 
@@ -39,6 +41,7 @@ export const CSV_COLUMNS = [
   'client_bytes',
   'node_node_bytes',
   'node_central_bytes',
+  'agent_bytes_not_compared',
   'relay_bytes_not_counted',
   'dropped_packets',
   'rtt_p50_ms',
@@ -75,6 +78,7 @@ export function csvRow(r: CellResult): (string | number)[] {
     q.client_bytes,
     q.node_node_bytes,
     (i?.node_central_bytes ?? 0) + q.node_central_bytes,
+    (i?.agent_bytes ?? 0) + q.agent_bytes,
     (i?.relay_bytes ?? 0) + q.relay_bytes,
     (i?.dropped_packets ?? 0) + q.dropped_packets,
     r.rtt_ms.p50,
@@ -95,7 +99,7 @@ export function csvRow(r: CellResult): (string | number)[] {
 
 export function toCsv(results: readonly CellResult[]): string {
   const esc = (v: string | number) => (typeof v === 'string' && /[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : String(v));
-  return [CSV_COLUMNS.join(','), ...results.map((r) => csvRow(r).map(esc).join(','))].join('\n') + '\n';
+  return `${[CSV_COLUMNS.join(','), ...results.map((r) => csvRow(r).map(esc).join(','))].join('\n')}\n`;
 }
 
 interface Pair {
@@ -171,15 +175,19 @@ export function markdownReport(meta: RunMeta, results: readonly CellResult[], pl
     '',
   );
   L.push('## Systems', '');
-  L.push('- **baseline**: one central MongoDB-compatible test server in its own namespace, with the Syncmesh function in front of it answering alone. Every node replays its readings into it over its own emulated link (the *ingest*, measured and counted as in the paper\'s Figure 4); the client queries it over one emulated link.');
+  L.push(
+    "- **baseline**: one central MongoDB-compatible test server in its own namespace, with the Syncmesh function in front of it answering alone. Every node replays its readings into it over its own emulated link (the *ingest*, measured and counted as in the paper's Figure 4); the client queries it over one emulated link.",
+  );
   const forwards = [...new Set(results.filter((r) => r.system === 'syncmesh').map((r) => r.forward))];
   L.push(
-    `- **syncmesh**: every node keeps its readings in its own database; the client asks node-1 (local to the client), which forwards in parallel over the emulated node-to-node links ${forwards.includes('registry') ? 'to the nodes of its registry within the radius' : 'to nodes 2..n (named in `external_nodes`, as in the paper\'s benchmark)'} and merges the answers. One mesh of the largest node count serves every cell; nodes beyond a cell's count stay idle.`,
+    `- **syncmesh**: every node keeps its readings in its own database; the client asks node-1 (local to the client), which forwards in parallel over the emulated node-to-node links ${forwards.includes('registry') ? 'to the nodes of its registry within the radius' : "to nodes 2..n (named in `external_nodes`, as in the paper's benchmark)"} and merges the answers. One mesh of the largest node count serves every cell; nodes beyond a cell's count stay idle.`,
   );
   L.push(`- **advanced**: ${ADVANCED_NOTE}`, '');
 
   L.push('## Traffic (MB on the emulated network, every byte once, from the packet captures)', '');
-  L.push('| workload | days | requests | nodes | baseline ingest | baseline queries | baseline total | syncmesh total | syncmesh / baseline | paper baseline | paper syncmesh |');
+  L.push(
+    '| workload | days | requests | nodes | baseline ingest | baseline queries | baseline total | syncmesh total | syncmesh / baseline | paper baseline | paper syncmesh |',
+  );
   L.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const p of pairs(results)) {
     const b = p.baseline;
@@ -190,23 +198,31 @@ export function markdownReport(meta: RunMeta, results: readonly CellResult[], pl
       `| ${p.workload} | ${p.days} | ${p.requests} | ${p.nodes} | ${b ? mb(b.traffic.ingest?.counted_bytes ?? 0) : '–'} | ${b ? mb(b.traffic.query.counted_bytes) : '–'} | ${b ? mb(b.traffic.total_bytes) : '–'} | ${s ? mb(s.traffic.total_bytes) : '–'} | ${b && s ? pct(s.traffic.total_bytes / b.traffic.total_bytes) : '–'} | ${pb === null ? 'unavailable' : `${pb}*`} | ${ps === null ? 'unavailable' : `${ps}*`} |`,
     );
   }
-  L.push('', "\\* The paper's 3-node aggregate figure as quoted to us, without its timespan and request count: shown beside every 3-node aggregate row, compare shares (1.6 %) rather than absolute MB. The paper's per-node data set is not ours either (we replay one sensor-month per node).", '');
+  L.push(
+    '',
+    "\\* The paper's 3-node aggregate figure as quoted to us, without its timespan and request count: shown beside every 3-node aggregate row, compare shares (1.6 %) rather than absolute MB. The paper's per-node data set is not ours either (we replay one sensor-month per node).",
+    '',
+  );
   L.push('Syncmesh traffic by link (query phase): client↔entry node and node↔node (counted once, at the asking node):', '');
   L.push('| workload | days | requests | nodes | client↔entry MB | node↔node MB | per request KB |');
   L.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const p of pairs(results)) {
     if (!p.syncmesh) continue;
     const q = p.syncmesh.traffic.query;
-    L.push(`| ${p.workload} | ${p.days} | ${p.requests} | ${p.nodes} | ${mb(q.client_bytes)} | ${mb(q.node_node_bytes)} | ${(q.counted_bytes / p.requests / 1000).toFixed(1)} |`);
+    L.push(
+      `| ${p.workload} | ${p.days} | ${p.requests} | ${p.nodes} | ${mb(q.client_bytes)} | ${mb(q.node_node_bytes)} | ${(q.counted_bytes / p.requests / 1000).toFixed(1)} |`,
+    );
   }
   L.push('');
 
-  L.push('## Round trip (k6, ms) beside the database\'s own time', '');
+  L.push("## Round trip (k6, ms) beside the database's own time", '');
   L.push(
-    'The test server scans collections without indexes, so the central server (holding every node\'s readings) pays for its larger collection on every query, while each Syncmesh node scans only its own. `db` is the database time the answering process reported (`extensions.timing.db_ms`: the central server, or Syncmesh\'s entry node; `slowest peer`: the largest `nodes[].db_ms`). The last column is, per request, the round trip minus the slowest database time of that request: the network, function and merge cost, which is what remains when the database cost is taken out.',
+    "The test server scans collections without indexes, so the central server (holding every node's readings) pays for its larger collection on every query, while each Syncmesh node scans only its own. `db` is the database time the answering process reported (`extensions.timing.db_ms`: the central server, or Syncmesh's entry node; `slowest peer`: the largest `nodes[].db_ms`). The last column is, per request, the round trip minus the slowest database time of that request: the network, function and merge cost, which is what remains when the database cost is taken out.",
     '',
   );
-  L.push('| workload | days | requests | nodes | system | RTT p50 | RTT p95 | RTT max | db p50 (central / entry) | db p50 slowest peer | function p50 | RTT − slowest db, per request, p50 |');
+  L.push(
+    '| workload | days | requests | nodes | system | RTT p50 | RTT p95 | RTT max | db p50 (central / entry) | db p50 slowest peer | function p50 | RTT − slowest db, per request, p50 |',
+  );
   L.push('| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const p of pairs(results)) {
     for (const r of [p.baseline, p.syncmesh]) {
@@ -247,26 +263,32 @@ export function markdownReport(meta: RunMeta, results: readonly CellResult[], pl
     }
   }
 
-  L.push('## The paper\'s numbers we have', '');
+  L.push("## The paper's numbers we have", '');
   L.push('Only the figures quoted in the issue; every other cell of Table III/IV is unavailable here.', '');
   L.push('| figure | nodes | workload | paper |', '| --- | --- | --- | --- |');
   for (const f of PAPER_FIGURES) L.push(`| ${f.what} | ${f.nodes ?? 'as published'} | ${f.workload} | ${f.value} |`);
   L.push('| advanced (sharded MongoDB), any figure | – | – | unavailable |', '');
 
   L.push('## CPU and memory during the query phase', '');
-  L.push('| cell | role | processes | CPU s | avg CPU % | peak RSS per process MB | peak RSS all processes MB |', '| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+  L.push(
+    '| cell | role | processes | CPU s | avg CPU % | peak RSS per process MB | peak RSS all processes MB |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
+  );
   for (const r of results) {
-    for (const x of r.resources.query.roles) L.push(`| ${r.id} | ${x.role} | ${x.processes} | ${x.cpu_s.toFixed(1)} | ${x.cpu_pct.toFixed(1)} | ${x.rss_max_mb.toFixed(0)} | ${x.rss_total_max_mb.toFixed(0)} |`);
+    for (const x of r.resources.query.roles)
+      L.push(
+        `| ${r.id} | ${x.role} | ${x.processes} | ${x.cpu_s.toFixed(1)} | ${x.cpu_pct.toFixed(1)} | ${x.rss_max_mb.toFixed(0)} | ${x.rss_total_max_mb.toFixed(0)} |`,
+      );
   }
   L.push('');
 
   L.push('## How this was measured', '');
   L.push(
-    '- **Traffic** comes from `tcpdump -w` on the host side of every interface of the run (client, every node, central server), one capture per phase (`ingest`, `query`), started and stopped by the harness. Bytes are Ethernet frame lengths from the pcap records, classified by address and port: client↔system on the client\'s interface; node↔node at the asking node (its link proxy port); node↔central at the node. The second leg of every emulated link (link emulator → destination) carries the same bytes again and is shown as `relay_bytes_not_counted` in the CSV, not counted.',
-    '- **Round trip** is k6\'s `http_req_duration` (one client, requests one after the other, `Accept-Encoding: gzip`), p50/p95/max.',
+    "- **Traffic** comes from `tcpdump -w` on the host side of every interface of the run (client, every node, central server), one capture per phase (`ingest`, `query`), started and stopped by the harness. Bytes are Ethernet frame lengths from the pcap records, classified by address and port: client↔system on the client's interface; node↔node at the asking node (its link proxy port); node↔central at the node. The second leg of every emulated link (link emulator → destination) carries the same bytes again and is shown as `relay_bytes_not_counted` in the CSV, not counted. Traffic straight between two nodes is the MISO agents' (heartbeats, anti-entropy; the functions talk only through the link proxies): counted once, at the sender, and shown as `agent_bytes_not_compared`, outside the Syncmesh/baseline comparison because the agents run on the nodes whichever system answers.",
+    "- **Round trip** is k6's `http_req_duration` (one client, requests one after the other, `Accept-Encoding: gzip`), p50/p95/max.",
     '- **Database time** is what the function reports per request (`extensions.timing.db_ms`, `nodes[].db_ms`), recorded by k6 as trends.',
     `- **CPU and memory** are read from /proc every sampling interval for every process of the mesh, the central server, toxiproxy and k6.`,
-    '- The baseline\'s ingest is measured once per node count (the data set does not depend on the query) and added to every baseline cell of that node count.',
+    "- The baseline's ingest is measured once per node count (the data set does not depend on the query) and added to every baseline cell of that node count.",
     '- Links are emulated in user space (toxiproxy): latency, not bandwidth, so byte counts do not depend on the profile; round trips do.',
     '',
   );
@@ -280,9 +302,11 @@ export function markdownReport(meta: RunMeta, results: readonly CellResult[], pl
 /** Runs the plot script; returns the PNG file names it wrote. */
 export function plot(cfg: ScenarioConfig, runDir: string): string[] {
   if (!cfg.plots) return [];
-  if (!existsSync(cfg.python)) throw new ScenarioError('EDGE_SCENARIO_TOOL_MISSING', `python with matplotlib is missing at ${cfg.python} (run: make scenarios-venv)`);
+  if (!existsSync(cfg.python))
+    throw new ScenarioError('EDGE_SCENARIO_TOOL_MISSING', `python with matplotlib is missing at ${cfg.python} (run: make scenarios-venv)`);
   const r = spawnSync(cfg.python, [cfg.plotScript, join(runDir, 'results.json'), runDir], { encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new ScenarioError('EDGE_SCENARIO_REPORT', `the plot script failed (${r.status}): ${(r.stderr || r.error?.message || '').trim().slice(-800)}`);
+  if (r.status !== 0)
+    throw new ScenarioError('EDGE_SCENARIO_REPORT', `the plot script failed (${r.status}): ${(r.stderr || r.error?.message || '').trim().slice(-800)}`);
   return r.stdout
     .split('\n')
     .map((l) => l.trim())

@@ -117,10 +117,19 @@ type Ingest = { traffic: PhaseTraffic; result: IngestResult; usage: Usage };
  * cell of n nodes queries a fresh central server holding the readings of nodes 1..n, replayed
  * (and captured) once for that node count.
  */
-export async function runOnOneMesh(cfg: ScenarioConfig, cells: readonly CellSpec[], runDir: string, progress: Progress, onCell: (r: CellResult) => void = () => undefined): Promise<CellResult[]> {
+export async function runOnOneMesh(
+  cfg: ScenarioConfig,
+  cells: readonly CellSpec[],
+  runDir: string,
+  progress: Progress,
+  onCell: (r: CellResult) => void = () => undefined,
+): Promise<CellResult[]> {
   const meshNodes = Math.max(...cells.map((c) => c.nodes));
   if (cfg.radiusKm !== undefined && cells.some((c) => c.nodes !== meshNodes)) {
-    throw new ScenarioError('EDGE_SCENARIO_CONFIG', `SCENARIO_RADIUS_KM forwards through the registry, which lists all ${meshNodes} nodes of the mesh; run one node count at a time with it`);
+    throw new ScenarioError(
+      'EDGE_SCENARIO_CONFIG',
+      `SCENARIO_RADIUS_KM forwards through the registry, which lists all ${meshNodes} nodes of the mesh; run one node count at a time with it`,
+    );
   }
   const meshCfg = loadMeshConfig({
     PATH: process.env['PATH'],
@@ -165,7 +174,9 @@ export async function runOnOneMesh(cfg: ScenarioConfig, cells: readonly CellSpec
       central = await startCentral(cfg, mesh.topology, n, logDir, meshCfg);
       progress(`${n} nodes: ingest: replaying the readings of nodes 1-${n} into the central server (captured)`);
       const ingest = await measureIngest(cfg, mesh, client, central, groupDir);
-      progress(`${n} nodes: ingest of ${ingest.result.readings} readings: ${(ingest.traffic.node_central_bytes / 1e6).toFixed(2)} MB on the node->central links in ${(ingest.result.ms / 1000).toFixed(1)} s`);
+      progress(
+        `${n} nodes: ingest of ${ingest.result.readings} readings: ${(ingest.traffic.node_central_bytes / 1e6).toFixed(2)} MB on the node->central links in ${(ingest.result.ms / 1000).toFixed(1)} s`,
+      );
       for (const spec of baseline) {
         results.push(await runCell(cfg, spec, mesh, client, central, ingest, groupDir, progress));
         onCell(results[results.length - 1]!);
@@ -195,7 +206,7 @@ async function measureIngest(cfg: ScenarioConfig, mesh: MeshHandle, client: Extr
     usage = sampler.stop();
     traffic = await cap.stop();
   }
-  if (!cfg.keepPcap) traffic.pcap_files.forEach((f) => rmSync(f, { force: true }));
+  if (!cfg.keepPcap) for (const f of traffic.pcap_files) rmSync(f, { force: true });
   return { traffic, result, usage };
 }
 
@@ -242,7 +253,13 @@ async function runCell(
   const script = join(cfg.k6Dir, '01.query.js');
   if (cfg.warmup > 0) {
     // unmeasured: the first queries of a fresh JVM/Node process pay for class loading and JIT
-    await runK6(cfg.k6Bin, { script, env: { ...env, REQUESTS: String(cfg.warmup) }, summaryPath: join(dir, 'k6-warmup-summary.json'), netns: client.netns, logPath: join(dir, 'k6-warmup.log') });
+    await runK6(cfg.k6Bin, {
+      script,
+      env: { ...env, REQUESTS: String(cfg.warmup) },
+      summaryPath: join(dir, 'k6-warmup-summary.json'),
+      netns: client.netns,
+      logPath: join(dir, 'k6-warmup.log'),
+    });
   }
   const procs = await watchedProcesses(cfg, central, spec.nodes);
   const startedAt = new Date().toISOString();
@@ -259,11 +276,14 @@ async function runCell(
     usage = sampler.stop();
     query = await cap.stop();
   }
-  if (!cfg.keepPcap) query.pcap_files.forEach((f) => rmSync(f, { force: true }));
+  if (!cfg.keepPcap) for (const f of query.pcap_files) rmSync(f, { force: true });
   const s = outcome.summary;
-  progress(`  ${id}: ${((((ingest && baseline ? ingest.traffic.counted_bytes : 0) + query.counted_bytes)) / 1e6).toFixed(3)} MB, RTT p50 ${trend(s, 'edge_scenarios_rtt_ms')?.med.toFixed(1)} ms${outcome.thresholdsOk ? '' : ' (k6 thresholds crossed: see k6.log)'}`);
+  progress(
+    `  ${id}: ${(((ingest && baseline ? ingest.traffic.counted_bytes : 0) + query.counted_bytes) / 1e6).toFixed(3)} MB, RTT p50 ${trend(s, 'edge_scenarios_rtt_ms')?.med.toFixed(1)} ms${outcome.thresholdsOk ? '' : ' (k6 thresholds crossed: see k6.log)'}`,
+  );
   const rtt = stats(trend(s, 'edge_scenarios_rtt_ms'));
-  if (!rtt) throw new ScenarioError('EDGE_SCENARIO_K6', `the k6 summary ${summaryPath} has no edge_scenarios_rtt_ms (is ${join(cfg.k6Dir, '01.query.js')} current?)`);
+  if (!rtt)
+    throw new ScenarioError('EDGE_SCENARIO_K6', `the k6 summary ${summaryPath} has no edge_scenarios_rtt_ms (is ${join(cfg.k6Dir, '01.query.js')} current?)`);
   const ingestTraffic = baseline ? ingest!.traffic : null;
   return {
     id,
@@ -298,4 +318,3 @@ async function runCell(
     files: { dir, k6_summary: summaryPath, k6_log: logPath },
   };
 }
-

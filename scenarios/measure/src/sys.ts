@@ -88,7 +88,12 @@ export function startService(role: string, argv: readonly string[], log: string,
   child.on('error', squashError); // surfaced by the readiness check, which sees the process gone
   if (child.pid === undefined) throw new ScenarioError('EDGE_SCENARIO_CENTRAL_START', `cannot start ${argv[0]} for ${role}; see ${log}`);
   let gone = false;
-  const closed = new Promise<void>((r) => child.once('exit', () => ((gone = true), r())));
+  const closed = new Promise<void>((r) =>
+    child.once('exit', () => {
+      gone = true;
+      r();
+    }),
+  );
   let stopping: Promise<void> | undefined;
   return {
     role,
@@ -108,7 +113,6 @@ export function startService(role: string, argv: readonly string[], log: string,
     },
   };
 }
-
 
 /** Readiness probes and the bounded pool are the mesh's; one copy for both components. */
 export { tcpOpen, httpOk, pool, tail } from '@syncmesh-edge/mesh';

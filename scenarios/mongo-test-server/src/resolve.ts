@@ -15,10 +15,7 @@ export interface MongoTarget {
  * MONGODB_URI (a real MongoDB) when set, otherwise a fresh test server. Tests and benchmarks use
  * this so that the same code runs against both.
  */
-export async function resolveMongo(
-  env: NodeJS.ProcessEnv = process.env,
-  opts: TestServerOptions = {},
-): Promise<MongoTarget> {
+export async function resolveMongo(env: NodeJS.ProcessEnv = process.env, opts: TestServerOptions = {}): Promise<MongoTarget> {
   const uri = env['MONGODB_URI'];
   if (uri) return { uri, kind: 'real', stop: async () => {} };
   const server = await startTestServer(opts);

@@ -28,7 +28,10 @@ test('test server - keeps data across restarts with a data directory', async () 
   try {
     let server = await startTestServer({ dataDir: dir });
     let client = await MongoClient.connect(server.uri, { directConnection: true });
-    await client.db('d').collection('c').insertMany([{ n: 1 }, { n: 2 }]);
+    await client
+      .db('d')
+      .collection('c')
+      .insertMany([{ n: 1 }, { n: 2 }]);
     await client.close();
     await server.stop();
 

@@ -1,17 +1,21 @@
 /**
- * The dialling side of a peer connection: opens one authenticated Sync stream to an address,
- * keeps it open, and reconnects with exponential backoff and full jitter when it breaks.
- * Also issues Fetch calls (restore) on the same channel, each with a deadline.
+ * The dialling side of a peer connection: opens one Sync stream to an address, authenticates it
+ * both ways (auth.ts) before anything else is sent or read, keeps it open, and reconnects with
+ * exponential backoff and full jitter when it breaks. Restore fetches travel on the same
+ * authenticated stream, each with a deadline.
  */
 import * as grpc from '@grpc/grpc-js';
+import type { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage } from '../../sync/messages.js';
-import { fetchChallenge, signedMetadata, syncChallenge } from './auth.js';
+import { DialerHandshake, HANDSHAKE_TIMEOUT_MS, type LinkCipher, type LinkRefusal } from './auth.js';
 import { peerChannelOptions } from './options.js';
 import { decodePeerMessage, encodePeerMessage, peerWire, type Link } from './peer-wire.js';
 
 export interface OutboundOptions {
   nodeId: string;
-  secret: string;
+  keys: MeshKeys;
+  /** The node id expected at this address (mDNS record, `id@host:port`, dial-back); undefined = any member. */
+  expect: string | undefined;
   maxMessageBytes: number;
   backoffMinMs: number;
   backoffMaxMs: number;
@@ -20,6 +24,19 @@ export interface OutboundOptions {
   onMessage(link: Link, m: ReceivedPeerMessage, bytes: number): void;
   /** Called once per broken stream, with the reason. */
   onClose(link: Link, reason: string): void;
+  /** Called when the handshake or a message's MAC fails; the stream is then closed. */
+  onAuthFailure(address: string, refusal: LinkRefusal): void;
+}
+
+/** Backoff attempt after a refused link: 100 ms * 2^6 is past the 5 s cap, so the retry is jittered over the whole range. */
+const AUTH_FAILURE_ATTEMPT = 6;
+/** The code the acceptor put at the start of its UNAUTHENTICATED details. */
+const REFUSAL_CODE = /^(EDGE_MISO_AUTH|EDGE_MISO_PEER_ID|EDGE_MISO_PEER_PROTOCOL): /;
+
+interface PendingFetch {
+  resolve(r: FetchResponse): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
 }
 
 /** Jittered exponential backoff ("full jitter"): uniform in [0, min(max, base * 2^attempt)]. */
@@ -35,6 +52,8 @@ export class OutboundPeer {
   private attempt = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private nextFetchId = 1;
+  private readonly fetches = new Map<number, PendingFetch>();
   peerId: string | undefined;
 
   constructor(readonly address: string, private readonly opts: OutboundOptions) {
@@ -42,8 +61,9 @@ export class OutboundPeer {
     this.client = new Ctor(address, grpc.credentials.createInsecure(), peerChannelOptions(opts.maxMessageBytes));
   }
 
+  /** The open, authenticated stream, if any. */
   get link(): Link | undefined {
-    return this.current?.open ? this.current : undefined;
+    return this.current?.open && this.current.authId !== undefined ? this.current : undefined;
   }
 
   start(): void {
@@ -56,47 +76,112 @@ export class OutboundPeer {
   }
 
   private connect(): void {
-    const md = signedMetadata(this.opts.secret, this.opts.nodeId, syncChallenge(this.opts.nodeId));
-    const call = (this.client as unknown as { Sync(md: grpc.Metadata): grpc.ClientDuplexStream<Buffer, Buffer> }).Sync(md);
+    const call = (this.client as unknown as { Sync(): grpc.ClientDuplexStream<Buffer, Buffer> }).Sync();
     this.call = call;
+    const handshake = new DialerHandshake(this.opts.keys, this.opts.nodeId, this.opts.expect, this.address);
+    let cipher: LinkCipher | undefined;
+    let authId: string | undefined;
     let open = true;
     const link: Link = {
       kind: 'out',
       address: this.address,
+      get authId() {
+        return authId;
+      },
       peerId: this.peerId,
       get open() {
         return open;
       },
       send: (m: PeerMessage) => (open ? link.sendEncoded(encodePeerMessage(m)) : 0),
       sendEncoded: (b: Buffer) => {
-        if (!open) return 0;
-        call.write(b);
-        return b.length;
+        // Nothing but the handshake leaves before the link is authenticated.
+        if (!open || !cipher) return 0;
+        const sealed = cipher.seal(b);
+        call.write(sealed);
+        return sealed.length;
       },
       close: () => finish('closed locally', true),
     };
     this.current = link;
+    // No challenge in time: an unreachable address as often as a stalling impostor, so this is a
+    // plain reconnect (with growing backoff), not a refusal.
+    const timer = setTimeout(() => finish(`no answer to the handshake within ${HANDSHAKE_TIMEOUT_MS} ms`, true), HANDSHAKE_TIMEOUT_MS);
+    timer.unref();
     const finish = (reason: string, cancel: boolean) => {
       if (!open) return;
       open = false;
+      clearTimeout(timer);
       if (cancel) call.cancel();
       this.call = undefined;
-      this.opts.onClose(link, reason);
+      for (const [id, f] of this.fetches) {
+        clearTimeout(f.timer);
+        this.fetches.delete(id);
+        f.reject(new Error(`stream to ${this.address} closed: ${reason}`));
+      }
+      // Only an authenticated link was ever handed to the agent.
+      if (cipher) this.opts.onClose(link, reason);
       this.scheduleReconnect();
     };
+    const fail = (r: LinkRefusal) => {
+      if (!open) return;
+      // A refused peer is retried at the backoff's cap (an impostor or a misconfigured node does not heal in 100 ms).
+      this.attempt = Math.max(this.attempt, AUTH_FAILURE_ATTEMPT);
+      this.opts.onAuthFailure(this.address, r);
+      finish(`${r.code}: ${r.reason}`, true);
+    };
     call.on('data', (b: Buffer) => {
+      if (!open) return;
+      if (!cipher) {
+        let m: ReceivedPeerMessage;
+        try {
+          m = decodePeerMessage(b);
+        } catch (err) {
+          fail({ ok: false, code: 'EDGE_MISO_PEER_PROTOCOL', reason: `the agent at ${this.address} sent an undecodable handshake message: ${(err as Error).message}` });
+          return;
+        }
+        const r = handshake.onChallenge(m);
+        if (!r.ok) return fail(r);
+        clearTimeout(timer);
+        call.write(encodePeerMessage(r.reply));
+        cipher = r.cipher;
+        authId = r.peerId;
+        this.opts.onOpen(link);
+        return;
+      }
+      const body = cipher.open(b);
+      if (!body) {
+        fail({ ok: false, code: 'EDGE_MISO_AUTH', reason: `a message from '${authId}' at ${this.address} has a missing or wrong MAC (forged, replayed or altered)` });
+        return;
+      }
       let m: ReceivedPeerMessage;
       try {
-        m = decodePeerMessage(b);
+        m = decodePeerMessage(body);
       } catch (err) {
         finish(`undecodable message: ${(err as Error).message}`, true);
         return;
       }
+      if (m.body === 'fetch_response') return this.fetched((m as { fetch_response: FetchResponse }).fetch_response);
       this.opts.onMessage(link, m, b.length);
     });
-    call.on('error', (err: grpc.ServiceError) => finish(`${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`, false));
+    call.on('error', (err: grpc.ServiceError) => {
+      const reason = `${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`;
+      // The acceptor refused our handshake: report it like our own refusals.
+      if (!cipher && err.code === grpc.status.UNAUTHENTICATED) {
+        const code = (REFUSAL_CODE.exec(err.details)?.[1] ?? 'EDGE_MISO_AUTH') as LinkRefusal['code'];
+        return fail({ ok: false, code, reason: `the agent at ${this.address} refused this agent: ${err.details}` });
+      }
+      finish(reason, false);
+    });
     call.on('end', () => finish('stream ended by the peer', true));
-    this.opts.onOpen(link);
+    call.write(encodePeerMessage(handshake.hello()));
+  }
+
+  private fetched(r: FetchResponse): void {
+    const f = this.fetches.get(r.id);
+    if (!f) return; // answered after its deadline: the restore went on without it
+    this.fetches.delete(r.id);
+    clearTimeout(f.timer);
+    f.resolve(r);
   }
 
   private scheduleReconnect(): void {
@@ -109,13 +194,19 @@ export class OutboundPeer {
     this.timer.unref();
   }
 
-  /** Restore fetch (Algorithm 2) with a deadline. */
-  fetch(req: FetchRequest, deadlineMs: number): Promise<FetchResponse> {
-    const md = signedMetadata(this.opts.secret, this.opts.nodeId, fetchChallenge(this.opts.nodeId, req.function, req.object, req.name));
+  /** Restore fetch (Algorithm 2) on the authenticated stream, with a deadline. */
+  fetch(req: Omit<FetchRequest, 'id'>, deadlineMs: number): Promise<FetchResponse> {
+    const link = this.link;
+    if (!link) return Promise.reject(new Error(`no authenticated stream to ${this.address}`));
+    const id = this.nextFetchId++;
     return new Promise((resolve, reject) => {
-      (this.client as unknown as {
-        Fetch(r: FetchRequest, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: FetchResponse) => void): void;
-      }).Fetch(req, md, { deadline: Date.now() + deadlineMs }, (err, res) => (err ? reject(err) : resolve(res!)));
+      const timer = setTimeout(() => {
+        this.fetches.delete(id);
+        reject(new Error(`fetch from ${this.address}: no answer within ${deadlineMs} ms`));
+      }, deadlineMs);
+      timer.unref();
+      this.fetches.set(id, { resolve, reject, timer });
+      link.send({ fetch_request: { id, ...req } });
     });
   }
 

@@ -29,7 +29,6 @@ export function peerWire(): {
   const raw = (b: Buffer): Buffer => b;
   const service: grpc.ServiceDefinition = {
     Sync: { ...sync, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw },
-    Fetch: base['Fetch']!,
   };
   cache = { service, message, client: grpc.makeGenericClientConstructor(service, 'Peer') };
   return cache;
@@ -90,14 +89,16 @@ export interface Link {
   readonly kind: 'out' | 'in';
   /** For 'out': the dialled address; for 'in': the peer's socket address. */
   readonly address: string;
-  /** Set once the peer's Hello has been received. */
+  /** The node id the handshake authenticated (set before the link is handed to the agent). */
+  readonly authId: string | undefined;
+  /** Set once the peer's Hello has been received (always equal to authId). */
   peerId: string | undefined;
-  /** Sends one message; returns its size in bytes (0 when the stream is closed). */
+  /** Sends one message, sealed; returns its size in bytes (0 when the stream is closed). */
   send(m: PeerMessage): number;
-  /** Sends an already encoded PeerMessage (see withSeq). */
+  /** Seals and sends an already encoded PeerMessage (see withSeq). */
   sendEncoded(b: Buffer): number;
   close(): void;
   readonly open: boolean;
 }
 
-export type FetchFn = (req: FetchRequest, deadlineMs: number) => Promise<FetchResponse>;
+export type FetchFn = (req: Omit<FetchRequest, 'id'>, deadlineMs: number) => Promise<FetchResponse>;

@@ -44,9 +44,9 @@ export function loadProtos(): Protos {
     includeDirs: [dir],
   });
   const pkg = grpc.loadPackageDefinition(def) as unknown as {
-    miso: { sdk: { v1: { Miso: grpc.ServiceClientConstructor } }; peer: { v1: { Peer: grpc.ServiceClientConstructor } } };
+    miso: { sdk: { v1: { Miso: grpc.ServiceClientConstructor } }; peer: { v2: { Peer: grpc.ServiceClientConstructor } } };
     grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
   };
-  cached = { sdk: pkg.miso.sdk.v1.Miso, peer: pkg.miso.peer.v1.Peer, health: pkg.grpc.health.v1.Health };
+  cached = { sdk: pkg.miso.sdk.v1.Miso, peer: pkg.miso.peer.v2.Peer, health: pkg.grpc.health.v1.Health };
   return cached;
 }

@@ -4,6 +4,7 @@
  * traffic numbers are sums over the packet captures (re-read here from the pcap files), that the
  * plots and the report exist, and that nothing is left behind.
  */
+import { hostInfo } from '@syncmesh-edge/bench-kit';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -50,18 +51,33 @@ function namespacesOf(prefix: string): string[] {
 }
 
 function linksOf(prefix: string): string[] {
-  return (JSON.parse(execFileSync('ip', ['-j', 'link', 'show'], { encoding: 'utf8' })) as { ifname: string }[]).map((l) => l.ifname).filter((n) => n.startsWith(`${prefix}-`));
+  return (JSON.parse(execFileSync('ip', ['-j', 'link', 'show'], { encoding: 'utf8' })) as { ifname: string }[])
+    .map((l) => l.ifname)
+    .filter((n) => n.startsWith(`${prefix}-`));
 }
 
-test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the captures, plots, report, nothing left behind', { skip: missing(), timeout: CELL_TIMEOUT_MS }, async () => {
+test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the captures, plots, report, nothing left behind', {
+  skip: missing(),
+  timeout: CELL_TIMEOUT_MS,
+}, async () => {
   const mesh = `smt${process.pid % 100000}`;
   const root = mkdtempSync(join(tmpdir(), 'scenario-test-'));
   try {
-    const cfg = loadConfig({ SCENARIO_MESH_NAME: mesh, SCENARIO_RESULTS_DIR: join(root, 'results'), SCENARIO_STATE_DIR: join(root, 'state'), SCENARIO_LATENCY: 'regional' });
+    const cfg = loadConfig({
+      SCENARIO_MESH_NAME: mesh,
+      SCENARIO_RESULTS_DIR: join(root, 'results'),
+      SCENARIO_STATE_DIR: join(root, 'state'),
+      SCENARIO_LATENCY: 'regional',
+    });
     const runDir = join(cfg.resultsDir, 'test');
     const cells = (['syncmesh', 'baseline'] as const).map((system) => ({ system, nodes: 3, workload: 'aggregate' as const, days: 1, requests: 5 }));
     const results: CellResult[] = await runOnOneMesh(cfg, cells, runDir, () => undefined);
-    const { plots } = writeResults(cfg, runDir, { run: 'test', started_at: '', finished_at: '', latency: 'regional', host: { cpus: 2, note: 'test' }, duration_s: 0 }, results);
+    const { plots } = writeResults(
+      cfg,
+      runDir,
+      { run: 'test', started_at: '', finished_at: '', latency: 'regional', host: { ...hostInfo(), note: 'test' }, duration_s: 0 },
+      results,
+    );
 
     assert.equal(results.length, 2);
     for (const r of results) {
@@ -75,11 +91,20 @@ test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the ca
           assert.ok(file && existsSync(file), `${r.id}: pcap of ${iface.iface} kept`);
           const packets = readPcap(file).packets;
           assert.equal(iface.packets, packets.length, `${r.id} ${iface.iface}: packet count from the pcap`);
-          assert.equal(iface.bytes, packets.reduce((s, p) => s + p.len, 0), `${r.id} ${iface.iface}: bytes from the pcap`);
+          assert.equal(
+            iface.bytes,
+            packets.reduce((s, p) => s + p.len, 0),
+            `${r.id} ${iface.iface}: bytes from the pcap`,
+          );
         }
         const client = ph.interfaces.find((i) => i.kind === 'client')!;
         const clientFile = ph.pcap_files.find((f) => f.endsWith(`.${client.iface}.pcap`))!;
-        assert.equal(ph.client_bytes, readPcap(clientFile).packets.filter((p) => p.src !== null).reduce((s, p) => s + p.len, 0));
+        assert.equal(
+          ph.client_bytes,
+          readPcap(clientFile)
+            .packets.filter((p) => p.src !== null)
+            .reduce((s, p) => s + p.len, 0),
+        );
         assert.equal(ph.dropped_packets, 0);
       }
       assert.ok(r.traffic.query.client_bytes > 0, `${r.id}: the client's queries were captured`);
@@ -113,7 +138,9 @@ test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the ca
 
     assert.deepEqual(namespacesOf(mesh), [], 'no namespaces left');
     assert.deepEqual(linksOf(mesh), [], 'no interfaces left');
-    const procs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`${mesh}-`) || l.includes(root));
+    const procs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(`${mesh}-`) || l.includes(root));
     assert.deepEqual(procs, [], 'no processes left (tcpdump, k6, servers)');
   } finally {
     rmSync(root, { recursive: true, force: true });

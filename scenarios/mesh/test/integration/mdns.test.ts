@@ -4,15 +4,20 @@
  * connected peers; a one-shot resolver gets a unicast answer; a gcounter add on node-1
  * replicates to node-3; a cut-off agent is dropped by the heartbeats and found again after
  * restore; an agent killed with SIGKILL is dropped within seconds; an agent stopped with SIGTERM
- * says goodbye; mesh-down leaves nothing behind. The measured times are printed (`# mdns ...`).
+ * says goodbye; an impostor on the LAN (its own namespace on the mesh bridge, another mesh
+ * secret) that announces node-2's id by mDNS gets no link and injects nothing, and the real node-2
+ * is unaffected; a forged record that puts node-2 at the address of an agent that holds the mesh
+ * secret but is another node (mallory) is refused too; mesh-down leaves nothing behind. The measured times are printed (`# mdns ...`).
  * Each node runs its test server, an echo server in place of the function (the agent does not
  * need it) and the agent, which the test drives over its SDK socket.
  * Needs root (namespaces), toxiproxy and iptables (make tools) and a built agent and SDK.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,6 +25,8 @@ import { loadConfig, PACKAGE_ROOT, REPO_ROOT, type MeshConfig } from '../../src/
 import { MeshError } from '../../src/errors.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { readState } from '../../src/state.js';
+import { createNodeNetwork, NODE_IF } from '../../src/network.js';
+import type { NodePlan } from '../../src/plan.js';
 import { leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const agentMain = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js');
@@ -41,12 +48,16 @@ const QUERY_PERIODS_BEFORE_EXPIRY_MS = 6_000;
 const POLL_MS = 50;
 const FN = 'mdns-test-fn';
 
-const name = uniqueMeshName('smd');
+const name = uniqueMeshName('sma');
 // Outside 10.100-199, where mesh names put their default subnets: no other test picks it.
 const subnet = `10.53.${process.pid % 256}.0/24`;
 const stateRoot = tempStateRoot();
 let mesh: MeshHandle;
 let upAtMs = 0;
+/** The impostor agent (test 'an mDNS impostor ...'); killed in after() if still running. */
+let impostor: ChildProcess | undefined;
+/** The right-key rogue and its forged mDNS announcer (test 'a forged mDNS record ...'). */
+const rogues: ChildProcess[] = [];
 
 /** The part of @syncmesh-edge/miso-sdk's MisoClient this test uses (loaded from the built SDK). */
 interface Client {
@@ -126,6 +137,8 @@ before(async () => {
 });
 
 after(async () => {
+  impostor?.kill('SIGKILL');
+  for (const r of rogues) r.kill('SIGKILL');
   for (const c of clients.values()) c.close();
   if (!skip) await down(stateRoot, name);
   rmSync(stateRoot, { recursive: true, force: true }); // also the empty one of a skipped run
@@ -256,6 +269,209 @@ test('mesh mdns - a gcounter add on node-1 replicates to node-3', { skip }, asyn
     return v === 5 || `value ${JSON.stringify(v)}`;
   });
   console.log(`# mdns replication: node-1 add visible on node-3 after ${Math.round(ms)} ms`);
+});
+
+/** Index of the impostor's namespace: `<mesh>-n9` and `<mesh>-h9`, so mesh-down removes them like a node's. */
+const IMPOSTOR_INDEX = 9;
+let impostorNode: NodePlan | undefined;
+
+/** A host on the same LAN: its own namespace on the mesh bridge, like a node's (created once). */
+async function impostorNetwork(): Promise<NodePlan> {
+  if (impostorNode) return impostorNode;
+  const n1 = mesh.plan.nodes[0]!;
+  const prefix = n1.addr.slice(0, n1.addr.lastIndexOf('.'));
+  const node = { ...n1, index: IMPOSTOR_INDEX, id: 'impostor', netns: `${name}-n${IMPOSTOR_INDEX}`, hostIf: `${name}-h${IMPOSTOR_INDEX}`, addr: `${prefix}.99` };
+  await createNodeNetwork(mesh.plan, node);
+  impostorNode = node;
+  return node;
+}
+
+/** Parsed JSON lines of a node's agent log. */
+function logLines(node: string): { msg?: string; code?: string; reason?: string; address?: string; time: number }[] {
+  return readFileSync(join(mesh.plan.stateDir, 'logs', `${node}.agent.log`), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { time: number });
+}
+
+test('mesh mdns - an mDNS impostor claiming node-2 (another mesh secret) gets no link, injects nothing, and node-2 is unaffected', { skip }, async () => {
+  await client('node-2').register(FN, 'node-2-replica');
+  await until('node-2 holds the replicated add', REPLICATION_DEADLINE_MS, async () => (await client('node-2').read(FN, 'hits', 'total', 'gcounter')).value === 5);
+  const n1 = mesh.plan.nodes[0]!;
+  const rogue = await impostorNetwork();
+  // A real agent, announcing node-2's id by mDNS from the impostor's address, holding state for the
+  // same function and key, with a mesh secret of its own (it does not know the mesh's).
+  const sock = join(mesh.plan.stateDir, 'impostor.sock');
+  const spawnedAt = Date.now();
+  const proc = spawn('ip', ['netns', 'exec', rogue.netns!, process.execPath, agentMain], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      MISO_NODE_ID: 'node-2',
+      MISO_MESH_SECRET: 'impostor-secret-not-the-mesh-one-0123456789',
+      MISO_GRPC_ADDR: `0.0.0.0:${n1.agentPort}`,
+      MISO_ADVERTISE_ADDR: `${rogue.addr}:${n1.agentPort}`,
+      MISO_SDK_SOCKET: sock,
+      MISO_MDNS: 'on',
+      MISO_MDNS_INTERFACE: NODE_IF,
+      MISO_EXIT_ON_STDIN_EOF: '1',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  impostor = proc;
+  const impostorLog: string[] = [];
+  proc.stderr!.setEncoding('utf8').on('data', (c: string) => impostorLog.push(c));
+  await new Promise<void>((ok, fail) => {
+    const t = setTimeout(() => fail(new Error(`the impostor agent is not ready: ${impostorLog.join('')}`)), 60_000);
+    createInterface({ input: proc.stdout! }).on('line', (l) => {
+      if (!l.startsWith('READY ')) return;
+      clearTimeout(t);
+      ok();
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(t);
+      fail(new Error(`the impostor agent exited with ${code}: ${impostorLog.join('')}`));
+    });
+  });
+  const sdk = (await import(pathToFileURL(sdkMain).href)) as { MisoClient: new (socket: string, deadlineMs: number) => Client };
+  const rogueClient = new sdk.MisoClient(sock, 5_000);
+  clients.set('impostor', rogueClient);
+  await rogueClient.register(FN, 'impostor-replica');
+  await rogueClient.apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1000 });
+  const appliedAt = Date.now();
+  const rogueAddress = `${rogue.addr}:${n1.agentPort}`;
+  /** Times of `id`'s refusals of the impostor's address as the dialer (it cannot prove the mesh key for node-2). */
+  const refusals = (id: string) =>
+    logLines(id)
+      .filter((j) => j.msg === 'peer link refused' && j.code === 'EDGE_MISO_AUTH' && j.reason?.startsWith(`the agent at ${rogueAddress} failed to prove the mesh key for node id 'node-2'`))
+      .map((j) => j.time);
+  // node-1 and node-3 find the record, dial the impostor expecting node-2, and refuse it, also
+  // after it holds state (a refused address is re-dialled within the backoff's 5 s cap).
+  await until('node-1 and node-3 refuse the impostor after it holds state', DISCOVERY_DEADLINE_MS, async () => {
+    for (const id of ['node-1', 'node-3']) {
+      const found = logTimes(id, 'peer found by mDNS', ['address', rogueAddress]).length > 0;
+      const after = refusals(id).some((t) => t >= appliedAt);
+      if (!found || !after) return `${id}: found ${found}, refused after the impostor's write ${after}`;
+    }
+    return true;
+  });
+  const firstRefusalMs = Math.min(...['node-1', 'node-3'].map((id) => refusals(id)[0]!)) - spawnedAt;
+  // Let the impostor retry for a while (its own dials, their re-dials, anti-entropy rounds) before judging.
+  await until('the impostor to be refused as a dialer too', DISCOVERY_DEADLINE_MS, async () => /"code":"EDGE_MISO_AUTH"/.test(impostorLog.join('')));
+  for (const id of ['node-1', 'node-2', 'node-3']) {
+    const v = (await client(id).read(FN, 'hits', 'total', 'gcounter')).value;
+    assert.equal(v, 5, `${id} merged nothing from the impostor`);
+    assert.deepEqual(await connectedPeers(id), ['node-1', 'node-2', 'node-3'].filter((x) => x !== id), `${id}'s peers`);
+  }
+  assert.deepEqual((await rogueClient.status()).peers.filter((p) => p.connected), [], 'the impostor has no link');
+  // The real node-2 is unaffected: its writes still replicate both ways.
+  await client('node-2').apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1 });
+  await client('node-1').apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1 });
+  for (const id of ['node-1', 'node-2', 'node-3']) {
+    await until(`${id} reads 7`, REPLICATION_DEADLINE_MS, async () => (await client(id).read(FN, 'hits', 'total', 'gcounter')).value === 7);
+  }
+  for (const id of ['node-1', 'node-3']) {
+    const log = readFileSync(join(mesh.plan.stateDir, 'logs', `${id}.agent.log`), 'utf8');
+    assert.ok(!log.includes('impostor-secret'), `${id}'s log holds no secret`);
+  }
+  const exited = once(proc, 'exit');
+  proc.kill('SIGTERM');
+  await exited;
+  impostor = undefined;
+  clients.delete('impostor');
+  rogueClient.close();
+  console.log(
+    `# mdns impostor: first refusal of the impostor's link ${firstRefusalMs} ms after it was started (node-1: ${refusals('node-1').length} refusals, node-3: ${refusals('node-3').length}); values and peer lists unchanged, node-2 replicates both ways`,
+  );
+});
+
+/** Announces forged DNS-SD records (argv: mdns.js of the agent, node id, port, address) every 500 ms, answers browse queries, says goodbye on SIGTERM. */
+const FORGED_ANNOUNCER = `
+import { createRequire } from 'node:module';
+const [mdnsModule, nodeId, port, ip] = process.argv.slice(1);
+const require = createRequire(mdnsModule);
+const makeMdns = require('multicast-dns');
+const { announcement } = await import(mdnsModule);
+const m = makeMdns({ interface: ip, bind: '0.0.0.0' });
+const records = announcement(nodeId, Number(port), [ip]);
+const send = () => m.respond({ answers: records });
+m.on('query', (q) => { if (q.questions.some((x) => x.name === '_miso._tcp.local')) send(); });
+const timer = setInterval(send, 500);
+send();
+// SIGTERM: a goodbye (TTL 0), so the others forget the record at once instead of expiring it
+process.on('SIGTERM', () => {
+  clearInterval(timer);
+  m.respond({ answers: announcement(nodeId, Number(port), [ip], 0) }, () => m.destroy(() => process.exit(0)));
+});
+`;
+
+test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh key but another id is refused (EDGE_MISO_PEER_ID)', { skip }, async () => {
+  const rogue = await impostorNetwork();
+  const port = mesh.plan.nodes[0]!.agentPort + 1;
+  const sock = join(mesh.plan.stateDir, 'mallory.sock');
+  // mallory holds the mesh secret (an insider, or a stolen secret) and runs as itself...
+  const mallory = spawn('ip', ['netns', 'exec', rogue.netns!, process.execPath, agentMain], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      MISO_NODE_ID: 'mallory',
+      MISO_MESH_SECRET_FILE: join(mesh.plan.stateDir, 'secret'),
+      MISO_GRPC_ADDR: `0.0.0.0:${port}`,
+      MISO_ADVERTISE_ADDR: `${rogue.addr}:${port}`,
+      MISO_SDK_SOCKET: sock,
+      MISO_EXIT_ON_STDIN_EOF: '1',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  rogues.push(mallory);
+  const malloryLog: string[] = [];
+  mallory.stderr!.setEncoding('utf8').on('data', (c: string) => malloryLog.push(c));
+  await new Promise<void>((ok, fail) => {
+    const t = setTimeout(() => fail(new Error(`mallory is not ready: ${malloryLog.join('')}`)), 60_000);
+    createInterface({ input: mallory.stdout! }).on('line', (l) => {
+      if (!l.startsWith('READY ')) return;
+      clearTimeout(t);
+      ok();
+    });
+  });
+  const sdk = (await import(pathToFileURL(sdkMain).href)) as { MisoClient: new (socket: string, deadlineMs: number) => Client };
+  const malloryClient = new sdk.MisoClient(sock, 5_000);
+  clients.set('mallory', malloryClient);
+  await malloryClient.register(FN, 'mallory-replica');
+  await malloryClient.apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1000 });
+  const before = (await client('node-1').read(FN, 'hits', 'total', 'gcounter')).value;
+  // ...and a forged record says node-2 lives at mallory's address.
+  const mdnsModule = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'discovery', 'mdns.js');
+  const announcer = spawn('ip', ['netns', 'exec', rogue.netns!, process.execPath, '--input-type=module', '-e', FORGED_ANNOUNCER, mdnsModule, 'node-2', String(port), rogue.addr], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  rogues.push(announcer);
+  const spoofed = `${rogue.addr}:${port}`;
+  const startedAt = Date.now();
+  const refusedMs = await until('node-1 and node-3 refuse mallory at the address the forged record names for node-2', DISCOVERY_DEADLINE_MS, async () => {
+    for (const id of ['node-1', 'node-3']) {
+      const found = logTimes(id, 'peer found by mDNS', ['address', spoofed]).length > 0;
+      const refused = logLines(id).some(
+        (j) => j.msg === 'peer link refused' && j.code === 'EDGE_MISO_PEER_ID' && j.address === spoofed && /expects node 'node-2' here, but this is 'mallory'/.test(j.reason ?? ''),
+      );
+      if (!found || !refused) return `${id}: found ${found}, refused ${refused}`;
+    }
+    return true;
+  });
+  for (const id of ['node-1', 'node-2', 'node-3']) {
+    assert.equal((await client(id).read(FN, 'hits', 'total', 'gcounter')).value, before, `${id} merged nothing from mallory`);
+    assert.deepEqual(await connectedPeers(id), ['node-1', 'node-2', 'node-3'].filter((x) => x !== id), `${id}'s peers`);
+  }
+  assert.deepEqual((await malloryClient.status()).peers, [], 'mallory got no link (it was never told where the others are)');
+  for (const r of [announcer, mallory]) {
+    const exited = once(r, 'exit');
+    r.kill('SIGTERM');
+    await exited;
+  }
+  rogues.length = 0;
+  clients.delete('mallory');
+  malloryClient.close();
+  console.log(`# mdns forged record: node-1 and node-3 refused mallory (mesh key, id mallory) at node-2's forged address ${Math.round(refusedMs)} ms after the announcer started (${Date.now() - startedAt} ms with the checks)`);
 });
 
 test('mesh mdns - a cut-off node is dropped by heartbeats within seconds and found again by mDNS after restore', { skip }, async () => {

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `make verify`: checks only, never writes (the fixer is `make fmt`, hack/fmt.sh). Runs every
+# check even when one fails, prints one line per check with its time, exits 1 if any failed.
+#
+#   types         tsc -b over every workspace
+#   lint+format   biome ci (lint rules and formatting of TS/JS/JSON; config: biome.json),
+#                 except the paths listed in hack/format-pending.txt (until the post-merge fmt)
+#   python        ruff check + ruff format --check (config: ruff.toml)
+#   errors table  hack/check-errors.mjs: docs/errors.md rows vs the EDGE_* codes in the code
+#   docs          mkdocs build --strict (broken links and missing pages fail; config: mkdocs.yml)
+#
+# Needs node_modules (npm ci) and the tools venv (make tools-venv); `make verify` provides both.
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "$0")/.."
+
+TOOLS_VENV=${TOOLS_VENV:-.cache/tools-venv}
+PENDING=hack/format-pending.txt
+failed=()
+
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  if "$@"; then
+    printf 'verify: %-13s ok    (%ds)\n' "$name" $((SECONDS - t0))
+  else
+    printf 'verify: %-13s FAIL  (%ds)\n' "$name" $((SECONDS - t0))
+    failed+=("$name")
+  fi
+}
+
+# The TS/JS/JSON files biome checks: every tracked or new (not ignored) file outside the pending paths.
+biome_paths() {
+  local pending=()
+  if [ -f "$PENDING" ]; then mapfile -t pending < <(grep -v '^\s*\(#\|$\)' "$PENDING"); fi
+  git ls-files --cached --others --exclude-standard -- '*.ts' '*.js' '*.mjs' '*.json' |
+    while read -r f; do
+      [ -e "$f" ] || continue
+      local skip=0 p
+      for p in "${pending[@]}"; do case "$f" in "$p" | "$p"/*) skip=1 ;; esac; done
+      [ $skip = 1 ] || echo "$f"
+    done
+}
+
+lint_format() {
+  local files out rc=0
+  mapfile -t files < <(biome_paths)
+  out=$(hack/biome ci --colors=off --error-on-warnings --no-errors-on-unmatched "${files[@]}" 2>&1) || rc=$?
+  [ $rc = 0 ] || tail -n 60 <<<"$out"
+  return $rc
+}
+
+python_checks() {
+  "$TOOLS_VENV/bin/ruff" check --quiet . && "$TOOLS_VENV/bin/ruff" format --check --quiet .
+}
+
+# Not --quiet: it hides the warnings that --strict counts, and the build would pass.
+docs_build() {
+  local out rc=0
+  out=$(NO_MKDOCS_2_WARNING=1 "$TOOLS_VENV/bin/mkdocs" build --strict --site-dir .cache/site 2>&1) || rc=$?
+  grep -v '^INFO' <<<"$out" || true
+  return $rc
+}
+
+t_all=$SECONDS
+step types npx --no-install tsc -b
+step lint+format lint_format
+step python python_checks
+step 'errors table' node hack/check-errors.mjs
+step docs docs_build
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "verify: FAILED: ${failed[*]} ($((SECONDS - t_all)) s); \`make fmt\` fixes formatting and the safe lint fixes" >&2
+  exit 1
+fi
+echo "verify: all checks passed ($((SECONDS - t_all)) s)"

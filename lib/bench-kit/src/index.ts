@@ -1,0 +1,8 @@
+/** @syncmesh-edge/bench-kit: what every `make bench-*` shares. */
+export { percentile, percentileOfSorted, summarize } from './stats.js';
+export type { Summary } from './stats.js';
+export { runFor } from './runner.js';
+export type { RunOptions, RunResult } from './runner.js';
+export { hostInfo } from './host.js';
+export type { HostInfo } from './host.js';
+export { resultsDir, resultsPath, writeResults } from './results.js';
