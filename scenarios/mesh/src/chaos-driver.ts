@@ -9,7 +9,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MongoClient } from 'mongodb';
-import { CrdtModel, type Fault, type FaultWindow, type KillableRole, type NodeHoldings, type Prng, type QueryOutcome, type QueryRecord, type WriteRecord } from './chaos.js';
+import {
+  CrdtModel,
+  type Fault,
+  type FaultWindow,
+  type KillableRole,
+  type NodeHoldings,
+  type Prng,
+  type QueryOutcome,
+  type QueryRecord,
+  type WriteRecord,
+} from './chaos.js';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { squashError } from './errors.js';
 import { cut, nodeProcess, requireState, restore, startNodeService } from './mesh.js';
@@ -158,10 +168,23 @@ export async function timedPost(url: string, body: unknown, deadlineMs: number, 
       parsed = JSON.parse(text) as PostResult['body'];
     } catch (err) {
       squashError(err); // reported as an error below
-      return { outcome: 'error', status: res.status, reason: `HTTP ${res.status}, not JSON: ${text.slice(0, 80)}`, refused: false, durationMs: performance.now() - t };
+      return {
+        outcome: 'error',
+        status: res.status,
+        reason: `HTTP ${res.status}, not JSON: ${text.slice(0, 80)}`,
+        refused: false,
+        durationMs: performance.now() - t,
+      };
     }
     const ok = res.status === 200 && !(parsed?.errors && parsed.errors.length > 0);
-    return { outcome: ok ? 'ok' : 'error', status: res.status, body: parsed, ...(ok ? {} : { reason: `HTTP ${res.status}: ${parsed?.errors?.[0]?.message ?? ''}`.slice(0, 160) }), refused: false, durationMs: performance.now() - t };
+    return {
+      outcome: ok ? 'ok' : 'error',
+      status: res.status,
+      body: parsed,
+      ...(ok ? {} : { reason: `HTTP ${res.status}: ${parsed?.errors?.[0]?.message ?? ''}`.slice(0, 160) }),
+      refused: false,
+      durationMs: performance.now() - t,
+    };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     const durationMs = performance.now() - t;
@@ -195,7 +218,13 @@ const PACE_MS = 25;
  * Inserts one reading at a time through a random node's function (addSensors), and deletes
  * acknowledged ones (deleteSensor) with probability `deleteShare`.
  */
-export async function runWriter(ctx: WorkerContext, rng: Prng, writes: WriteRecord[], nextKey: () => number, deleteShare = 0.25): Promise<{ inserts: number; deletes: number }> {
+export async function runWriter(
+  ctx: WorkerContext,
+  rng: Prng,
+  writes: WriteRecord[],
+  nextKey: () => number,
+  deleteShare = 0.25,
+): Promise<{ inserts: number; deletes: number }> {
   let inserts = 0;
   let deletes = 0;
   while (!ctx.stop.aborted) {
@@ -216,9 +245,23 @@ export async function runWriter(ctx: WorkerContext, rng: Prng, writes: WriteReco
     } else {
       const key = nextKey();
       const lat = 42.6 + node / 100;
-      const reading = { sensor_id: CHAOS_SENSOR_BASE + node, location: CHAOS_SENSOR_BASE + node, lat, lon: 23.3, timestamp: new Date(key).toISOString(), temperature: rng.int(-100, 400) / 10, humidity: 50, pressure: 94_000 };
+      const reading = {
+        sensor_id: CHAOS_SENSOR_BASE + node,
+        location: CHAOS_SENSOR_BASE + node,
+        lat,
+        lon: 23.3,
+        timestamp: new Date(key).toISOString(),
+        temperature: rng.int(-100, 400) / 10,
+        humidity: 50,
+        pressure: 94_000,
+      };
       const w: WriteRecord = { key, origin: node, atMs: startMs, acked: false, deleted: false, deleteUncertain: false };
-      const r = await timedPost(url, { query: 'mutation($s: [SensorInput!]!) { addSensors(sensors: $s) }', variables: { s: [reading] } }, ctx.deadlineMs, ctx.writeKey);
+      const r = await timedPost(
+        url,
+        { query: 'mutation($s: [SensorInput!]!) { addSensors(sensors: $s) }', variables: { s: [reading] } },
+        ctx.deadlineMs,
+        ctx.writeKey,
+      );
       record(ctx, 'insert', node, r, startMs);
       const ids = r.body?.data?.['addSensors'];
       if (r.outcome === 'ok' && Array.isArray(ids) && typeof ids[0] === 'string') {
@@ -240,7 +283,11 @@ export async function runReader(ctx: WorkerContext, rng: Prng): Promise<number> 
   while (!ctx.stop.aborted) {
     const node = rng.int(1, ctx.topology.nodes.length);
     const startMs = elapsed(ctx.t0);
-    const r = await timedPost(ctx.topology.nodes[node - 1]!.function_url, { query: '{ sensorsAggregate { count } }', request_type: 'aggregate', use_meta_data: true }, ctx.deadlineMs);
+    const r = await timedPost(
+      ctx.topology.nodes[node - 1]!.function_url,
+      { query: '{ sensorsAggregate { count } }', request_type: 'aggregate', use_meta_data: true },
+      ctx.deadlineMs,
+    );
     record(ctx, 'read', node, r, startMs);
     n++;
     await sleep(PACE_MS * 4);
@@ -269,7 +316,14 @@ export async function sdkClients(topology: Topology, stateDir: string, deadlineM
  * op in memory and queues it for replication before its database write fails, so an op answered
  * with EDGE_MISO_STORE did take effect (see the README's chaos findings). Not EDGE_MISO_INTERNAL.
  */
-const REFUSED_CODES = new Set(['EDGE_MISO_UNKNOWN_TYPE', 'EDGE_MISO_BAD_OP', 'EDGE_MISO_VALUE_TOO_LARGE', 'EDGE_MISO_BAD_REQUEST', 'EDGE_MISO_WRONG_TYPE', 'EDGE_MISO_NOT_FOUND']);
+const REFUSED_CODES = new Set([
+  'EDGE_MISO_UNKNOWN_TYPE',
+  'EDGE_MISO_BAD_OP',
+  'EDGE_MISO_VALUE_TOO_LARGE',
+  'EDGE_MISO_BAD_REQUEST',
+  'EDGE_MISO_WRONG_TYPE',
+  'EDGE_MISO_NOT_FOUND',
+]);
 
 /** Errors after which the op certainly was not applied: the call never reached the agent, or the agent refused it. */
 function certainlyNotApplied(err: unknown): boolean {
@@ -323,7 +377,8 @@ export async function runCrdtWorker(ctx: WorkerContext, rng: Prng, clients: SdkC
         registered[i] = true;
       }
       if (kind === 'g') await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.gcounter, 'gcounter', { op: 'add', n: amount }), ctx.deadlineMs);
-      else if (kind === 'pn') await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.pncounter, 'pncounter', { op: 'add', n: sign * amount }), ctx.deadlineMs);
+      else if (kind === 'pn')
+        await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.pncounter, 'pncounter', { op: 'add', n: sign * amount }), ctx.deadlineMs);
       else await withDeadline(c.apply(CRDT_FUNCTION, CRDT_OBJECT, CRDT_NAMES.orset, 'orset', { op: kind, value: element }), ctx.deadlineMs);
       if (kind === 'g') model.gcounter += amount;
       else if (kind === 'pn') model.pncounter += sign * amount;
@@ -339,7 +394,13 @@ export async function runCrdtWorker(ctx: WorkerContext, rng: Prng, clients: SdkC
     } catch (err) {
       registered[i] = false; // the agent may have restarted: it forgot the registration
       const durationMs = performance.now() - t;
-      record(ctx, `crdt:${kind}`, i + 1, { outcome: err instanceof HangError ? 'hang' : 'error', reason: (err as Error).message.slice(0, 160), durationMs }, startMs);
+      record(
+        ctx,
+        `crdt:${kind}`,
+        i + 1,
+        { outcome: err instanceof HangError ? 'hang' : 'error', reason: (err as Error).message.slice(0, 160), durationMs },
+        startMs,
+      );
       if (!certainlyNotApplied(err)) {
         if (kind === 'g') model.gcounterUncertain += amount;
         else if (kind === 'pn') model.pncounterUncertain += amount;
@@ -365,9 +426,17 @@ export async function readHoldings(topology: Topology): Promise<NodeHoldings[]> 
       try {
         const db = client.db('syncmesh');
         const filter = { sensor_id: { $gte: CHAOS_SENSOR_BASE, $lt: CHAOS_SENSOR_BASE + 100 } };
-        const own = (await db.collection('sensor_data').find(filter, { projection: { timestamp: 1 } }).toArray()).map((d) => (d['timestamp'] as Date).getTime());
+        const own = (
+          await db
+            .collection('sensor_data')
+            .find(filter, { projection: { timestamp: 1 } })
+            .toArray()
+        ).map((d) => (d['timestamp'] as Date).getTime());
         const replicas = new Map<number, number[]>();
-        for (const d of await db.collection('sensor_data_replicas').find(filter, { projection: { timestamp: 1, _origin: 1 } }).toArray()) {
+        for (const d of await db
+          .collection('sensor_data_replicas')
+          .find(filter, { projection: { timestamp: 1, _origin: 1 } })
+          .toArray()) {
           const origin = Number(String(d['_origin']).replace(/^node-/, ''));
           replicas.set(origin, [...(replicas.get(origin) ?? []), (d['timestamp'] as Date).getTime()]);
         }

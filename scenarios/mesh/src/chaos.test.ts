@@ -8,7 +8,10 @@ test('chaos prng - the same seed gives the same stream; forks are independent of
   const a = new Prng(42);
   const b = new Prng(42);
   const xs = Array.from({ length: 100 }, () => a.next());
-  assert.deepEqual(xs, Array.from({ length: 100 }, () => b.next()));
+  assert.deepEqual(
+    xs,
+    Array.from({ length: 100 }, () => b.next()),
+  );
   assert.ok(xs.every((x) => x >= 0 && x < 1));
   assert.notDeepEqual(new Prng(42).fork('writer').next(), new Prng(42).fork('reader').next());
   assert.equal(new Prng(42).fork('writer').next(), new Prng(42).fork('writer').next());
@@ -47,7 +50,8 @@ test('chaos plan - faults are bounded: healed by the end, one per node at a time
         const together = faults.filter((g) => g.atMs <= f.atMs && f.atMs < g.atMs + g.holdMs + settleMs);
         assert.ok(together.length <= 3, `seed ${seed}: ${together.length} faults active at ${f.atMs} ms`);
         assert.ok(together.filter((g) => g.kind === 'partition').length <= 2);
-        for (const g of faults) if (g !== f && g.node === f.node) assert.ok(!overlaps(f, g, settleMs), `seed ${seed}: faults ${f.seq} and ${g.seq} overlap on node-${f.node}`);
+        for (const g of faults)
+          if (g !== f && g.node === f.node) assert.ok(!overlaps(f, g, settleMs), `seed ${seed}: faults ${f.seq} and ${g.seq} overlap on node-${f.node}`);
       }
     }
   }
@@ -56,9 +60,13 @@ test('chaos plan - faults are bounded: healed by the end, one per node at a time
 test('chaos plan - a long plan reaches every kind, every killable role and every node', () => {
   const faults = planFaults({ seed: 5, nodes: 5, durationMs: 600_000 });
   const kinds = countFaults(faults);
-  for (const k of ['kill:function', 'kill:listener', 'kill:agent', 'partition', 'db-restart', 'db-freeze']) assert.ok((kinds[k] ?? 0) > 0, `no ${k} in ${JSON.stringify(kinds)}`);
+  for (const k of ['kill:function', 'kill:listener', 'kill:agent', 'partition', 'db-restart', 'db-freeze'])
+    assert.ok((kinds[k] ?? 0) > 0, `no ${k} in ${JSON.stringify(kinds)}`);
   assert.deepEqual([...new Set(faults.map((f) => f.node))].sort(), [1, 2, 3, 4, 5]);
-  assert.deepEqual(countFaults(planFaults({ seed: 5, nodes: 5, durationMs: 600_000, weights: { partition: 0, 'db-restart': 0, 'db-freeze': 0 } })).partition, undefined);
+  assert.deepEqual(
+    countFaults(planFaults({ seed: 5, nodes: 5, durationMs: 600_000, weights: { partition: 0, 'db-restart': 0, 'db-freeze': 0 } })).partition,
+    undefined,
+  );
 });
 
 test('chaos plan - bad options are refused', () => {
@@ -82,12 +90,22 @@ test('chaos queries - a hang counts against the system unless its entry node was
   assert.equal(s.ok, 1);
   assert.equal(s.failed, 1);
   assert.equal(s.hungCut, 1);
-  assert.deepEqual(s.hung.map((q) => q.node), [3]);
+  assert.deepEqual(
+    s.hung.map((q) => q.node),
+    [3],
+  );
   assert.equal(s.maxMs, 10_000);
   assert.equal(s.maxOkMs, 10);
 });
 
-const w = (key: number, origin: number, over: Partial<WriteRecord> = {}): WriteRecord => ({ key, origin, acked: true, deleted: false, deleteUncertain: false, ...over });
+const w = (key: number, origin: number, over: Partial<WriteRecord> = {}): WriteRecord => ({
+  key,
+  origin,
+  acked: true,
+  deleted: false,
+  deleteUncertain: false,
+  ...over,
+});
 const subs = (o: number) => (o === 1 ? [2] : []);
 
 test('chaos data - exact: acknowledged on origin and subscriber once, deleted nowhere, uncertain consistent', () => {
@@ -126,8 +144,20 @@ test('chaos crdt - agents must agree and match the acknowledged ops; uncertain o
   m.orsetRemoved.add('b');
   m.orsetUncertain.add('u');
   const ok = { gcounter: 12, pncounter: -2, orset: ['a', 'c', 'u'] };
-  assert.deepEqual(verifyCrdts(m, [{ node: 1, ...ok }, { node: 2, ...ok }]), []);
-  assert.equal(verifyCrdts(m, [{ node: 1, ...ok }, { node: 2, ...ok, gcounter: 11 }]).length, 1);
+  assert.deepEqual(
+    verifyCrdts(m, [
+      { node: 1, ...ok },
+      { node: 2, ...ok },
+    ]),
+    [],
+  );
+  assert.equal(
+    verifyCrdts(m, [
+      { node: 1, ...ok },
+      { node: 2, ...ok, gcounter: 11 },
+    ]).length,
+    1,
+  );
   assert.match(verifyCrdts(m, [{ node: 1, ...ok, gcounter: 14 }])[0]!, /gcounter is 14, expected 10/);
   assert.match(verifyCrdts(m, [{ node: 1, ...ok, orset: ['a', 'b', 'c'] }])[0]!, /whose remove was acknowledged/);
   assert.match(verifyCrdts(m, [{ node: 1, ...ok, orset: ['a'] }])[0]!, /lacks c/);

@@ -288,7 +288,11 @@ export interface DataVerdict {
  *   holds nothing of o that o does not hold;
  * - no node holds any key twice, and nobody holds a key the writer never sent.
  */
-export function verifyData(writes: readonly WriteRecord[], holdings: readonly NodeHoldings[], subscribersOf: (origin: number) => readonly number[]): DataVerdict {
+export function verifyData(
+  writes: readonly WriteRecord[],
+  holdings: readonly NodeHoldings[],
+  subscribersOf: (origin: number) => readonly number[],
+): DataVerdict {
   const v: DataVerdict = { losses: [], duplicates: [], resurrected: [], orphans: [], uncertainHeld: 0 };
   const byKey = new Map(writes.map((w) => [w.key, w]));
   const byNode = new Map(holdings.map((h) => [h.node, h]));
@@ -326,8 +330,15 @@ export function verifyData(writes: readonly WriteRecord[], holdings: readonly No
     if (onOrigin > 0 && (!w.acked || w.deleteUncertain)) v.uncertainHeld++;
     if (onOrigin === 0) continue;
     for (const s of subscribersOf(w.origin)) {
-      const held = byNode.get(s)?.replicas.get(w.origin)?.filter((k) => k === w.key).length ?? 0;
-      if (held === 0) v.losses.push(`node-${s} (subscribed to node-${w.origin}) lacks the replica of ${w.key}${at}${w.acked ? '' : ', insert not acknowledged, but on its origin'}`);
+      const held =
+        byNode
+          .get(s)
+          ?.replicas.get(w.origin)
+          ?.filter((k) => k === w.key).length ?? 0;
+      if (held === 0)
+        v.losses.push(
+          `node-${s} (subscribed to node-${w.origin}) lacks the replica of ${w.key}${at}${w.acked ? '' : ', insert not acknowledged, but on its origin'}`,
+        );
     }
   }
   return v;
@@ -370,11 +381,14 @@ export function verifyCrdts(model: CrdtModel, seen: readonly CrdtObservation[]):
   if (!first) return ['no agent was read'];
   for (const o of seen) {
     if (o.gcounter !== first.gcounter || o.pncounter !== first.pncounter || JSON.stringify(o.orset) !== JSON.stringify(first.orset)) {
-      problems.push(`node-${o.node} differs from node-${first.node}: gcounter ${o.gcounter} vs ${first.gcounter}, pncounter ${o.pncounter} vs ${first.pncounter}, orset ${o.orset.length} vs ${first.orset.length} elements`);
+      problems.push(
+        `node-${o.node} differs from node-${first.node}: gcounter ${o.gcounter} vs ${first.gcounter}, pncounter ${o.pncounter} vs ${first.pncounter}, orset ${o.orset.length} vs ${first.orset.length} elements`,
+      );
     }
   }
   const g = first.gcounter - model.gcounter;
-  if (g < 0 || g > model.gcounterUncertain) problems.push(`gcounter is ${first.gcounter}, expected ${model.gcounter}${model.gcounterUncertain ? ` (+0..${model.gcounterUncertain} uncertain)` : ''}`);
+  if (g < 0 || g > model.gcounterUncertain)
+    problems.push(`gcounter is ${first.gcounter}, expected ${model.gcounter}${model.gcounterUncertain ? ` (+0..${model.gcounterUncertain} uncertain)` : ''}`);
   if (Math.abs(first.pncounter - model.pncounter) > model.pncounterUncertain) {
     problems.push(`pncounter is ${first.pncounter}, expected ${model.pncounter}${model.pncounterUncertain ? ` (±${model.pncounterUncertain} uncertain)` : ''}`);
   }
@@ -382,6 +396,8 @@ export function verifyCrdts(model: CrdtModel, seen: readonly CrdtObservation[]):
   const have = new Set(first.orset);
   // an element whose remove is uncertain may be gone
   for (const e of expected) if (!have.has(e) && !model.orsetUncertain.has(e)) problems.push(`orset lacks ${e}, whose add was acknowledged`);
-  for (const e of have) if (!expected.has(e) && !model.orsetUncertain.has(e)) problems.push(`orset holds ${e}, ${model.orsetRemoved.has(e) ? 'whose remove was acknowledged' : 'which was never added'}`);
+  for (const e of have)
+    if (!expected.has(e) && !model.orsetUncertain.has(e))
+      problems.push(`orset holds ${e}, ${model.orsetRemoved.has(e) ? 'whose remove was acknowledged' : 'which was never added'}`);
   return problems;
 }

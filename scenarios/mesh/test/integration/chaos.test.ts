@@ -22,7 +22,22 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { countFaults, CrdtModel, DEFAULT_WEIGHTS, FAULT_KINDS, planFaults, Prng, queryStats, randomSeed, verifyCrdts, verifyData, type CrdtObservation, type DataVerdict, type QueryRecord, type WriteRecord } from '../../src/chaos.js';
+import {
+  countFaults,
+  CrdtModel,
+  DEFAULT_WEIGHTS,
+  FAULT_KINDS,
+  planFaults,
+  Prng,
+  queryStats,
+  randomSeed,
+  verifyCrdts,
+  verifyData,
+  type CrdtObservation,
+  type DataVerdict,
+  type QueryRecord,
+  type WriteRecord,
+} from '../../src/chaos.js';
 import {
   CHAOS_EPOCH_MS,
   CHAOS_REPLICA,
@@ -93,7 +108,8 @@ function writeTinyData(): void {
   mkdirSync(dataDir, { recursive: true });
   for (let i = 1; i <= NODES; i++) {
     const rows = ['sensor_id,location,lat,lon,timestamp,pressure,temperature,humidity'];
-    for (let k = 0; k < TINY_ROWS; k++) rows.push(`${i},${i},${(42.6 + i / 100).toFixed(3)},${(23.3 + i / 100).toFixed(3)},2017-07-01T00:0${k}:00,94000,${20 + k},50`);
+    for (let k = 0; k < TINY_ROWS; k++)
+      rows.push(`${i},${i},${(42.6 + i / 100).toFixed(3)},${(23.3 + i / 100).toFixed(3)},2017-07-01T00:0${k}:00,94000,${20 + k},50`);
     writeFileSync(join(dataDir, `${i}.csv`), `${rows.join('\n')}\n`);
   }
 }
@@ -154,7 +170,10 @@ async function readCrdts(): Promise<CrdtObservation[]> {
 
 const clean = (v: DataVerdict) => v.losses.length + v.duplicates.length + v.resurrected.length + v.orphans.length === 0;
 
-test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, partitions and database restarts; nothing hangs', { skip, timeout: (durationS + 900) * 1000 }, async () => {
+test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, partitions and database restarts; nothing hangs', {
+  skip,
+  timeout: (durationS + 900) * 1000,
+}, async () => {
   const durationMs = durationS * 1000;
   const freezeMaxMs = Number(process.env['CHAOS_FREEZE_MAX_MS'] ?? 3_000);
   // CHAOS_KINDS=kill,partition: only these kinds (to narrow down a finding); default all
@@ -243,7 +262,16 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
     crdt_ops_acknowledged: model.ops,
     crdt_uncertain: { gcounter: model.gcounterUncertain, pncounter: model.pncounterUncertain, orset: model.orsetUncertain.size },
     reads: reads,
-    queries: { total: queries.length, ok: stats.ok, failed: stats.failed, hung_on_cut_entry: stats.hungCut, hung: stats.hung.length, failed_outside_faults: quiet.length, max_ms: Math.round(stats.maxMs), max_ok_ms: Math.round(stats.maxOkMs) },
+    queries: {
+      total: queries.length,
+      ok: stats.ok,
+      failed: stats.failed,
+      hung_on_cut_entry: stats.hungCut,
+      hung: stats.hung.length,
+      failed_outside_faults: quiet.length,
+      max_ms: Math.round(stats.maxMs),
+      max_ok_ms: Math.round(stats.maxOkMs),
+    },
     losses: verdict.losses.length,
     duplicates: verdict.duplicates.length,
     resurrected: verdict.resurrected.length,
@@ -261,14 +289,39 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
     const origin = Number(m?.[2] ?? m?.[1]);
     const at = Number(m?.[3]) * 1000;
     const near = driver.windows.filter((w) => w.node === origin && Number.isFinite(at) && w.fromMs - 10_000 <= at && at <= w.toMs + 10_000);
-    console.log(`# chaos loss: ${l}; faults of node-${origin} within 10 s: ${near.map((w) => `${w.kind}${w.role ? `:${w.role}` : ''} ${(w.fromMs / 1000).toFixed(1)}-${(w.toMs / 1000).toFixed(1)} s`).join(', ') || 'none'}`);
+    console.log(
+      `# chaos loss: ${l}; faults of node-${origin} within 10 s: ${near.map((w) => `${w.kind}${w.role ? `:${w.role}` : ''} ${(w.fromMs / 1000).toFixed(1)}-${(w.toMs / 1000).toFixed(1)} s`).join(', ') || 'none'}`,
+    );
   }
   const logDir = process.env['CHAOS_LOG_DIR'];
   if (logDir) cpSync(join(mesh.plan.stateDir, 'logs'), logDir, { recursive: true });
   const reportFile = process.env['CHAOS_REPORT_FILE'];
-  if (reportFile) writeFileSync(reportFile, JSON.stringify({ summary, plan: faults, windows: driver.windows, queries, verdict, crdt: { model: { ...model, orsetAdded: [...model.orsetAdded], orsetRemoved: [...model.orsetRemoved], orsetUncertain: [...model.orsetUncertain] }, seen } }, null, 1));
+  if (reportFile)
+    writeFileSync(
+      reportFile,
+      JSON.stringify(
+        {
+          summary,
+          plan: faults,
+          windows: driver.windows,
+          queries,
+          verdict,
+          crdt: {
+            model: { ...model, orsetAdded: [...model.orsetAdded], orsetRemoved: [...model.orsetRemoved], orsetUncertain: [...model.orsetUncertain] },
+            seen,
+          },
+        },
+        null,
+        1,
+      ),
+    );
   const errorsByReason = new Map<string, number>();
-  for (const q of queries) if (q.outcome !== 'ok') errorsByReason.set(`${q.what} ${q.outcome}: ${(q.reason ?? '').replace(/[0-9a-f]{24}/g, '…').slice(0, 90)}`, (errorsByReason.get(`${q.what} ${q.outcome}: ${(q.reason ?? '').replace(/[0-9a-f]{24}/g, '…').slice(0, 90)}`) ?? 0) + 1);
+  for (const q of queries)
+    if (q.outcome !== 'ok')
+      errorsByReason.set(
+        `${q.what} ${q.outcome}: ${(q.reason ?? '').replace(/[0-9a-f]{24}/g, '…').slice(0, 90)}`,
+        (errorsByReason.get(`${q.what} ${q.outcome}: ${(q.reason ?? '').replace(/[0-9a-f]{24}/g, '…').slice(0, 90)}`) ?? 0) + 1,
+      );
   for (const [r, n] of [...errorsByReason].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`# chaos failed request x${n}: ${r}`);
 
   assert.deepEqual(driver.errors, [], 'every fault was injected and healed');
