@@ -13,6 +13,9 @@
  *  - no request hung past its client deadline (errors during faults are allowed).
  * The seed is printed first; CHAOS_SEED=n replays the fault plan, CHAOS_DURATION_S sets the
  * length of the chaos phase (default 25 s here; `make test-chaos` runs a longer one).
+ * To narrow a finding down: CHAOS_KINDS (e.g. `db-restart`), CHAOS_FREEZE_MAX_MS (longest
+ * database freeze, default 3000), CHAOS_REPORT_FILE (every request, fault window and the verdict
+ * as JSON), CHAOS_LOG_DIR (keep the node processes' logs). See the README's "Chaos test".
  * Needs root (namespaces), toxiproxy and iptables (make tools) and the built workspaces.
  */
 import { after, before, test } from 'node:test';
