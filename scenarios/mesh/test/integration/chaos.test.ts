@@ -86,6 +86,8 @@ const skip =
 /** The function's deadlines: short, so partitions cost seconds, not tens of seconds. */
 const NODE_TIMEOUT_MS = 2_000;
 const FN_DEADLINE_MS = 5_000;
+/** The function's deadline for a whole request (SYNCMESH_REQUEST_DEADLINE_MS, at least FN_DEADLINE_MS). */
+const REQUEST_DEADLINE_MS = FN_DEADLINE_MS + 3_000;
 /** A request without an answer this long hung (the function's deadline plus room for a loaded 2-core machine). */
 const CLIENT_DEADLINE_MS = FN_DEADLINE_MS + 5_000;
 /** SDK calls' own deadline. */
@@ -139,6 +141,9 @@ before(async () => {
     MESH_MISO_PERSIST_DELAY_MS: '0',
     MESH_START_CONCURRENCY: '2',
     MESH_WRITE_KEY: writeKey,
+    // a whole request (its own database calls included) is answered within this, below the
+    // client's deadline (functions that have SYNCMESH_REQUEST_DEADLINE_MS)
+    MESH_REQUEST_DEADLINE_MS: String(REQUEST_DEADLINE_MS),
     TOXIPROXY_BIN,
   });
   mesh = await up(cfg, { progress: (m) => console.log(`# chaos up: ${m}`) });
