@@ -256,3 +256,15 @@ clean: ## Remove build output.
 .PHONY: help
 help: ## List the targets.
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+################################################################################
+# Chaos test (issue #15)
+################################################################################
+# Length of the chaos phase of `make test-chaos` in seconds (`make test` runs a 25 s one).
+CHAOS_DURATION_S ?= 300
+# Seed of the fault plan and the workers' choices; empty = random (printed first: replay with it).
+CHAOS_SEED ?=
+
+.PHONY: test-chaos
+test-chaos: build tools ## Long seeded chaos run on a 5-node mesh (root): kill -9, partitions, DB restarts; CHAOS_DURATION_S=300 [CHAOS_SEED=n].
+	CHAOS_DURATION_S=$(CHAOS_DURATION_S) CHAOS_SEED=$(CHAOS_SEED) node --test --test-reporter=spec scenarios/mesh/dist/test/integration/chaos.test.js

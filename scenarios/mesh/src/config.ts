@@ -68,6 +68,9 @@ const envSchema = z.object({
     .pipe(z.array(z.enum(NODE_ROLES)).refine((r) => r.includes('function'), 'must include function')),
   MESH_MISO_DISCOVERY: z.enum(MISO_DISCOVERY_MODES).default('static'),
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
+  MESH_MISO_PERSIST_DELAY_MS: z.coerce.number().int().min(0).optional(),
+  MESH_WRITE_KEY: z.string().min(32, 'at least 32 characters').optional(),
+  MESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
   TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
 });
 
@@ -105,6 +108,12 @@ export interface MeshConfig {
   /** static: every agent gets the others in MISO_PEERS; mdns: MISO_MDNS=on on the node's eth0 (netns only). */
   readonly misoDiscovery: MisoDiscovery;
   readonly nodeLogLevel: string;
+  /** MISO_PERSIST_DELAY_MS of every agent; undefined keeps the agent's default (0: an op waits for its write). */
+  readonly misoPersistDelayMs?: number | undefined;
+  /** SYNCMESH_WRITE_KEY of every function (clients send it as `Authorization: Bearer`); undefined: not set. */
+  readonly writeKey?: string | undefined;
+  /** SYNCMESH_REQUEST_DEADLINE_MS of every function (a whole request); undefined keeps the function's default. */
+  readonly requestDeadlineMs?: number | undefined;
   readonly toxiproxyBin: string;
 }
 
@@ -154,6 +163,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     services: Object.freeze([...e.MESH_SERVICES]),
     misoDiscovery: e.MESH_MISO_DISCOVERY,
     nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
+    misoPersistDelayMs: e.MESH_MISO_PERSIST_DELAY_MS,
+    writeKey: e.MESH_WRITE_KEY,
+    requestDeadlineMs: e.MESH_REQUEST_DEADLINE_MS,
     toxiproxyBin: resolve(e.TOXIPROXY_BIN),
   });
 }

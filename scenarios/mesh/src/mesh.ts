@@ -24,7 +24,7 @@ import {
   restoreNodeFirewall,
 } from './network.js';
 import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
-import { DATABASE_SERVICES, functionService, nodeServices, type NodeService, type ServiceContext } from './services.js';
+import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
 import {
   hostListeners,
@@ -328,22 +328,30 @@ function nodeOf(state: MeshState, ref: string): NodePlan {
 export async function cut(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
   const state = requireState(stateRoot, name);
   const node = nodeOf(state, ref);
+  // recorded first: a restore of a neighbour running meanwhile then leaves the shared links cut
+  if (!state.cut.includes(node.id)) state.cut.push(node.id);
+  writeState(state);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
   await toxi.cut(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
   if (node.netns) await cutNodeFirewall(node);
-  if (!state.cut.includes(node.id)) state.cut.push(node.id);
-  writeState(state);
   return node;
 }
 
+/**
+ * Reconnects a cut node. A link to a node that is still cut stays cut (two neighbours cut at
+ * once share their link; restoring one must not reconnect the other).
+ */
 export async function restore(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
   const state = requireState(stateRoot, name);
   const node = nodeOf(state, ref);
-  if (node.netns) await restoreNodeFirewall(node);
-  const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
-  await toxi.restore(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
+  // unrecorded first (in the same synchronous step as the read), so that of two neighbours
+  // restored at once, the later one reconnects their shared link
   state.cut = state.cut.filter((id) => id !== node.id);
   writeState(state);
+  const stillCut = new Set(state.plan.nodes.filter((n) => state.cut.includes(n.id)).map((n) => n.index));
+  if (node.netns) await restoreNodeFirewall(node);
+  const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
+  await toxi.restore(state.plan.links.filter((l) => (l.from === node.index && !stillCut.has(l.to)) || (l.to === node.index && !stillCut.has(l.from))));
   return node;
 }
 
@@ -431,4 +439,31 @@ export async function restartFunctions(cfg: MeshConfig, forwardMode: 'parallel' 
     await startService(functionService, ctx, state);
   });
   writeTopology(state.plan, buildTopology(state));
+}
+
+/** The recorded process of one role (mongo, function, listener, agent) of a node, the newest first. */
+export function nodeProcess(stateRoot: string, name: string, ref: string, role: string): ProcessRecord | undefined {
+  const state = requireState(stateRoot, name);
+  const node = nodeOf(state, ref);
+  return state.processes.filter((p) => p.node === node.id && p.role === role).pop();
+}
+
+/**
+ * Starts one process of a node again, with the configuration of the mesh (after it died, was
+ * killed or stopped: the chaos test), records it and waits until it is ready. A live process of
+ * that role is stopped first. Records of the old process are dropped from the state.
+ */
+export async function startNodeService(cfg: MeshConfig, ref: string, role: string, signal?: AbortSignal): Promise<ProcessRecord> {
+  const svc = [...DATABASE_SERVICES, ...NODE_SERVICES].find((s) => s.role === role);
+  if (!svc) throw new MeshError('EDGE_MESH_CONFIG', `no node service '${role}' (${[...DATABASE_SERVICES, ...NODE_SERVICES].map((s) => s.role).join(', ')})`);
+  const before = requireState(cfg.stateRoot, cfg.name);
+  const node = nodeOf(before, ref);
+  const old = before.processes.filter((p) => p.node === node.id && p.role === role);
+  await Promise.all(old.map((p) => stopProcess(p)));
+  // re-read after the await, and change the state in one synchronous step (startService writes it)
+  const state = requireState(cfg.stateRoot, cfg.name);
+  state.processes = state.processes.filter((p) => !(p.node === node.id && p.role === role));
+  const ctx: ServiceContext = { cfg, plan: state.plan, node, secretFile: join(state.plan.stateDir, 'secret'), forwardMode: state.forwardMode };
+  await startService(svc, ctx, state, signal);
+  return nodeProcess(cfg.stateRoot, cfg.name, ref, role)!;
 }

@@ -57,6 +57,8 @@ export const functionService: NodeService = {
     SYNCMESH_FORWARD_MODE: ctx.forwardMode,
     LOG_LEVEL: ctx.cfg.nodeLogLevel,
     ...(ctx.cfg.replayWindowMs !== undefined ? { SYNCMESH_REPLAY_WINDOW_MS: String(ctx.cfg.replayWindowMs) } : {}),
+    ...(ctx.cfg.writeKey !== undefined ? { SYNCMESH_WRITE_KEY: ctx.cfg.writeKey } : {}),
+    ...(ctx.cfg.requestDeadlineMs !== undefined ? { SYNCMESH_REQUEST_DEADLINE_MS: String(ctx.cfg.requestDeadlineMs) } : {}),
   }),
   ready: (ctx) => httpOk(`http://${ctx.node.addr}:${ctx.node.functionPort}/readyz`),
 };
@@ -102,6 +104,7 @@ export const agentService: NodeService = {
     MISO_SDK_SOCKET: join(ctx.node.dir, 'miso.sock'),
     ...agentDiscoveryEnv(ctx),
     MISO_MESH_SECRET_FILE: ctx.secretFile,
+    ...(ctx.cfg.misoPersistDelayMs !== undefined ? { MISO_PERSIST_DELAY_MS: String(ctx.cfg.misoPersistDelayMs) } : {}),
     MONGODB_URI: ctx.node.localMongoUri,
     LOG_LEVEL: ctx.cfg.nodeLogLevel,
   }),

@@ -30,7 +30,8 @@ export class ToxiproxyClient {
     this.base = `http://${host}:${port}`;
   }
 
-  private async call(method: string, path: string, body?: unknown): Promise<unknown> {
+  /** `accept`: statuses besides 2xx that mean "already done" for this call (answered as null). */
+  private async call(method: string, path: string, body?: unknown, accept: readonly number[] = []): Promise<unknown> {
     let res: Response;
     try {
       res = await fetch(`${this.base}${path}`, {
@@ -43,6 +44,7 @@ export class ToxiproxyClient {
       throw new MeshError('EDGE_MESH_TOXIPROXY', `toxiproxy at ${this.base} did not answer ${method} ${path}: ${(err as Error).message}`, { cause: err });
     }
     const text = await res.text();
+    if (accept.includes(res.status)) return null;
     if (!res.ok) throw new MeshError('EDGE_MESH_TOXIPROXY', `toxiproxy ${method} ${path} answered ${res.status}: ${text.trim()}`);
     return text.length > 0 ? JSON.parse(text) : null;
   }
@@ -62,12 +64,14 @@ export class ToxiproxyClient {
     return (await this.call('GET', `/proxies/${encodeURIComponent(proxy)}/toxics`)) as Toxic[];
   }
 
-  async addToxic(proxy: string, toxic: Toxic): Promise<void> {
-    await this.call('POST', `/proxies/${encodeURIComponent(proxy)}/toxics`, toxic);
+  /** `idempotent`: a toxic of that name that exists already (409) is fine. */
+  async addToxic(proxy: string, toxic: Toxic, idempotent = false): Promise<void> {
+    await this.call('POST', `/proxies/${encodeURIComponent(proxy)}/toxics`, toxic, idempotent ? [409] : []);
   }
 
-  async removeToxic(proxy: string, name: string): Promise<void> {
-    await this.call('DELETE', `/proxies/${encodeURIComponent(proxy)}/toxics/${encodeURIComponent(name)}`);
+  /** `idempotent`: a toxic that is gone already (404) is fine. */
+  async removeToxic(proxy: string, name: string, idempotent = false): Promise<void> {
+    await this.call('DELETE', `/proxies/${encodeURIComponent(proxy)}/toxics/${encodeURIComponent(name)}`, undefined, idempotent ? [404] : []);
   }
 
   /** Replaces the profile toxics (latency, bandwidth, loss) of every link; cut toxics stay. */
@@ -90,7 +94,8 @@ export class ToxiproxyClient {
       const have = new Set((await this.toxics(l.name)).map((t) => t.name));
       for (const stream of ['upstream', 'downstream'] as const) {
         const name = `cut_${stream}`;
-        if (!have.has(name)) await this.addToxic(l.name, { name, type: 'timeout', stream, toxicity: 1, attributes: { timeout: 0 } });
+        // idempotent: the link is shared with another node that may be cut at the same time
+        if (!have.has(name)) await this.addToxic(l.name, { name, type: 'timeout', stream, toxicity: 1, attributes: { timeout: 0 } }, true);
       }
     });
   }
@@ -98,7 +103,7 @@ export class ToxiproxyClient {
   async restore(links: readonly LinkPlan[]): Promise<void> {
     await pool(links, API_CONCURRENCY, async (l) => {
       const have = new Set((await this.toxics(l.name)).map((t) => t.name));
-      for (const name of CUT_TOXICS) if (have.has(name)) await this.removeToxic(l.name, name);
+      for (const name of CUT_TOXICS) if (have.has(name)) await this.removeToxic(l.name, name, true);
     });
   }
 }

@@ -45,6 +45,47 @@ test('test server - keeps data across restarts with a data directory', async () 
   }
 });
 
+test('test server - a stream resumed after a restart from a token of the previous run fails with ChangeStreamHistoryLost', async () => {
+  // The oplog lives in memory: the changes between the token and the restart are gone. Resuming
+  // as if nothing had happened would skip them silently (the chaos test lost replicas that way).
+  const dir = mkdtempSync(join(tmpdir(), 'sme-mts-'));
+  try {
+    let server = await startTestServer({ dataDir: dir });
+    let client = await MongoClient.connect(server.uri, { directConnection: true });
+    let coll = client.db('d').collection('c');
+    const stream = coll.watch();
+    assert.equal(await stream.tryNext(), null);
+    await coll.insertOne({ n: 1 });
+    let first = null;
+    for (let polls = 0; !first && polls < 200; polls++) first = await stream.tryNext();
+    assert.ok(first, 'the insert was seen');
+    await stream.close();
+    await coll.insertOne({ n: 2 }); // after the token, before the restart: not in the new oplog
+    await client.close();
+    await server.stop();
+
+    server = await startTestServer({ dataDir: dir });
+    client = await MongoClient.connect(server.uri, { directConnection: true });
+    coll = client.db('d').collection('c');
+    assert.equal(await coll.countDocuments(), 2);
+    const resumed = coll.watch([], { startAfter: first._id });
+    await assert.rejects(resumed.tryNext(), (err: { code?: number; codeName?: string }) => err.code === 286 && err.codeName === 'ChangeStreamHistoryLost');
+    await resumed.close();
+    // a stream opened from now after the restart works as before
+    const fresh = coll.watch();
+    assert.equal(await fresh.tryNext(), null);
+    await coll.insertOne({ n: 3 });
+    let next = null;
+    for (let polls = 0; !next && polls < 200; polls++) next = await fresh.tryNext();
+    assert.equal((next as { fullDocument?: { n: number } } | null)?.fullDocument?.n, 3);
+    await fresh.close();
+    await client.close();
+    await server.stop();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('test server - a taken port fails fast with the reason', async () => {
   const first = await startTestServer();
   try {

@@ -190,6 +190,12 @@ final class CappedOplog extends CollectionBackedOplog {
             this.storage = storage;
             this.maxEntries = maxEntries;
             this.maxAge = maxAge;
+            // The entries live in memory: a (re)started server has none of its previous run's, also
+            // with the on-disk store. Every position before this start counts as trimmed, so a
+            // stream resuming from an older token gets ChangeStreamHistoryLost (as from MongoDB,
+            // whose oplog would have those entries) instead of silently skipping the changes made
+            // between that token and the restart.
+            this.newestTrimmed = new BsonTimestamp(Instant.now(), 0);
         }
 
         @SuppressWarnings("unchecked")
