@@ -15,7 +15,9 @@ export type MisoErrorCode =
   /** A peer's claimed node id (Hello, mDNS record, static entry, expected acceptor) is not the id its handshake authenticated. */
   | 'EDGE_MISO_PEER_ID'
   /** A peer spoke another peer protocol version, or broke the handshake's message order. */
-  | 'EDGE_MISO_PEER_PROTOCOL';
+  | 'EDGE_MISO_PEER_PROTOCOL'
+  /** With synchronous persistence: the op was applied and is replicating, but its write to MongoDB failed (retried in the background). Never retry the op. */
+  | 'EDGE_MISO_NOT_DURABLE';
 
 export class MisoError extends Error {
   readonly code: MisoErrorCode;

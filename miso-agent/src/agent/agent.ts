@@ -195,7 +195,16 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
     const { entry, delta } = this.state.applyLocal(fn, object, name, type, op, this.replicaId);
     this.queue(fn, object, name, delta);
     const written = this.store.changed(fn, object, name);
-    if (written) return written.then(() => (returnValue ? JSON.stringify(t.value(entry.state)) : ''));
+    if (written) {
+      // The op is already applied and queued for the peers; a failed write cannot undo that.
+      // Answer with a code that says so, so that no caller retries (and double-counts) it.
+      return written.then(
+        () => (returnValue ? JSON.stringify(t.value(entry.state)) : ''),
+        (err: unknown) => {
+          throw new MisoError('EDGE_MISO_NOT_DURABLE', `the op on '${name}' was applied and is being replicated, but persisting it failed (retried in the background); do not retry the op`, { cause: err });
+        },
+      );
+    }
     return returnValue ? JSON.stringify(t.value(entry.state)) : '';
   }
 

@@ -18,6 +18,8 @@ const STATUS_BY_CODE: Record<string, grpc.status> = {
   EDGE_MISO_NOT_FOUND: grpc.status.NOT_FOUND,
   EDGE_MISO_AUTH: grpc.status.UNAUTHENTICATED,
   EDGE_MISO_STORE: grpc.status.UNAVAILABLE,
+  // Not UNAVAILABLE: the op took effect, so a caller must not retry it.
+  EDGE_MISO_NOT_DURABLE: grpc.status.FAILED_PRECONDITION,
   EDGE_MISO_UNAVAILABLE: grpc.status.UNAVAILABLE,
 };
 
