@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
+import type { AddressInfo } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
@@ -76,7 +77,8 @@ export function buildApp(deps: AppDeps): App {
   const { config, client, log } = deps;
   const registry = new NodeRegistry(client.db(config.metaDatabase));
   const replication = new ReplicationService({ config, client, registry, log: log.child({ module: 'replication' }) });
-  const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }) });
+  const selfPort = () => (server.address() as AddressInfo | null)?.port;
+  const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), selfPort });
   const httpLog = log.child({ module: 'http' });
 
   async function send(req: IncomingMessage, res: ServerResponse, reply: Reply): Promise<void> {
@@ -115,7 +117,7 @@ export function buildApp(deps: AppDeps): App {
         details: { allowed: 'a JSON object {query, variables, database, collection, request_type, external_nodes, use_meta_data, radius}' },
       });
     }
-    return service.handle(parseEnvelope(json, config), auth.signed);
+    return service.handle(parseEnvelope(json, config), auth.signed, req.headers['authorization']);
   }
 
   /** Node-to-node and listener endpoints: signed JSON only. */
