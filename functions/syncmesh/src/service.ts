@@ -180,6 +180,9 @@ export class SyncmeshService {
     if (!operation) {
       throw fail('EDGE_SYNCMESH_BAD_REQUEST', req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName');
     }
+    if (operation.operation === 'subscription') {
+      throw fail('EDGE_SYNCMESH_GRAPHQL_VALIDATION', 'subscriptions are not supported', { allowed: ['query', 'mutation'] });
+    }
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], req.variables);
     if (coerced.errors) throw fail('EDGE_SYNCMESH_BAD_ARGUMENT', coerced.errors[0]!.message);
     return { document, operation, variables: req.variables, coerced: coerced.coerced };
