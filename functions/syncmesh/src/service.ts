@@ -452,6 +452,7 @@ export class SyncmeshService {
         registry: nodes,
         ownNodeId: this.deps.config.nodeId,
         selfPort: this.deps.selfPort?.(),
+        selfHost: this.deps.config.host,
         allowed: this.deps.config.allowedPeers,
         resolve: this.deps.resolve ?? systemResolver,
       };

@@ -56,6 +56,10 @@ test('peers - the own node, its own port and credentials in URLs are refused', a
   const loopbackMember = ctx({ registry: [node('n1', 'http://10.0.0.1:8080/', true), node('lo', 'http://127.0.0.1:3000/')] });
   await refused('http://127.0.0.1:3000/', loopbackMember, /this node itself/);
   await refused('http://user:pw@10.0.0.2:8080/function/syncmesh-fn', ctx(), /credentials/);
+  // bound to one loopback address: another loopback address on the same port is another node
+  const bound = ctx({ registry: [node('n1', 'http://127.0.0.11:8080/', true), node('n2', 'http://127.0.0.12:8080/')], selfPort: 8080, selfHost: '127.0.0.11' });
+  assert.equal((await admitPeer('http://127.0.0.12:8080/', bound)).nodeId, 'n2');
+  await refused('http://127.0.0.11:8080/', bound, /this node itself/);
 });
 
 test('peers - the allow-list admits host:port, host and CIDR entries, and maps them to registry ids', async () => {

@@ -52,6 +52,8 @@ export interface PeerContext {
   ownNodeId: string;
   /** The port this server listens on, when known: never forward to it on an own address. */
   selfPort: number | undefined;
+  /** The address it listens on (HOST); unspecified (0.0.0.0, ::) means every own address. */
+  selfHost?: string | undefined;
   allowed: AllowedPeers;
   resolve: Resolver;
 }
@@ -182,6 +184,10 @@ async function resolveOrRefuse(url: string, u: URL, ctx: PeerContext): Promise<R
 /** Whether `a`:`port` is this very server (an own or loopback address on the listening port). */
 function isSelf(a: ResolvedAddress, port: string, ctx: PeerContext, own: Set<string>): boolean {
   if (ctx.selfPort === undefined || String(ctx.selfPort) !== port) return false;
+  const unspecified = (x: string) => x === '0.0.0.0' || x === '::';
+  const bound = ctx.selfHost && isIP(ctx.selfHost) ? canonicalAddress(ctx.selfHost).address : undefined;
+  // bound to one address: only that address (or 0.0.0.0, which connects locally) reaches it
+  if (bound && !unspecified(bound)) return a.address === bound || unspecified(a.address);
   return isSpecialAddress(a) || own.has(a.address);
 }
 
