@@ -29,11 +29,15 @@ export interface TimedAnswer {
   bytes: number;
 }
 
-/** POSTs a JSON body to a function URL; signs it when a secret is given. */
-export async function postFunction(url: string, body: unknown, opts: { secret?: string; timeoutMs?: number } = {}): Promise<TimedAnswer> {
+/**
+ * POSTs a JSON body to a function URL; signs it when a secret is given. Data writes (addSensors,
+ * update, deleteSensor, deleteInTimeRange) need `writeKey`: the mesh's `write_key_file`.
+ */
+export async function postFunction(url: string, body: unknown, opts: { secret?: string; timeoutMs?: number; writeKey?: string } = {}): Promise<TimedAnswer> {
   const text = JSON.stringify(body);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.secret) Object.assign(headers, signRequest(opts.secret, text));
+  if (opts.writeKey) headers['authorization'] = `Bearer ${opts.writeKey}`;
   const t0 = performance.now();
   let res: Response;
   let raw: string;
