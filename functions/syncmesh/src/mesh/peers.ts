@@ -167,15 +167,24 @@ function notAllowed(url: string, why: string, allowed: AllowedPeers): SyncmeshEr
   });
 }
 
+/** A host name that does not resolve within this is refused (the lookup may go on in the background). */
+export const RESOLVE_TIMEOUT_MS = 2_000;
+
 async function resolveOrRefuse(url: string, u: URL, ctx: PeerContext): Promise<ResolvedAddress[]> {
   let addresses: ResolvedAddress[];
+  let timer: NodeJS.Timeout | undefined;
   try {
-    addresses = await ctx.resolve(u.hostname);
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from the resolver within ${RESOLVE_TIMEOUT_MS} ms`)), RESOLVE_TIMEOUT_MS);
+    });
+    addresses = await Promise.race([ctx.resolve(u.hostname), late]);
   } catch (err) {
     throw new SyncmeshError('EDGE_SYNCMESH_PEER_NOT_ALLOWED', `external_nodes: '${url.slice(0, 200)}': its host name does not resolve`, {
       cause: err,
       details: { allowed: 'host names that resolve to member addresses' },
     });
+  } finally {
+    clearTimeout(timer);
   }
   if (addresses.length === 0) throw notAllowed(url, 'resolves to no address', ctx.allowed);
   return addresses;
