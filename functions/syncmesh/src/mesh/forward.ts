@@ -121,6 +121,8 @@ export async function fanOut(targets: readonly Target[], body: unknown, opts: Fa
   const json = JSON.stringify(body);
   const payload = await gzip(json);
   // Signed per call and per target, when it is sent: a sequential fan-out may outlast the replay window.
+  // `target.nodeId` is always set here (the service never forwards to a URL without a registry
+  // id), so a v2 signature can name it; `payload` is the body as sent (gzipped).
   const headers = (_target: Target) => ({
     'content-type': 'application/json',
     'content-encoding': 'gzip',
