@@ -26,4 +26,6 @@ test('config - keys need 32 bytes and the write key must not be the mesh secret'
 test('config - a bad allow-list or deadline stops the start, naming the variable', () => {
   assert.throws(() => loadConfig({ ...BASE, SYNCMESH_ALLOWED_PEERS: '10.0.0.0/40' }), /SYNCMESH_ALLOWED_PEERS: '10.0.0.0\/40' is not a valid network/);
   assert.throws(() => loadConfig({ ...BASE, SYNCMESH_REQUEST_DEADLINE_MS: '1000' }), /SYNCMESH_REQUEST_DEADLINE_MS \(1000\) must be at least SYNCMESH_DEADLINE_MS/);
+  // unset, it follows a long fan-out deadline
+  assert.equal(loadConfig({ ...BASE, SYNCMESH_DEADLINE_MS: '120000' }).requestDeadlineMs, 125_000);
 });

@@ -28,7 +28,9 @@ export const DEFAULT_GZIP_MIN_BYTES = 1024;
 export const DEFAULT_WRITE_KEY_FILE = '/var/openfaas/secrets/write-key';
 export const DEFAULT_MAX_ROOT_FIELDS = 20; // root fields (aliases count) per operation
 export const DEFAULT_MAX_TOTAL_LIMIT = 200_000; // sum of `sensors` limits per request; no limit counts as SYNCMESH_MAX_LIMIT
-export const DEFAULT_REQUEST_DEADLINE_MS = 20_000; // a whole request, fan-out included
+export const DEFAULT_REQUEST_DEADLINE_MS = 20_000; // a whole request, fan-out included (at least SYNCMESH_DEADLINE_MS + 5 s)
+/** The local part of a request may take this long after the fan-out's deadline. */
+export const REQUEST_DEADLINE_MARGIN_MS = 5_000;
 export const DEFAULT_MAX_DELETE_RANGE_DAYS = 31; // widest deleteInTimeRange
 
 const list = (raw: string) =>
@@ -66,7 +68,7 @@ const envSchema = z.object({
   SYNCMESH_READ_KEY: z.string().optional(),
   SYNCMESH_MAX_ROOT_FIELDS: positiveInt(DEFAULT_MAX_ROOT_FIELDS),
   SYNCMESH_MAX_TOTAL_LIMIT: positiveInt(DEFAULT_MAX_TOTAL_LIMIT),
-  SYNCMESH_REQUEST_DEADLINE_MS: positiveInt(DEFAULT_REQUEST_DEADLINE_MS),
+  SYNCMESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
   SYNCMESH_MAX_DELETE_RANGE_DAYS: z.coerce.number().positive().default(DEFAULT_MAX_DELETE_RANGE_DAYS),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -120,10 +122,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `invalid configuration: SYNCMESH_DEADLINE_MS (${e.SYNCMESH_DEADLINE_MS}) must be at least SYNCMESH_NODE_TIMEOUT_MS (${e.SYNCMESH_NODE_TIMEOUT_MS})`,
     );
   }
-  if (e.SYNCMESH_REQUEST_DEADLINE_MS < e.SYNCMESH_DEADLINE_MS) {
+  const requestDeadlineMs = e.SYNCMESH_REQUEST_DEADLINE_MS ?? Math.max(DEFAULT_REQUEST_DEADLINE_MS, e.SYNCMESH_DEADLINE_MS + REQUEST_DEADLINE_MARGIN_MS);
+  if (requestDeadlineMs < e.SYNCMESH_DEADLINE_MS) {
     throw new SyncmeshError(
       'EDGE_SYNCMESH_CONFIG',
-      `invalid configuration: SYNCMESH_REQUEST_DEADLINE_MS (${e.SYNCMESH_REQUEST_DEADLINE_MS}) must be at least SYNCMESH_DEADLINE_MS (${e.SYNCMESH_DEADLINE_MS})`,
+      `invalid configuration: SYNCMESH_REQUEST_DEADLINE_MS (${requestDeadlineMs}) must be at least SYNCMESH_DEADLINE_MS (${e.SYNCMESH_DEADLINE_MS})`,
     );
   }
   if (e.SYNCMESH_DATABASES.length === 0 || e.SYNCMESH_COLLECTIONS.length === 0) {
@@ -160,7 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readKey: configured('SYNCMESH_READ_KEY', () => optionalKey(e.SYNCMESH_READ_KEY, 'the read key')),
     maxRootFields: e.SYNCMESH_MAX_ROOT_FIELDS,
     maxTotalLimit: e.SYNCMESH_MAX_TOTAL_LIMIT,
-    requestDeadlineMs: e.SYNCMESH_REQUEST_DEADLINE_MS,
+    requestDeadlineMs,
     maxDeleteRangeMs: e.SYNCMESH_MAX_DELETE_RANGE_DAYS * 24 * 3600 * 1000,
   });
 }
