@@ -22,6 +22,9 @@ before(async () => {
   // external_nodes reach registry members only
   await addNode(a, { id: 'mesh-b', address: b.url, lat: 42.7, lon: 23.3 });
   await addNode(a, { id: 'mesh-c', address: c.url, lat: 42.8, lon: 23.3 });
+  // The first query on a fresh test server is slow (JIT); on a loaded machine it can pass the
+  // 1.5 s node timeout. Warm every node once, alone.
+  await Promise.all([a, b, c].map((n) => post(n.url, { query: AGG, request_type: 'aggregate' })));
 });
 after(async () => {
   await Promise.all([a.close(), b.close(), c.close()]);
