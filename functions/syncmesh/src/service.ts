@@ -154,7 +154,7 @@ export class SyncmeshService {
     const key = `${database}.${collection}`;
     let store = this.stores.get(key);
     if (!store) {
-      store = new SensorStore(this.deps.client.db(database), collection);
+      store = new SensorStore(this.deps.client.db(database), collection, undefined, this.deps.config.requestDeadlineMs);
       this.stores.set(key, store);
     }
     return store;
@@ -287,7 +287,7 @@ export class SyncmeshService {
     this.preflight(p, dataSchema, req.requestType === 'collect');
     const onBehalfOf = req.mesh?.on_behalf_of;
     const store = onBehalfOf
-      ? new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, onBehalfOf)
+      ? new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, onBehalfOf, config.requestDeadlineMs)
       : this.storeFor(req.database, req.collection);
     const isQuery = p.operation.operation === 'query';
 
@@ -398,7 +398,7 @@ export class SyncmeshService {
       const origin = registry.find((n) => n.id === failedNode.node || sameUrl(n.address, failedNode.url))?.id;
       if (!origin || failedNode.code === 'EDGE_SYNCMESH_PEER_UNREGISTERED') return undefined;
       if (own.includes(origin)) {
-        const partials = await this.localPartials(p, req, new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, origin));
+        const partials = await this.localPartials(p, req, new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, origin, this.deps.config.requestDeadlineMs));
         failedNode.covered_by = this.deps.config.nodeId;
         failover.push({ origin, by: this.deps.config.nodeId });
         return partials;
