@@ -79,6 +79,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return false;
 }
 
+/** MongoDB's code for an operation stopped by its maxTimeMS. */
+const MAX_TIME_MS_EXPIRED = 50;
+
 /** Turns any error into the error object of the GraphQL envelope, masking the unexpected ones. */
 export function errorBody(err: unknown, log: Logger): { status: number; error: ErrorBody } {
   const gql = err instanceof GraphQLError ? err : undefined;
@@ -86,6 +89,10 @@ export function errorBody(err: unknown, log: Logger): { status: number; error: E
   const where = gql ? { ...(gql.locations ? { locations: gql.locations } : {}), ...(gql.path ? { path: gql.path } : {}) } : {};
   if (original instanceof SyncmeshError && original.expose) {
     return { status: original.status, error: { message: original.message, ...where, extensions: { code: original.code, ...(original.details ?? {}) } } };
+  }
+  if (original instanceof MongoError && original.code === MAX_TIME_MS_EXPIRED) {
+    // the database stopped a read at the request deadline (maxTimeMS)
+    return { status: 504, error: { message: 'the request took longer than its deadline (SYNCMESH_REQUEST_DEADLINE_MS)', ...where, extensions: { code: 'EDGE_SYNCMESH_DEADLINE_EXCEEDED' } } };
   }
   if (isDatabaseUnavailable(original)) {
     log.error({ err: original }, 'database unreachable');
