@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
+import type { AddressInfo } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import type { Logger } from 'pino';
 import { hasSignatureHeaders, type Pending } from '@syncmesh-edge/mesh-auth';
@@ -156,7 +157,8 @@ export function buildApp(deps: AppDeps): App {
   const registry = new NodeRegistry(client.db(config.metaDatabase));
   const auth = new MeshAuth({ secret: config.meshSecret, nodeId: config.nodeId, windowMs: config.replayWindowMs, acceptV1: config.acceptV1, registry });
   const replication = new ReplicationService({ config, client, registry, log: log.child({ module: 'replication' }), auth });
-  const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), auth });
+  const selfPort = () => (server.address() as AddressInfo | null)?.port;
+  const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), auth, selfPort });
   const httpLog = log.child({ module: 'http' });
   if (config.acceptV1) httpLog.warn('SYNCMESH_AUTH_ACCEPT_V1 is on: deprecated v1 signatures (replayable, not bound to a node) are accepted; turn it off once every node signs v2');
 
@@ -229,7 +231,7 @@ export function buildApp(deps: AppDeps): App {
         details: { allowed: 'a JSON object {query, variables, database, collection, request_type, external_nodes, use_meta_data, radius}' },
       });
     }
-    return service.handle(parseEnvelope(json, config), version !== undefined);
+    return service.handle(parseEnvelope(json, config), version !== undefined, req.headers['authorization']);
   }
 
   /** Node-to-node and listener endpoints: signed JSON only, refused before the body is read otherwise. */

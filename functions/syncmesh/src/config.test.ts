@@ -28,3 +28,31 @@ test('config - v1 signatures are off unless SYNCMESH_AUTH_ACCEPT_V1 turns them o
 test('config - a node id that is not valid in signatures is refused', () => {
   assert.throws(() => loadConfig({ ...base, SYNCMESH_NODE_ID: 'node 1' }), /SYNCMESH_NODE_ID/);
 });
+
+const BASE = { SYNCMESH_NODE_ID: 'cfg', SYNCMESH_MESH_SECRET_FILE: '/nonexistent/mesh-secret', SYNCMESH_WRITE_KEY_FILE: '/nonexistent/write-key' };
+const KEY = 'w'.repeat(32);
+
+test('config - security defaults: no write key (writes refused), open reads, registry-only peers, cost limits', () => {
+  const c = loadConfig(BASE);
+  assert.equal(c.writeKey, undefined);
+  assert.equal(c.readKey, undefined);
+  assert.deepEqual(c.allowedPeers.entries, []);
+  assert.equal(c.maxRootFields, 20);
+  assert.equal(c.maxTotalLimit, 200_000);
+  assert.equal(c.requestDeadlineMs, 20_000);
+  assert.equal(c.maxDeleteRangeMs, 31 * 86_400_000);
+});
+
+test('config - keys need 32 bytes and the write key must not be the mesh secret', () => {
+  assert.equal(loadConfig({ ...BASE, SYNCMESH_WRITE_KEY: KEY }).writeKey, KEY);
+  assert.throws(() => loadConfig({ ...BASE, SYNCMESH_WRITE_KEY: 'short' }), /SYNCMESH_WRITE_KEY: the write key has 5 bytes; at least 32/);
+  assert.throws(() => loadConfig({ ...BASE, SYNCMESH_READ_KEY: 'short' }), /SYNCMESH_READ_KEY: the read key has 5 bytes/);
+  assert.throws(() => loadConfig({ ...BASE, SYNCMESH_WRITE_KEY: KEY, SYNCMESH_MESH_SECRET: KEY }), /SYNCMESH_WRITE_KEY must differ from the mesh secret/);
+});
+
+test('config - a bad allow-list or deadline stops the start, naming the variable', () => {
+  assert.throws(() => loadConfig({ ...BASE, SYNCMESH_ALLOWED_PEERS: '10.0.0.0/40' }), /SYNCMESH_ALLOWED_PEERS: '10.0.0.0\/40' is not a valid network/);
+  assert.throws(() => loadConfig({ ...BASE, SYNCMESH_REQUEST_DEADLINE_MS: '1000' }), /SYNCMESH_REQUEST_DEADLINE_MS \(1000\) must be at least SYNCMESH_DEADLINE_MS/);
+  // unset, it follows a long fan-out deadline
+  assert.equal(loadConfig({ ...BASE, SYNCMESH_DEADLINE_MS: '120000' }).requestDeadlineMs, 125_000);
+});

@@ -5,8 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
+import { checkSecret, MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
 import { SyncmeshError } from './errors.js';
+import { parseAllowedPeers, type AllowedPeers } from './mesh/peers.js';
 
 /** of-watchdog (http mode) proxies to this port inside the function container. */
 export const DEFAULT_PORT = 3000;
@@ -32,6 +33,14 @@ export const DEFAULT_GZIP_MIN_BYTES = 1024;
 export const DEFAULT_TOMBSTONE_TTL_S = 7 * 24 * 3600;
 /** A refused request's body is read and thrown away up to this many bytes (16 MiB) so that the client can read the answer; beyond, the connection is closed. */
 export const DEFAULT_MAX_DISCARD_BYTES = 16 * 1024 * 1024;
+/** Where faasd mounts the secret named `write-key` inside a function container. */
+export const DEFAULT_WRITE_KEY_FILE = '/var/openfaas/secrets/write-key';
+export const DEFAULT_MAX_ROOT_FIELDS = 20; // root fields (aliases count) per operation
+export const DEFAULT_MAX_TOTAL_LIMIT = 200_000; // sum of `sensors` limits per request; no limit counts as SYNCMESH_MAX_LIMIT
+export const DEFAULT_REQUEST_DEADLINE_MS = 20_000; // a whole request, fan-out included (at least SYNCMESH_DEADLINE_MS + 5 s)
+/** The local part of a request may take this long after the fan-out's deadline. */
+export const REQUEST_DEADLINE_MARGIN_MS = 5_000;
+export const DEFAULT_MAX_DELETE_RANGE_DAYS = 31; // widest deleteInTimeRange
 
 const list = (raw: string) =>
   raw
@@ -62,6 +71,14 @@ const envSchema = z.object({
   SYNCMESH_MAX_SENSORS_PER_MUTATION: positiveInt(DEFAULT_MAX_SENSORS_PER_MUTATION),
   SYNCMESH_REPLAY_WINDOW_MS: positiveInt(DEFAULT_REPLAY_WINDOW_MS),
   SYNCMESH_GZIP_MIN_BYTES: z.coerce.number().int().min(0).default(DEFAULT_GZIP_MIN_BYTES),
+  SYNCMESH_ALLOWED_PEERS: z.string().default(''),
+  SYNCMESH_WRITE_KEY: z.string().optional(),
+  SYNCMESH_WRITE_KEY_FILE: z.string().default(DEFAULT_WRITE_KEY_FILE),
+  SYNCMESH_READ_KEY: z.string().optional(),
+  SYNCMESH_MAX_ROOT_FIELDS: positiveInt(DEFAULT_MAX_ROOT_FIELDS),
+  SYNCMESH_MAX_TOTAL_LIMIT: positiveInt(DEFAULT_MAX_TOTAL_LIMIT),
+  SYNCMESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
+  SYNCMESH_MAX_DELETE_RANGE_DAYS: z.coerce.number().positive().default(DEFAULT_MAX_DELETE_RANGE_DAYS),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SYNCMESH_AUTH_ACCEPT_V1: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
   SYNCMESH_TOMBSTONE_TTL_S: positiveInt(DEFAULT_TOMBSTONE_TTL_S),
@@ -97,6 +114,16 @@ export interface Config {
   readonly tombstoneTtlS: number;
   /** How much of a refused request's body is read and discarded before the connection closes. */
   readonly maxDiscardBytes: number;
+  /** Members of the mesh besides the registry's nodes, which `external_nodes` may name. */
+  readonly allowedPeers: AllowedPeers;
+  /** Key for data writes (`Authorization: Bearer <key>`); undefined: only signed requests write. */
+  readonly writeKey: string | undefined;
+  /** Key for reads; undefined: reads are open. */
+  readonly readKey: string | undefined;
+  readonly maxRootFields: number;
+  readonly maxTotalLimit: number;
+  readonly requestDeadlineMs: number;
+  readonly maxDeleteRangeMs: number;
 }
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
@@ -113,6 +140,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `invalid configuration: SYNCMESH_DEADLINE_MS (${e.SYNCMESH_DEADLINE_MS}) must be at least SYNCMESH_NODE_TIMEOUT_MS (${e.SYNCMESH_NODE_TIMEOUT_MS})`,
     );
   }
+  const requestDeadlineMs = e.SYNCMESH_REQUEST_DEADLINE_MS ?? Math.max(DEFAULT_REQUEST_DEADLINE_MS, e.SYNCMESH_DEADLINE_MS + REQUEST_DEADLINE_MARGIN_MS);
+  if (requestDeadlineMs < e.SYNCMESH_DEADLINE_MS) {
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: SYNCMESH_REQUEST_DEADLINE_MS (${requestDeadlineMs}) must be at least SYNCMESH_DEADLINE_MS (${e.SYNCMESH_DEADLINE_MS})`,
+    );
+  }
   if (e.SYNCMESH_DATABASES.length === 0 || e.SYNCMESH_COLLECTIONS.length === 0) {
     throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', 'invalid configuration: SYNCMESH_DATABASES and SYNCMESH_COLLECTIONS need at least one name');
   }
@@ -126,6 +160,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeId = e.SYNCMESH_NODE_ID ?? hostname();
   if (!/^[A-Za-z0-9._:-]{1,64}$/.test(nodeId)) {
     throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: the host name '${nodeId.slice(0, 80)}' is not a valid node id; set SYNCMESH_NODE_ID (letters, digits and ._:- only, at most 64)`);
+  }
+  const writeKey = configured('SYNCMESH_WRITE_KEY', () => optionalKey(e.SYNCMESH_WRITE_KEY ?? readSecretFile(e.SYNCMESH_WRITE_KEY_FILE, 'write key'), 'the write key'));
+  if (writeKey !== undefined && writeKey === meshSecret) {
+    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', 'invalid configuration: SYNCMESH_WRITE_KEY must differ from the mesh secret (clients hold the write key; only nodes hold the mesh secret)');
   }
   return Object.freeze({
     port: e.PORT,
@@ -151,15 +189,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     acceptV1: e.SYNCMESH_AUTH_ACCEPT_V1,
     tombstoneTtlS: e.SYNCMESH_TOMBSTONE_TTL_S,
     maxDiscardBytes: e.SYNCMESH_MAX_DISCARD_BYTES,
+    allowedPeers: configured('SYNCMESH_ALLOWED_PEERS', () => parseAllowedPeers(e.SYNCMESH_ALLOWED_PEERS)),
+    writeKey,
+    readKey: configured('SYNCMESH_READ_KEY', () => optionalKey(e.SYNCMESH_READ_KEY, 'the read key')),
+    maxRootFields: e.SYNCMESH_MAX_ROOT_FIELDS,
+    maxTotalLimit: e.SYNCMESH_MAX_TOTAL_LIMIT,
+    requestDeadlineMs,
+    maxDeleteRangeMs: e.SYNCMESH_MAX_DELETE_RANGE_DAYS * 24 * 3600 * 1000,
   });
 }
 
-function readSecretFile(path: string): string | undefined {
+/** Runs `read`, turning any error into EDGE_SYNCMESH_CONFIG that names `variable` (the cause is kept). */
+function configured<T>(variable: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof SyncmeshError && err.code === 'EDGE_SYNCMESH_CONFIG') throw err;
+    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: ${variable}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** A key is optional, but when given it must have at least 32 bytes. */
+function optionalKey(key: string | undefined, what: string): string | undefined {
+  return key === undefined ? undefined : checkSecret(key, what);
+}
+
+function readSecretFile(path: string, what = 'mesh secret'): string | undefined {
   try {
     const secret = readFileSync(path, 'utf8').trim();
     return secret.length > 0 ? secret : undefined;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // no secret mounted: standalone node
-    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `cannot read the mesh secret file ${path}`, { cause: err });
+    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `cannot read the ${what} file ${path}`, { cause: err });
   }
 }

@@ -24,6 +24,19 @@ export const ERROR_CODES = {
   EDGE_SYNCMESH_DB_UNAVAILABLE: { status: 503, expose: true },
   EDGE_SYNCMESH_INTERNAL: { status: 500, expose: false },
   EDGE_SYNCMESH_ORIGIN_MISMATCH: { status: 403, expose: true },
+  EDGE_SYNCMESH_PEER_NOT_ALLOWED: { status: 400, expose: true },
+  EDGE_SYNCMESH_QUERY_TOO_COSTLY: { status: 400, expose: true },
+  EDGE_SYNCMESH_CREDENTIALS_REQUIRED: { status: 401, expose: true },
+  EDGE_SYNCMESH_WRITES_DISABLED: { status: 403, expose: true },
+  EDGE_SYNCMESH_DEADLINE_EXCEEDED: { status: 504, expose: true },
+  // Reported per node in extensions.failed (the answer itself is 200 with partial: true).
+  EDGE_SYNCMESH_PEER_TIMEOUT: { status: 200, expose: true },
+  EDGE_SYNCMESH_PEER_UNREACHABLE: { status: 200, expose: true },
+  EDGE_SYNCMESH_PEER_HTTP_ERROR: { status: 200, expose: true },
+  EDGE_SYNCMESH_PEER_BAD_ANSWER: { status: 200, expose: true },
+  EDGE_SYNCMESH_PEER_ERROR: { status: 200, expose: true },
+  EDGE_SYNCMESH_PEER_UNREGISTERED: { status: 200, expose: true },
+  EDGE_SYNCMESH_NO_MESH_SECRET: { status: 200, expose: true },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

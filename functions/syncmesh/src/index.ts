@@ -6,7 +6,6 @@ export type { Config } from './config.js';
 export { SyncmeshError, ERROR_CODES } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export { createLogger } from './log.js';
-export { signRequest, verifyRequest, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './mesh/auth.js';
 export { haversineKm } from './mesh/geo.js';
 export { NodeRegistry } from './mesh/registry.js';
 export type { MeshNode, NodeInput, NodePatch } from './mesh/registry.js';

@@ -28,7 +28,10 @@ import { SensorStore } from './data/sensors.js';
 import { dataSchema, metaSchema } from './graphql/schema.js';
 import { assertNoOperators, depthLimitRule } from './graphql/limits.js';
 import { DocumentCache } from './graphql/documents.js';
-import { fanOut, type NodeOutcome, type Target } from './mesh/forward.js';
+import { failedOutcome, fanOut, type NodeOutcome, type Target } from './mesh/forward.js';
+import { admitPeer, systemResolver, type Resolver } from './mesh/peers.js';
+import { assertMayRead, assertMayWrite, type Caller } from './access.js';
+import { checkCost, type RootField } from './graphql/cost.js';
 import type { NodeRegistry } from './mesh/registry.js';
 import type { MeshAuth } from './mesh/signing.js';
 import type { ReplicationService } from './replication/service.js';
@@ -51,6 +54,10 @@ export interface ServiceDeps {
   log: Logger;
   /** Signs forwarded requests (protocol v2). */
   auth: MeshAuth;
+  /** The port this node's server listens on (external_nodes never reach it on an own address). */
+  selfPort?: () => number | undefined;
+  /** Resolves peer host names; the system resolver by default (tests inject their own). */
+  resolve?: Resolver;
 }
 
 const isFailure = (o: NodeOutcome) => o.status === 'failed' || o.status === 'timeout';
@@ -75,6 +82,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return false;
 }
 
+/** MongoDB's code for an operation stopped by its maxTimeMS. */
+const MAX_TIME_MS_EXPIRED = 50;
+
 /** Turns any error into the error object of the GraphQL envelope, masking the unexpected ones. */
 export function errorBody(err: unknown, log: Logger): { status: number; error: ErrorBody } {
   const gql = err instanceof GraphQLError ? err : undefined;
@@ -82,6 +92,10 @@ export function errorBody(err: unknown, log: Logger): { status: number; error: E
   const where = gql ? { ...(gql.locations ? { locations: gql.locations } : {}), ...(gql.path ? { path: gql.path } : {}) } : {};
   if (original instanceof SyncmeshError && original.expose) {
     return { status: original.status, error: { message: original.message, ...where, extensions: { code: original.code, ...(original.details ?? {}) } } };
+  }
+  if (original instanceof MongoError && original.code === MAX_TIME_MS_EXPIRED) {
+    // the database stopped a read at the request deadline (maxTimeMS)
+    return { status: 504, error: { message: 'the request took longer than its deadline (SYNCMESH_REQUEST_DEADLINE_MS)', ...where, extensions: { code: 'EDGE_SYNCMESH_DEADLINE_EXCEEDED' } } };
   }
   if (isDatabaseUnavailable(original)) {
     log.error({ err: original }, 'database unreachable');
@@ -96,6 +110,11 @@ export function errorBody(err: unknown, log: Logger): { status: number; error: E
   }
   log.error({ err: original }, 'unexpected error');
   return { status: 500, error: { message: 'internal error; see the node log', ...where, extensions: { code: 'EDGE_SYNCMESH_INTERNAL' } } };
+}
+
+/** A request that passed its deadline may still settle later; its outcome no longer has a caller. */
+function squashAfterDeadline(_err: unknown): void {
+  // deliberately ignored: the caller already got EDGE_SYNCMESH_DEADLINE_EXCEEDED, and errors of the work itself are logged where they happen
 }
 
 function fail(code: ErrorCode, message: string, details?: Record<string, unknown>): SyncmeshError {
@@ -145,7 +164,7 @@ export class SyncmeshService {
     const key = `${database}.${collection}`;
     let store = this.stores.get(key);
     if (!store) {
-      store = new SensorStore(this.deps.client.db(database), collection);
+      store = new SensorStore(this.deps.client.db(database), collection, undefined, this.deps.config.requestDeadlineMs);
       this.stores.set(key, store);
     }
     return store;
@@ -170,6 +189,9 @@ export class SyncmeshService {
     const operation = getOperationAST(document, req.operationName);
     if (!operation) {
       throw fail('EDGE_SYNCMESH_BAD_REQUEST', req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName');
+    }
+    if (operation.operation === 'subscription') {
+      throw fail('EDGE_SYNCMESH_GRAPHQL_VALIDATION', 'subscriptions are not supported', { allowed: ['query', 'mutation'] });
     }
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], req.variables);
     if (coerced.errors) throw fail('EDGE_SYNCMESH_BAD_ARGUMENT', coerced.errors[0]!.message);
@@ -198,31 +220,56 @@ export class SyncmeshService {
     return document;
   }
 
-  /** Checks every root field's arguments before anything is forwarded. */
-  private preflight(p: Prepared): void {
+  /** Checks every root field's arguments and the operation's cost before anything is forwarded. */
+  private preflight(p: Prepared, schema: GraphQLSchema, collect: boolean): void {
+    const { config } = this.deps;
     const fragments = new Map<string, FragmentDefinitionNode>();
     for (const d of p.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
-    const rootType = p.operation.operation === 'mutation' ? dataSchema.getMutationType() : dataSchema.getQueryType();
+    const rootType = p.operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
     if (!rootType) return;
-    const limits = { maxLimit: this.deps.config.maxLimit, maxSensorsPerMutation: this.deps.config.maxSensorsPerMutation };
+    const fields: RootField[] = [];
     for (const { node } of rootFields(p.operation, fragments)) {
       const def = rootType.getFields()[node.name.value];
-      if (!def) continue; // __typename
-      validateDataArgs(node.name.value, getArgumentValues(def, node, p.coerced), limits);
+      fields.push({ name: node.name.value, args: def ? getArgumentValues(def, node, p.coerced) : {} });
+    }
+    checkCost(fields, collect, config);
+    if (schema !== dataSchema) return;
+    const limits = { maxLimit: config.maxLimit, maxSensorsPerMutation: config.maxSensorsPerMutation, maxDeleteRangeMs: config.maxDeleteRangeMs };
+    for (const f of fields) validateDataArgs(f.name, f.args, limits);
+  }
+
+  /**
+   * Answers one request. `signed`: a valid mesh signature was checked; `authorization`: the
+   * request's Authorization header (the write or read key). The whole request, fan-out included,
+   * has SYNCMESH_REQUEST_DEADLINE_MS.
+   */
+  async handle(req: SyncmeshRequest, signed: boolean, authorization?: string): Promise<Reply> {
+    if (req.mesh && !signed) throw fail('EDGE_SYNCMESH_UNAUTHORIZED', 'forwarded requests must be signed with the mesh secret');
+    const caller: Caller = { signed, authorization };
+    const ms = this.deps.config.requestDeadlineMs;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(fail('EDGE_SYNCMESH_DEADLINE_EXCEEDED', `the request took longer than ${ms} ms`, { allowed: `at most ${ms} ms per request (SYNCMESH_REQUEST_DEADLINE_MS); ask for fewer readings or a shorter time range` })),
+        ms,
+      );
+    });
+    const work = req.requestType === 'meta' ? this.handleMeta(req, caller) : this.handleData(req, caller);
+    try {
+      return await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+      work.catch(squashAfterDeadline);
     }
   }
 
-  async handle(req: SyncmeshRequest, signed: boolean): Promise<Reply> {
-    if (req.mesh && !signed) throw fail('EDGE_SYNCMESH_UNAUTHORIZED', 'forwarded requests must be signed with the mesh secret');
-    if (req.requestType === 'meta') return this.handleMeta(req, signed);
-    return this.handleData(req);
-  }
-
-  private async handleMeta(req: SyncmeshRequest, signed: boolean): Promise<Reply> {
+  private async handleMeta(req: SyncmeshRequest, caller: Caller): Promise<Reply> {
     const p = this.prepare(req, metaSchema);
-    if (p.operation.operation === 'mutation' && !signed) {
+    if (p.operation.operation === 'mutation' && !caller.signed) {
       throw fail('EDGE_SYNCMESH_UNAUTHORIZED', 'registry changes must be signed with the mesh secret (x-syncmesh-timestamp and x-syncmesh-signature headers)');
     }
+    if (p.operation.operation !== 'mutation') assertMayRead(caller, this.deps.config);
+    this.preflight(p, metaSchema, false);
     const result = await execute({
       schema: metaSchema,
       document: p.document,
@@ -241,14 +288,16 @@ export class SyncmeshService {
     return this.shape(result, { node: this.deps.config.nodeId, request_type: 'meta' });
   }
 
-  private async handleData(req: SyncmeshRequest): Promise<Reply> {
+  private async handleData(req: SyncmeshRequest, caller: Caller): Promise<Reply> {
     const { config, log } = this.deps;
     const started = performance.now();
     const p = this.prepare(req, dataSchema);
-    this.preflight(p);
+    if (p.operation.operation === 'mutation') assertMayWrite(caller, config);
+    else assertMayRead(caller, config);
+    this.preflight(p, dataSchema, req.requestType === 'collect');
     const onBehalfOf = req.mesh?.on_behalf_of;
     const store = onBehalfOf
-      ? new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, onBehalfOf)
+      ? new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, onBehalfOf, config.requestDeadlineMs)
       : this.storeFor(req.database, req.collection);
     const isQuery = p.operation.operation === 'query';
 
@@ -258,14 +307,16 @@ export class SyncmeshService {
       return { status: 200, body: { extensions: { node: config.nodeId, duplicate: true } } };
     }
     const hop = req.mesh?.hop ?? 0;
-    const targets = isQuery && hop < config.maxHops && !onBehalfOf ? await this.selectTargets(req) : [];
+    const selected = isQuery && hop < config.maxHops && !onBehalfOf ? await this.selectTargets(req) : [];
     const failover: Array<{ origin: string; by: string }> = [];
 
-    let outcomes: NodeOutcome[] = [];
+    // Allowed peers without a registry id cannot be signed for: reported, never contacted.
+    let outcomes: NodeOutcome[] = selected.filter((t) => t.nodeId === undefined).map((t) => failedOutcome(t, 'EDGE_SYNCMESH_PEER_UNREGISTERED'));
+    const targets = selected.filter((t) => t.nodeId !== undefined);
     let remote: Promise<Array<Record<string, PartialAnswer>>> | undefined;
     if (targets.length > 0) {
       if (!config.meshSecret) {
-        outcomes = targets.map((t) => ({ node: t.nodeId ?? t.url, url: t.url, status: 'failed', ms: 0, reason: 'this node has no mesh secret, so it cannot sign forwarded requests' }));
+        outcomes.push(...targets.map((t) => failedOutcome(t, 'EDGE_SYNCMESH_NO_MESH_SECRET')));
       } else {
         const body = {
           query: req.query,
@@ -285,8 +336,9 @@ export class SyncmeshService {
           mode: config.forwardMode,
           log,
         };
+        const unregistered = outcomes;
         remote = fanOut(targets, body, opts).then(async (r) => {
-          outcomes = r.outcomes;
+          outcomes = [...r.outcomes, ...unregistered];
           const answers = [...r.answers];
           // Entry node only: nodes that failed are answered for by a node holding their replicas.
           if (!req.mesh && outcomes.some(isFailure)) answers.push(...(await this.failover(req, p, body, opts, outcomes, failover)));
@@ -331,7 +383,7 @@ export class SyncmeshService {
       asked: outcomes.length + 1,
       answered: outcomes.filter((o) => o.status === 'ok').length + 1,
       partial: failed.length > 0,
-      ...(failed.length > 0 ? { failed: failed.map((o) => ({ node: o.node, reason: o.reason })) } : {}),
+      ...(failed.length > 0 ? { failed: failed.map((o) => ({ node: o.node, code: o.code, reason: o.reason })) } : {}),
       ...(failover.length > 0 ? { failover } : {}),
     });
   }
@@ -354,9 +406,9 @@ export class SyncmeshService {
     const mesh = body['mesh'] as { request_id: string; hop: number; from: string };
     const jobs = outcomes.filter(isFailure).map(async (failedNode, i): Promise<Record<string, PartialAnswer> | undefined> => {
       const origin = registry.find((n) => n.id === failedNode.node || sameUrl(n.address, failedNode.url))?.id;
-      if (!origin) return undefined;
+      if (!origin || failedNode.code === 'EDGE_SYNCMESH_PEER_UNREGISTERED') return undefined;
       if (own.includes(origin)) {
-        const partials = await this.localPartials(p, req, new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, origin));
+        const partials = await this.localPartials(p, req, new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, origin, this.deps.config.requestDeadlineMs));
         failedNode.covered_by = this.deps.config.nodeId;
         failover.push({ origin, by: this.deps.config.nodeId });
         return partials;
@@ -378,6 +430,7 @@ export class SyncmeshService {
       requestType: req.requestType === 'aggregate' ? 'aggregate' : 'collect',
       maxLimit: this.deps.config.maxLimit,
       maxSensorsPerMutation: this.deps.config.maxSensorsPerMutation,
+      maxDeleteRangeMs: this.deps.config.maxDeleteRangeMs,
       partials: {},
       remote,
       dbMs: 0,
@@ -392,16 +445,31 @@ export class SyncmeshService {
     return ctx.partials;
   }
 
-  /** external_nodes, then (with use_meta_data) registry nodes within the radius, nearest first. */
+  /**
+   * external_nodes (mesh members only, see mesh/peers.ts; anything else is refused with 400
+   * before any node is contacted), then (with use_meta_data) registry nodes within the radius,
+   * nearest first.
+   */
   private async selectTargets(req: SyncmeshRequest): Promise<Target[]> {
     const targets = new Map<string, Target>();
     const add = (t: Target) => {
       const key = t.url.replace(/\/+$/, '');
       if (!targets.has(key)) targets.set(key, t);
     };
-    for (const url of req.externalNodes) add({ url });
+    const nodes = req.externalNodes.length > 0 || req.useMetaData ? await this.deps.registry.list() : [];
+    if (req.externalNodes.length > 0) {
+      const ctx = {
+        registry: nodes,
+        ownNodeId: this.deps.config.nodeId,
+        selfPort: this.deps.selfPort?.(),
+        selfHost: this.deps.config.host,
+        allowed: this.deps.config.allowedPeers,
+        resolve: this.deps.resolve ?? systemResolver,
+      };
+      const admitted = await Promise.all(req.externalNodes.map((url) => admitPeer(url, ctx)));
+      for (const peer of admitted) add(peer);
+    }
     if (req.useMetaData) {
-      const nodes = await this.deps.registry.list();
       const own = nodes.find((n) => n.own_node);
       if (req.radius !== undefined && !own) {
         throw fail('EDGE_SYNCMESH_NO_OWN_NODE', 'radius needs this node\'s location, but the registry has no own node; add it with a meta request: addNode(node: {id, address, lat, lon, own_node: true})');
@@ -409,6 +477,7 @@ export class SyncmeshService {
       for (const n of nodes) {
         if (n.own_node) continue;
         if (req.radius !== undefined && (n.distance === null || n.distance > req.radius)) continue;
+        if (n.id === this.deps.config.nodeId) continue;
         add({ url: n.address, nodeId: n.id, distanceKm: n.distance });
       }
       if (own) targets.delete(own.address.replace(/\/+$/, ''));

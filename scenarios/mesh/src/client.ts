@@ -70,15 +70,17 @@ export interface TimedAnswer {
 
 /**
  * POSTs a JSON body to a function URL; signs it when a secret is given, for `target` (the
- * node's id; learnt from the node when absent).
+ * node's id; learnt from the node when absent). Data writes (addSensors, update, deleteSensor,
+ * deleteInTimeRange) need `writeKey`: the mesh's `write_key_file`.
  */
-export async function postFunction(url: string, body: unknown, opts: { secret?: string; target?: string; timeoutMs?: number } = {}): Promise<TimedAnswer> {
+export async function postFunction(url: string, body: unknown, opts: { secret?: string; target?: string; timeoutMs?: number; writeKey?: string } = {}): Promise<TimedAnswer> {
   const text = JSON.stringify(body);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.secret) {
     const target = opts.target ?? (await nodeIdAt(url, opts.timeoutMs));
     Object.assign(headers, signV2(keysFor(opts.secret), { method: 'POST', path: routedPath(url), origin: SCRIPT_ORIGIN, target, body: text }));
   }
+  if (opts.writeKey) headers['authorization'] = `Bearer ${opts.writeKey}`;
   const t0 = performance.now();
   let res: Response;
   let raw: string;

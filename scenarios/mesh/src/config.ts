@@ -48,7 +48,7 @@ const envSchema = z.object({
     .regex(/^10\.\d{1,3}\.\d{1,3}\.0\/24$/, 'a /24 inside 10.0.0.0/8, e.g. 10.77.3.0/24')
     .optional(),
   MESH_PORT_BASE: z.coerce.number().int().min(1024).max(63000).optional(),
-  SYNCMESH_MESH_SECRET: z.string().min(16).optional(),
+  SYNCMESH_MESH_SECRET: z.string().min(32, 'at least 32 bytes (openssl rand -hex 32)').optional(),
   MESH_NODE_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_NODE_TIMEOUT_MS),
   MESH_DEADLINE_MS: z.coerce.number().int().positive().default(DEFAULT_DEADLINE_MS),
   MESH_FORWARD_MODE: z.enum(['parallel', 'sequential']).default('parallel'),

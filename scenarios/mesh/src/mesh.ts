@@ -24,7 +24,7 @@ import {
   restoreNodeFirewall,
 } from './network.js';
 import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
-import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, type NodeService, type ServiceContext } from './services.js';
+import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, writeKeyFileFor, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
 import {
   hostListeners,
@@ -136,6 +136,8 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
   const secret = cfg.secret ?? randomBytes(32).toString('hex');
   const secretFile = join(plan.stateDir, 'secret');
   writeFileSync(secretFile, secret, { mode: 0o600 });
+  // the clients' key for data writes, separate from the mesh secret (functions read it from write-key)
+  writeFileSync(writeKeyFileFor(secretFile), randomBytes(32).toString('hex'), { mode: 0o600 });
   const state: MeshState = {
     version: 1,
     name: plan.name,

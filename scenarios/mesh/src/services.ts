@@ -3,7 +3,7 @@
  * only the supervisor differs (here: detached processes, in the node's namespace when isolated).
  * The change-stream listener and the MISO agent add their entries to NODE_SERVICES when they land.
  */
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
 import { assertDiscoveryAllowed, type MeshConfig } from './config.js';
 import { NODE_IF } from './network.js';
@@ -42,6 +42,11 @@ export const mongoService: NodeService = {
   ready: (ctx) => tcpOpen(ctx.node.addr, ctx.node.mongoPort),
 };
 
+/** The write key (clients' `Authorization: Bearer <key>` for data writes) lives next to the mesh secret. */
+export function writeKeyFileFor(secretFile: string): string {
+  return join(dirname(secretFile), 'write-key');
+}
+
 export const functionService: NodeService = {
   role: 'function',
   argv: (ctx) => [process.execPath, ...LEAN_NODE_FLAGS, ctx.cfg.functionMain],
@@ -52,6 +57,7 @@ export const functionService: NodeService = {
     MONGODB_URI: ctx.node.localMongoUri,
     SYNCMESH_NODE_ID: ctx.node.id,
     SYNCMESH_MESH_SECRET_FILE: ctx.secretFile,
+    SYNCMESH_WRITE_KEY_FILE: writeKeyFileFor(ctx.secretFile),
     SYNCMESH_NODE_TIMEOUT_MS: String(ctx.cfg.nodeTimeoutMs),
     SYNCMESH_DEADLINE_MS: String(ctx.cfg.deadlineMs),
     SYNCMESH_FORWARD_MODE: ctx.forwardMode,

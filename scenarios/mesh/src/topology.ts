@@ -34,6 +34,8 @@ export interface Topology {
   toxiproxy_api: string;
   /** File with the mesh secret (registry requests must be signed with it). */
   secret_file: string;
+  /** File with the write key: data writes (addSensors, update, delete*) send `Authorization: Bearer <key>`. */
+  write_key_file: string;
   created_at: string;
   nodes: TopologyNode[];
 }
@@ -50,6 +52,7 @@ export function buildTopology(state: MeshState): Topology {
     forward_mode: state.forwardMode,
     toxiproxy_api: `http://${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port}`,
     secret_file: join(plan.stateDir, 'secret'),
+    write_key_file: join(plan.stateDir, 'write-key'),
     created_at: state.createdAt,
     nodes: plan.nodes.map((n) => {
       const c = state.coords[String(n.index)];

@@ -104,6 +104,8 @@ export class SensorStore {
     db: Db,
     collectionName: string,
     readonly origin?: string,
+    /** Reads stop on the server after this long (maxTimeMS; the request deadline); undefined: no limit. */
+    readonly maxTimeMs?: number,
   ) {
     this.collection = db.collection<SensorRecord>(collectionName);
   }
@@ -116,7 +118,7 @@ export class SensorStore {
 
   /** Count and the statistics in `needs` (the others stay empty: 0 or null). */
   async aggregate(f: SensorFilter, needs: AggregateNeeds = ALL_STATS): Promise<AggregatePartial> {
-    const [row] = await this.collection.aggregate(aggregatePipeline(f, this.origin, needs)).toArray();
+    const [row] = await this.collection.aggregate(aggregatePipeline(f, this.origin, needs), this.maxTimeMs ? { maxTimeMS: this.maxTimeMs } : {}).toArray();
     const out = emptyAggregate();
     if (!row) return out;
     out.count = num(row['count']);
@@ -136,7 +138,7 @@ export class SensorStore {
     const projection: Document | undefined = fields ? Object.fromEntries(fields.map((k) => [k, 1])) : undefined;
     // Sorting needs the timestamp even when the caller did not ask for it.
     if (projection) projection['timestamp'] = 1;
-    let cursor = this.collection.find(buildFilter(f, this.origin), projection ? { projection: { ...projection, _origin_id: 1 } } : {}).sort(this.origin === undefined ? { timestamp: 1, _id: 1 } : { timestamp: 1, _origin_id: 1 });
+    let cursor = this.collection.find(buildFilter(f, this.origin), { ...(projection ? { projection: { ...projection, _origin_id: 1 } } : {}), ...(this.maxTimeMs ? { maxTimeMS: this.maxTimeMs } : {}) }).sort(this.origin === undefined ? { timestamp: 1, _id: 1 } : { timestamp: 1, _origin_id: 1 });
     if (limit !== null) cursor = cursor.limit(limit);
     const docs = await cursor.toArray();
     return docs.map(toSensorDoc);

@@ -8,27 +8,50 @@ import { gzip as gzipCb } from 'node:zlib';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { PartialAnswer } from '../data/partials.js';
-import { post } from './http.js';
+import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { AnswerError, post } from './http.js';
+import type { ResolvedAddress } from './peers.js';
 import type { MeshAuth } from './signing.js';
 
 const gzip = promisify(gzipCb);
 
 export interface Target {
   url: string;
-  /** Registry id, when the target came from the registry. */
+  /** Registry id: the node the request is signed for. */
   nodeId?: string | undefined;
   distanceKm?: number | null | undefined;
+  /** The address checked by the peer policy (mesh/peers.ts); the call connects to it, never resolving again. */
+  address?: ResolvedAddress | undefined;
 }
 
 export type OutcomeStatus = 'ok' | 'failed' | 'timeout' | 'duplicate';
 
+/** Why a node did not contribute. Never the remote body or a socket's error text. */
+export type FailureCode = Extract<
+  ErrorCode,
+  | 'EDGE_SYNCMESH_PEER_TIMEOUT'
+  | 'EDGE_SYNCMESH_PEER_UNREACHABLE'
+  | 'EDGE_SYNCMESH_PEER_HTTP_ERROR'
+  | 'EDGE_SYNCMESH_PEER_BAD_ANSWER'
+  | 'EDGE_SYNCMESH_PEER_ERROR'
+  | 'EDGE_SYNCMESH_PEER_UNREGISTERED'
+  | 'EDGE_SYNCMESH_NO_MESH_SECRET'
+>;
+
 export interface NodeOutcome {
-  /** The node's id as it reported it, else its registry id, else its URL. */
+  /** The node's registry id (as it reported it), else its URL. */
   node: string;
   url: string;
   status: OutcomeStatus;
   ms: number;
+  /** Set when the node failed or timed out. */
+  code?: FailureCode;
+  /** This node's own words for `code` (fixed texts, never the remote's). */
   reason?: string;
+  /** EDGE_SYNCMESH_PEER_HTTP_ERROR: the status it answered with. */
+  http_status?: number;
+  /** EDGE_SYNCMESH_PEER_HTTP_ERROR / _PEER_ERROR: the member's error code, when it is one of ours. */
+  remote_code?: ErrorCode;
   /** Bytes of the answer as received (compressed size when gzipped and known). */
   bytes?: number;
   /** The node's own time for the request and its database's part of it, as it reported them. */
@@ -38,6 +61,23 @@ export interface NodeOutcome {
   replicas?: string[];
   /** Failover: the node that answered for this one from its replicas. */
   covered_by?: string;
+}
+
+/** The fixed explanation of each failure code. */
+export const FAILURE_REASONS: Record<FailureCode, string> = {
+  EDGE_SYNCMESH_PEER_TIMEOUT: 'no answer in time',
+  EDGE_SYNCMESH_PEER_UNREACHABLE: 'the connection failed (refused, reset or unreachable)',
+  EDGE_SYNCMESH_PEER_HTTP_ERROR: 'the node answered with an HTTP error status',
+  EDGE_SYNCMESH_PEER_BAD_ANSWER: 'the answer is not a Syncmesh partial answer (not JSON, too large, or bad gzip)',
+  EDGE_SYNCMESH_PEER_ERROR: 'the node answered with an error',
+  EDGE_SYNCMESH_PEER_UNREGISTERED: 'allowed by SYNCMESH_ALLOWED_PEERS, but not in the registry, so its node id (which a signature names) is unknown',
+  EDGE_SYNCMESH_NO_MESH_SECRET: 'this node has no mesh secret, so it cannot sign forwarded requests',
+};
+
+/** A failed outcome for `target` with `code`. */
+export function failedOutcome(target: Target, code: FailureCode, extra: Partial<NodeOutcome> = {}): NodeOutcome {
+  const status: OutcomeStatus = code === 'EDGE_SYNCMESH_PEER_TIMEOUT' ? 'timeout' : 'failed';
+  return { node: target.nodeId ?? target.url, url: target.url, status, ms: 0, code, reason: FAILURE_REASONS[code], ...extra };
 }
 
 export interface FanOutResult {
@@ -82,7 +122,8 @@ export async function fanOut(targets: readonly Target[], body: unknown, opts: Fa
   const json = JSON.stringify(body);
   const payload = await gzip(json);
   // Signed per call, when it is sent, for that target only (a sequential fan-out may outlast
-  // the replay window; a signature for B does not verify at C).
+  // the replay window; a signature for B does not verify at C). The service forwards only to
+  // targets with a registry id; `payload` is the body as sent (gzipped).
   const headers = async (t: Target, signal: AbortSignal) => ({
     'content-type': 'application/json',
     'content-encoding': 'gzip',
@@ -117,47 +158,47 @@ async function callOne(
   const elapsed = () => Math.round((performance.now() - started) * 10) / 10;
   const timeout = AbortSignal.timeout(opts.nodeTimeoutMs);
   const signal = AbortSignal.any([timeout, opts.deadline]);
+  const fail = (code: FailureCode, extra: Partial<NodeOutcome> = {}): [NodeOutcome, undefined] => [{ ...failedOutcome(target, code), ...extra, ms: elapsed() }, undefined];
   try {
-    const { status, text, bytes } = await post(target.url, payload, await headers(target, signal), signal);
-    if (status !== 200) {
-      return [{ ...base, status: 'failed', ms: elapsed(), bytes, reason: `HTTP ${status}: ${firstMessage(text)}` }, undefined];
+    const { status, text, bytes } = await post(target.url, payload, await headers(target, signal), signal, target.address ? { address: target.address } : {});
+    if (status !== 200) return fail('EDGE_SYNCMESH_PEER_HTTP_ERROR', { bytes, http_status: status, ...remoteCode(text) });
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      squashNotJson(err);
+      return fail('EDGE_SYNCMESH_PEER_BAD_ANSWER', { bytes });
     }
-    const parsed = answerSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) {
-      return [{ ...base, status: 'failed', ms: elapsed(), bytes, reason: 'the answer is not a Syncmesh partial answer' }, undefined];
-    }
+    const parsed = answerSchema.safeParse(json);
+    if (!parsed.success) return fail('EDGE_SYNCMESH_PEER_BAD_ANSWER', { bytes });
     const ext = parsed.data.extensions;
-    const node = ext?.node ?? base.node;
+    const node = base.node; // the registry's id, not whatever the answer claims
     if (ext?.duplicate) return [{ ...base, node, status: 'duplicate', ms: elapsed(), bytes }, undefined];
-    if (parsed.data.errors?.length) {
-      return [{ ...base, node, status: 'failed', ms: elapsed(), bytes, reason: parsed.data.errors[0]!.message }, undefined];
-    }
+    if (parsed.data.errors?.length) return fail('EDGE_SYNCMESH_PEER_ERROR', { node, bytes, ...remoteCode(text) });
     const timing = ext?.timing ? { node_ms: ext.timing.ms, db_ms: ext.timing.db_ms } : {};
     const replicas = ext?.replicas?.length ? { replicas: ext.replicas } : {};
     return [{ ...base, node, status: 'ok', ms: elapsed(), bytes, ...timing, ...replicas }, (ext?.partials ?? {}) as Record<string, PartialAnswer>];
   } catch (err) {
-    const ms = elapsed();
-    if (timeout.aborted) return [{ ...base, status: 'timeout', ms, reason: `no answer within ${opts.nodeTimeoutMs} ms` }, undefined];
-    if (opts.deadline.aborted) return [{ ...base, status: 'timeout', ms, reason: 'the request deadline passed' }, undefined];
-    const reason = describeFetchError(err);
-    opts.log.debug({ url: target.url, reason }, 'forwarding failed');
-    return [{ ...base, status: 'failed', ms, reason }, undefined];
+    if (timeout.aborted) return fail('EDGE_SYNCMESH_PEER_TIMEOUT', { reason: `no answer within ${opts.nodeTimeoutMs} ms` });
+    if (opts.deadline.aborted) return fail('EDGE_SYNCMESH_PEER_TIMEOUT', { reason: 'no answer before the request deadline' });
+    // Logged here in full for the operator; the caller gets the code only.
+    opts.log.debug({ url: target.url, err: (err as Error).message }, 'forwarding failed');
+    return fail(err instanceof AnswerError ? 'EDGE_SYNCMESH_PEER_BAD_ANSWER' : 'EDGE_SYNCMESH_PEER_UNREACHABLE');
   }
 }
 
-function firstMessage(text: string): string {
+/** The member's error code when it is one of ours (a closed set, safe to pass on); never its text. */
+function remoteCode(text: string): { remote_code?: ErrorCode } {
   try {
-    const body = JSON.parse(text) as { errors?: Array<{ message?: string }> };
-    return body.errors?.[0]?.message ?? text.slice(0, 200);
+    const code = (JSON.parse(text) as { errors?: Array<{ extensions?: { code?: unknown } }> }).errors?.[0]?.extensions?.code;
+    return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code) ? { remote_code: code as ErrorCode } : {};
   } catch (err) {
-    return text.slice(0, 200) || String(err);
+    squashNotJson(err);
+    return {};
   }
 }
 
-function describeFetchError(err: unknown): string {
-  const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
-  if (e.code && e.code !== 'ABORT_ERR') return `${e.code}: ${e.message}`;
-  if (e.cause?.code) return `${e.cause.code}: ${e.cause.message ?? e.message}`;
-  if (e instanceof SyntaxError) return 'the answer is not JSON';
-  return e.message ?? String(err);
+/** A remote answer that is not JSON is a reported failure (its code says so), not an error of ours. */
+function squashNotJson(err: unknown): void {
+  if (!(err instanceof SyntaxError)) throw err;
 }

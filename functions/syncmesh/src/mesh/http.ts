@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
 
@@ -16,6 +17,16 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** Connections to other nodes are kept open between calls. */
 const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
 
+/** The answer itself was unusable (too large, bad gzip): the peer's fault, not the connection's. */
+export class AnswerError extends Error {
+  override readonly name = 'AnswerError';
+}
+
+export interface PostOptions {
+  /** Connect to this address instead of resolving the URL's host again (the one that was checked). */
+  address?: { address: string; family: 4 | 6 };
+}
+
 export interface Reply {
   status: number;
   text: string;
@@ -24,7 +35,7 @@ export interface Reply {
 }
 
 /** POSTs `payload` and reads the whole answer, gunzipped when it says so. `signal` aborts it. */
-export function post(url: string, payload: Buffer, headers: Record<string, string>, signal: AbortSignal): Promise<Reply> {
+export function post(url: string, payload: Buffer, headers: Record<string, string>, signal: AbortSignal, opts: PostOptions = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const client = u.protocol === 'https:' ? https : http;
@@ -33,13 +44,15 @@ export function post(url: string, payload: Buffer, headers: Record<string, strin
       reject(new Error(`unsupported URL scheme '${u.protocol}'`));
       return;
     }
-    const req = client.request(u, { method: 'POST', agent, signal, headers: { ...headers, 'content-length': String(payload.length) } }, (res) => {
+    const pinned = opts.address;
+    const lookup = pinned ? pinnedLookup(pinned) : undefined;
+    const req = client.request(u, { method: 'POST', agent, signal, ...(lookup ? { lookup } : {}), headers: { ...headers, 'content-length': String(payload.length) } }, (res) => {
       const chunks: Buffer[] = [];
       let received = 0;
       res.on('data', (c: Buffer) => {
         received += c.length;
         if (received > MAX_ANSWER_BYTES) {
-          req.destroy(new Error(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+          req.destroy(new AnswerError(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
           return;
         }
         chunks.push(c);
@@ -50,7 +63,7 @@ export function post(url: string, payload: Buffer, headers: Record<string, strin
         const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
         (gzipped ? gunzip(raw, { maxOutputLength: MAX_ANSWER_BYTES }) : Promise.resolve(raw)).then(
           (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
-          (err: Error) => reject(new Error(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip')),
+          (err: Error) => reject(new AnswerError(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip')),
         );
       });
     });
@@ -59,4 +72,12 @@ export function post(url: string, payload: Buffer, headers: Record<string, strin
     signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
     req.end(payload);
   });
+}
+
+/** A `lookup` that always answers with the already checked address (both the single and the `all` form). */
+function pinnedLookup(a: { address: string; family: 4 | 6 }): LookupFunction {
+  return ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+    if (options?.all) cb(null, [{ address: a.address, family: a.family }]);
+    else cb(null, a.address, a.family);
+  }) as unknown as LookupFunction;
 }

@@ -22,6 +22,8 @@ export interface DataContext {
   requestType: 'collect' | 'aggregate';
   maxLimit: number;
   maxSensorsPerMutation: number;
+  /** Widest accepted deleteInTimeRange (end_time - start_time), ms. */
+  maxDeleteRangeMs: number;
   /** This node's partial answer per response key (what a forwarded request returns). */
   partials: Record<string, PartialAnswer>;
   /** On the entry node: the other nodes' partials, resolved when the fan-out is done. */
@@ -43,6 +45,7 @@ async function timed<T>(ctx: DataContext, call: () => Promise<T>): Promise<T> {
 export interface Limits {
   maxLimit: number;
   maxSensorsPerMutation: number;
+  maxDeleteRangeMs: number;
 }
 
 type Args = Record<string, unknown>;
@@ -104,9 +107,18 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
       }
       checkCoordinates((args['sensor'] ?? {}) as Args, 'sensor');
       return;
-    case 'deleteInTimeRange':
-      filterOf(args);
+    case 'deleteInTimeRange': {
+      const { start, end } = filterOf(args);
+      // Both ends are required by the schema (DateTime!); a variable could still be null.
+      if (!start || !end) throw badArgument('deleteInTimeRange needs both start_time and end_time', { allowed: `a range of at most ${days(limits.maxDeleteRangeMs)} days` });
+      const span = end.getTime() - start.getTime();
+      if (span > limits.maxDeleteRangeMs) {
+        throw badArgument(`deleteInTimeRange spans ${days(span)} days (${start.toISOString()} to ${end.toISOString()})`, {
+          allowed: `a range of at most ${days(limits.maxDeleteRangeMs)} days (SYNCMESH_MAX_DELETE_RANGE_DAYS); delete longer periods in several requests`,
+        });
+      }
       return;
+    }
     case 'addSensors': {
       const sensors = args['sensors'] as Args[];
       if (sensors.length > limits.maxSensorsPerMutation) {
@@ -119,6 +131,8 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
       return;
   }
 }
+
+const days = (ms: number) => Math.round((ms / 86_400_000) * 100) / 100;
 
 /** Names of the fields selected under a field, through fragments too. */
 function selectedNames(info: GraphQLResolveInfo): Set<string> {
@@ -155,7 +169,7 @@ async function combine(ctx: DataContext, key: string, local: PartialAnswer, limi
   return merged;
 }
 
-const limitsOf = (ctx: DataContext): Limits => ({ maxLimit: ctx.maxLimit, maxSensorsPerMutation: ctx.maxSensorsPerMutation });
+const limitsOf = (ctx: DataContext): Limits => ({ maxLimit: ctx.maxLimit, maxSensorsPerMutation: ctx.maxSensorsPerMutation, maxDeleteRangeMs: ctx.maxDeleteRangeMs });
 
 function stored(input: Args): Partial<StoredSensor> {
   const out: Record<string, unknown> = {};
@@ -212,6 +226,7 @@ export const dataRoot = {
   },
 
   async deleteInTimeRange(args: Args, ctx: DataContext) {
+    validateDataArgs('deleteInTimeRange', args, limitsOf(ctx));
     return timed(ctx, () => ctx.store.deleteInRange(filterOf(args)));
   },
 };

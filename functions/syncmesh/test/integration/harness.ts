@@ -36,6 +36,8 @@ export function signFor(url: string, body: Uint8Array | string, opts: { secret?:
   if (wire) appendFileSync(wire, `${headers['x-syncmesh-signature']}\n`);
   return headers;
 }
+/** Every test node's write key (SYNCMESH_WRITE_KEY) unless a test clears it. */
+export const WRITE_KEY = 'integration-test-write-key-0123456789abcdef';
 
 export interface TestNode {
   id: string;
@@ -46,7 +48,8 @@ export interface TestNode {
   close(): Promise<void>;
 }
 
-export async function startNode(id: string, env: Record<string, string> = {}): Promise<TestNode> {
+/** Starts a node; `env` overrides the test defaults (an undefined value removes one, e.g. `SYNCMESH_WRITE_KEY: undefined`). */
+export async function startNode(id: string, env: Record<string, string | undefined> = {}): Promise<TestNode> {
   const real = process.env['MONGODB_URI'];
   const db = real ? undefined : await startTestServer();
   const uri = real ?? db!.uri;
@@ -58,6 +61,9 @@ export async function startNode(id: string, env: Record<string, string> = {}): P
     SYNCMESH_MESH_SECRET: MESH_SECRET,
     SYNCMESH_NODE_TIMEOUT_MS: '1500',
     SYNCMESH_DEADLINE_MS: '3000',
+    SYNCMESH_WRITE_KEY: WRITE_KEY,
+    // never a key file of the machine the tests run on
+    SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
     // Against one real MongoDB, nodes keep apart by database name.
     ...(real ? { SYNCMESH_DATABASES: `syncmesh_${id.replace(/\W/g, '_')}`, SYNCMESH_META_DATABASE: `syncmesh_meta_${id.replace(/\W/g, '_')}` } : {}),
     LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
@@ -99,10 +105,14 @@ export interface Answer {
   };
 }
 
-/** POSTs a JSON body (a string is sent as is); signs it when `sign` is set. */
-export async function post(url: string, body: unknown, opts: { sign?: boolean; secret?: string; target?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+/**
+ * POSTs a JSON body (a string is sent as is); signs it when `sign` is set; sends
+ * `Authorization: Bearer <WRITE_KEY>` with `write`, or `Bearer <key>` with `key`.
+ */
+export async function post(url: string, body: unknown, opts: { sign?: boolean; secret?: string; target?: string; write?: boolean; key?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...(opts.headers ?? {}) };
+  const key = opts.key ?? (opts.write ? WRITE_KEY : undefined);
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...(opts.headers ?? {}) };
   if (opts.sign) Object.assign(headers, signFor(url, text, { ...(opts.secret ? { secret: opts.secret } : {}), ...(opts.target ? { target: opts.target } : {}) }));
   const res = await fetch(url, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(20_000) });
   return { status: res.status, body: (await res.json()) as Answer['body'] };
