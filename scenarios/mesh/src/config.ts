@@ -69,7 +69,6 @@ const envSchema = z.object({
   MESH_MISO_DISCOVERY: z.enum(MISO_DISCOVERY_MODES).default('static'),
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   MESH_MISO_PERSIST_DELAY_MS: z.coerce.number().int().min(0).optional(),
-  MESH_WRITE_KEY: z.string().min(32, 'at least 32 characters').optional(),
   MESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
   TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
 });
@@ -110,8 +109,6 @@ export interface MeshConfig {
   readonly nodeLogLevel: string;
   /** MISO_PERSIST_DELAY_MS of every agent; undefined keeps the agent's default (0: an op waits for its write). */
   readonly misoPersistDelayMs?: number | undefined;
-  /** SYNCMESH_WRITE_KEY of every function (clients send it as `Authorization: Bearer`); undefined: not set. */
-  readonly writeKey?: string | undefined;
   /** SYNCMESH_REQUEST_DEADLINE_MS of every function (a whole request); undefined keeps the function's default. */
   readonly requestDeadlineMs?: number | undefined;
   readonly toxiproxyBin: string;
@@ -164,7 +161,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     misoDiscovery: e.MESH_MISO_DISCOVERY,
     nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
     misoPersistDelayMs: e.MESH_MISO_PERSIST_DELAY_MS,
-    writeKey: e.MESH_WRITE_KEY,
     requestDeadlineMs: e.MESH_REQUEST_DEADLINE_MS,
     toxiproxyBin: resolve(e.TOXIPROXY_BIN),
   });

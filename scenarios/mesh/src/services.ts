@@ -63,7 +63,6 @@ export const functionService: NodeService = {
     SYNCMESH_FORWARD_MODE: ctx.forwardMode,
     LOG_LEVEL: ctx.cfg.nodeLogLevel,
     ...(ctx.cfg.replayWindowMs !== undefined ? { SYNCMESH_REPLAY_WINDOW_MS: String(ctx.cfg.replayWindowMs) } : {}),
-    ...(ctx.cfg.writeKey !== undefined ? { SYNCMESH_WRITE_KEY: ctx.cfg.writeKey } : {}),
     ...(ctx.cfg.requestDeadlineMs !== undefined ? { SYNCMESH_REQUEST_DEADLINE_MS: String(ctx.cfg.requestDeadlineMs) } : {}),
   }),
   ready: (ctx) => httpOk(`http://${ctx.node.addr}:${ctx.node.functionPort}/readyz`),

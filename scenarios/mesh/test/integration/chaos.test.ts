@@ -19,7 +19,6 @@
  * Needs root (namespaces), toxiproxy and iptables (make tools) and the built workspaces.
  */
 import { after, before, test } from 'node:test';
-import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -102,7 +101,6 @@ const subnet = `10.54.${process.pid % 256}.0/24`;
 const stateRoot = tempStateRoot();
 const dataDir = mkdtempSync(join(tmpdir(), 'chaos-data-'));
 /** Data writes carry it (`Authorization: Bearer`), for functions that require a write key. */
-const writeKey = randomBytes(32).toString('hex');
 let cfg: MeshConfig;
 let mesh: MeshHandle;
 let clients: SdkClient[] = [];
@@ -140,7 +138,6 @@ before(async () => {
     // last 100 ms of ops on kill -9, as the agent's README says)
     MESH_MISO_PERSIST_DELAY_MS: '0',
     MESH_START_CONCURRENCY: '2',
-    MESH_WRITE_KEY: writeKey,
     // a whole request (its own database calls included) is answered within this, below the
     // client's deadline (functions that have SYNCMESH_REQUEST_DEADLINE_MS)
     MESH_REQUEST_DEADLINE_MS: String(REQUEST_DEADLINE_MS),
@@ -198,7 +195,7 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   const driver = new FaultDriver(cfg, (line) => console.log(`# chaos ${line}`));
   const stop = new AbortController();
   const t0 = performance.now();
-  const ctx: WorkerContext = { topology: mesh.topology, queries, t0, deadlineMs: CLIENT_DEADLINE_MS, stop: stop.signal, writeKey };
+  const ctx: WorkerContext = { topology: mesh.topology, queries, t0, deadlineMs: CLIENT_DEADLINE_MS, stop: stop.signal, writeKey: readFileSync(mesh.topology.write_key_file, 'utf8').trim() };
 
   const workers = Promise.all([
     runWriter(ctx, rng.fork('writer-1'), writes, nextKey),
