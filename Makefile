@@ -217,3 +217,20 @@ clean: ## Remove build output.
 .PHONY: help
 help: ## List the targets.
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+################################################################################
+# faasd node runtime (images/faasd, images/node; see images/node/README.md)
+################################################################################
+# Runtime of the local mesh: process (bare processes, fast, up to 30 nodes) or faasd (every node
+# a whole appliance: containerd + faasd in its own network and mount namespace).
+RUNTIME ?= process
+# Architectures of the faasd binaries (amd64 and arm64 every time; override for a quick local build).
+FAASD_ARCHES ?= amd64 arm64
+MESH_ENV += MESH_RUNTIME=$(RUNTIME)
+
+.PHONY: faasd-bins
+faasd-bins: ## Build faasd, gateway, of-watchdog, queue-worker, NATS Streaming (+ Debian's Prometheus) for amd64/arm64 into .cache/faasd/bin.
+	FAASD_ARCHES="$(FAASD_ARCHES)" images/faasd/build-bins.sh
+
+# a faasd mesh needs the binaries and the images
+mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
