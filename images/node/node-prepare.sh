@@ -65,13 +65,12 @@ umask 077
 chmod 0644 "$secrets/basic-auth-user" "$secrets/basic-auth-password"
 printf '%s:%s' "$(cat "$secrets/basic-auth-user")" "$(cat "$secrets/basic-auth-password")" > "$NODE_STATE/basic-auth"
 chmod 0600 "$NODE_STATE/basic-auth"
-# the listener and the agent run as nobody (user 65534 in docker-compose.yaml)
-install -m 0400 -o 65534 -g 65534 "$MESH_SECRET_FILE" "$secrets/mesh-secret"
+# the listener and the agent run as the images' app user (10001 in docker-compose.yaml)
+install -m 0400 -o 10001 -g 10001 "$MESH_SECRET_FILE" "$secrets/mesh-secret"
 umask 022
-# volumes of services that run as nobody (faasd would create them root-owned otherwise)
-for v in mongodb miso-agent nats prometheus; do
-  install -d -o 65534 -g 65534 "$NODE_STATE/var-lib-faasd/$v"
-done
+# volumes, owned by the user their service runs as (faasd would create them root-owned)
+for v in nats prometheus; do install -d -o 65534 -g 65534 "$NODE_STATE/var-lib-faasd/$v"; done
+for v in mongodb miso-agent; do install -d -o 10001 -g 10001 "$NODE_STATE/var-lib-faasd/$v"; done
 
 # Images to import into the node's containerd: "<containerd namespace> <archive> <reference>"
 {
