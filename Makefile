@@ -234,3 +234,7 @@ faasd-bins: ## Build faasd, gateway, of-watchdog, queue-worker, NATS Streaming (
 
 # a faasd mesh needs the binaries and the images
 mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
+
+.PHONY: test-faasd
+test-faasd: build tools faasd-bins images ## A 3-node faasd mesh (root): exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
+	MESH_FAASD_TEST=1 node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js

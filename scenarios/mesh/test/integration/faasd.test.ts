@@ -1,0 +1,204 @@
+/**
+ * A 3-node mesh on real faasd (MESH_RUNTIME=faasd): every node is containerd + faasd provider +
+ * `faasd up` in its own network and mount namespace, the Syncmesh function deployed through the
+ * gateway. Asserts the exact aggregate and a complete collect through each node's gateway,
+ * /system/info, /system/functions and /system/logs, that a kill -9 of the listener's or the
+ * agent's container task comes back by itself within 10 s, and that mesh-down leaves no
+ * namespace, cgroup or process behind.
+ *
+ * Tier `make test-faasd` (sets MESH_FAASD_TEST=1). Needs root, make tools, make build,
+ * make faasd-bins and make images. Data: ../shared/data/sofia when present, else generated.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
+import { postFunction, type TimedAnswer } from '../../src/client.js';
+import { down, status, up, type MeshHandle } from '../../src/mesh.js';
+import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
+import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
+import { readState } from '../../src/state.js';
+import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode } from '../../src/runtime-faasd.js';
+import { httpOk, tcpOpen } from '../../src/sys.js';
+import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+
+const NODE_TIMEOUT_MS = 10_000;
+const DEADLINE_MS = 20_000;
+const RESTART_WITHIN_MS = 10_000;
+const sofia = join(REPO_ROOT, '..', 'shared', 'data', 'sofia');
+const functionMain = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js');
+const faasdBin = join(REPO_ROOT, '.cache', 'faasd', 'bin', 'amd64', 'faasd');
+
+function skipReason(): string | false {
+  if (process.env['MESH_FAASD_TEST'] !== '1') return 'faasd tier: run make test-faasd (MESH_FAASD_TEST=1)';
+  const base = netnsSkipReason({ functionMain });
+  if (base) return base;
+  if (!existsSync(faasdBin)) return 'needs make faasd-bins';
+  if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar'))) return 'needs make images';
+  return false;
+}
+const skip = skipReason();
+
+const name = uniqueMeshName('smf');
+const stateRoot = tempStateRoot();
+let cfg: MeshConfig;
+let mesh: MeshHandle;
+let rulesBefore = '';
+
+function aggregateOf(a: TimedAnswer): { count: number; average_temperature: number; average_humidity: number; average_pressure: number } {
+  assert.deepEqual(a.answer.errors ?? [], [], 'no GraphQL errors');
+  return a.answer.data!['sensorsAggregate'] as never;
+}
+
+async function expected(start: string, end: string): Promise<ExpectedAggregate> {
+  return cfg.dataDir
+    ? expectedFromCsv([1, 2, 3].map((i) => join(cfg.dataDir!, `${i}.csv`)), start, end)
+    : expectedFromMongo(mesh.topology.nodes.map((n) => n.mongodb_uri), start, end);
+}
+
+function nodePid(nodeId: string): number {
+  const rec = readState(join(stateRoot, name))!.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === nodeId);
+  assert.ok(rec, `a ${FAASD_NODE_ROLE} process for ${nodeId}`);
+  return rec.pid;
+}
+
+/** The PID of a compose service's task in a node (ctr tasks ls), or null when it has none running. */
+async function taskPid(nodeId: string, service: string): Promise<number | null> {
+  const { stdout } = await inNode(nodePid(nodeId), ['ctr', '-n', 'openfaas', 'tasks', 'ls']);
+  const row = stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[0] === service);
+  return row && row[2] === 'RUNNING' ? Number(row[1]) : null;
+}
+
+async function pollUntil<T>(what: string, deadlineMs: number, check: () => Promise<T | null | false>): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`${what}: not within ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  if (skip) return;
+  rulesBefore = iptablesRules();
+  cfg = loadConfig({
+    MESH_NAME: name,
+    MESH_NODES: '3',
+    MESH_RUNTIME: 'faasd',
+    MESH_STATE_DIR: stateRoot,
+    MESH_LATENCY: 'site',
+    ...(existsSync(join(sofia, '1.csv')) ? { MESH_DATA: sofia } : {}),
+    MESH_NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS),
+    MESH_DEADLINE_MS: String(DEADLINE_MS),
+    TOXIPROXY_BIN,
+  });
+  const t0 = Date.now();
+  mesh = await up(cfg, { progress: (m) => process.stderr.write(`[faasd test] ${m}\n`) });
+  process.stderr.write(`[faasd test] 3-node faasd mesh up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  // warm every node's database and function once, alone
+  await Promise.all(mesh.topology.nodes.map((n) => postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), { timeoutMs: 120_000 })));
+});
+
+after(async () => {
+  if (skip) return;
+  await down(stateRoot, name);
+  rmSync(stateRoot, { recursive: true, force: true });
+});
+
+test('faasd mesh - the topology names the runtime, each gateway and its basic-auth file', { skip }, async () => {
+  const topo = JSON.parse(readFileSync(join(stateRoot, name, 'topology.json'), 'utf8')) as Record<string, unknown>;
+  assert.equal(Object.keys(topo)[0], 'runtime');
+  assert.equal(mesh.topology.runtime, 'faasd');
+  for (const n of mesh.topology.nodes) {
+    assert.equal(n.gateway_url, `http://${n.address}:8080`);
+    assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
+    assert.match(readFileSync(n.basic_auth_file!, 'utf8'), /^admin:[A-Za-z0-9]{20,}$/);
+  }
+  const s = await status(stateRoot, name);
+  assert.deepEqual(s.nodes.map((n) => n.ready), [true, true, true]);
+});
+
+test('faasd mesh - /system/info reports the faasd provider and gateway built here; /system/functions lists syncmesh-fn', { skip }, async () => {
+  for (const n of mesh.topology.nodes) {
+    const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
+    const info = await gw.info();
+    assert.equal(info.provider.provider, 'faasd');
+    assert.equal(info.provider.version.release, '0.19.0');
+    assert.equal(info.version.release, '0.27.5');
+    const fns = await gw.functions();
+    const fn = fns.find((f) => f.name === 'syncmesh-fn');
+    assert.ok(fn, `syncmesh-fn in ${JSON.stringify(fns)}`);
+    assert.ok((fn.replicas ?? 0) >= 1, `replicas ${fn.replicas}`);
+    assert.deepEqual(fn.secrets, ['mesh-secret']);
+    // basic auth guards /system
+    assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
+  }
+});
+
+test('faasd mesh - the aggregate through each node\'s gateway equals the value computed from the data', { skip }, async () => {
+  const want = await expected(MONTH_START, MONTH_END);
+  for (const n of mesh.topology.nodes) {
+    const a = await postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+    assert.equal(a.answer.extensions?.['answered'], 3, `${n.id}: ${JSON.stringify(a.answer.extensions)}`);
+    const got = aggregateOf(a);
+    assert.equal(got.count, want.count, `${n.id} count`);
+    for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
+      assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${n.id} ${k}: mesh ${got[k]} vs direct ${want[k]}`);
+    }
+  }
+});
+
+test('faasd mesh - a collect through each node\'s gateway returns every reading of the day', { skip }, async () => {
+  const want = await expected(MONTH_START, DAY_END);
+  for (const n of mesh.topology.nodes) {
+    const a = await postFunction(n.function_url, collectRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+    assert.deepEqual(a.answer.errors ?? [], []);
+    const rows = a.answer.data!['sensors'] as { _id: string }[];
+    assert.equal(rows.length, want.count, `${n.id}: ${rows.length} readings, the data has ${want.count}`);
+    assert.equal(new Set(rows.map((r) => `${r._id}`)).size, rows.length, 'no reading twice');
+  }
+});
+
+test('faasd mesh - the function\'s logs are readable through /system/logs', { skip }, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
+  const lines = await pollUntil('log lines of syncmesh-fn', 20_000, async () => {
+    const l = await gw.logs('syncmesh-fn', { tail: 50 });
+    return l.length > 0 ? l : null;
+  });
+  assert.ok(lines.every((l) => typeof l.text === 'string' && l.timestamp));
+  assert.ok(lines.some((l) => /fork|watchdog|listening|Forking/i.test(l.text)), lines.map((l) => l.text).join('\n'));
+});
+
+for (const [service, probe] of [
+  ['listener', (addr: string) => httpOk(`http://${addr}:8091/readyz`, 1_000)],
+  ['miso-agent', (addr: string) => tcpOpen(addr, 7070, 1_000)],
+] as const) {
+  test(`faasd mesh - kill -9 of the ${service}'s container task: it runs again within ${RESTART_WITHIN_MS / 1000} s`, { skip }, async () => {
+    const n = mesh.topology.nodes[1]!;
+    const before = await pollUntil(`${service} running`, 30_000, () => taskPid(n.id, service));
+    const t0 = Date.now();
+    process.kill(before, 'SIGKILL');
+    const after = await pollUntil(`${service} restarted`, RESTART_WITHIN_MS, async () => {
+      const p = await taskPid(n.id, service);
+      return p !== null && p !== before && (await probe(n.address)) ? p : null;
+    });
+    process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
+  });
+}
+
+test('faasd mesh - mesh-down leaves no process, namespace, cgroup, mount or iptables rule', { skip }, async () => {
+  const procs = recordedProcesses(join(stateRoot, name));
+  await down(stateRoot, name);
+  assert.deepEqual(stillRunning(procs), []);
+  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  const cgroups = execFileSync('find', ['/sys/fs/cgroup', '-maxdepth', '5', '-type', 'd', '-name', `${name}-n*`], { encoding: 'utf8' }).trim();
+  assert.equal(cgroups, '', 'no cgroup of the nodes');
+  assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(stateRoot), false, 'no mount under the state root');
+  const shims = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(stateRoot));
+  assert.deepEqual(shims, [], 'no process of the nodes');
+  assert.equal(iptablesRules(), rulesBefore);
+});
