@@ -27,7 +27,8 @@ FAASD_BIN=${FAASD_BIN:-$repo/.cache/faasd/bin/$arch/faasd}
 fail() { echo "node-prepare: $*" >&2; exit 1; }
 [[ -x "$FAASD_BIN" ]] || fail "no faasd binary at $FAASD_BIN (run: make faasd-bins)"
 [[ -r "$MESH_SECRET_FILE" ]] || fail "cannot read MESH_SECRET_FILE $MESH_SECRET_FILE"
-[[ "$(stat -fc %T "$(dirname "$NODE_STATE")")" != overlayfs ]] || fail "NODE_STATE $NODE_STATE is on overlayfs; containerd's overlay snapshotter needs a real filesystem"
+mkdir -p "$NODE_STATE"
+[[ "$(stat -fc %T "$NODE_STATE")" != overlayfs ]] || fail "NODE_STATE $NODE_STATE is on overlayfs; containerd's overlay snapshotter needs a real filesystem"
 
 # image reference of one image from `make images`: .cache/images/<name>.ref holds the version
 # (or a full reference)
