@@ -52,6 +52,15 @@ mkdir -p "$NODE_STATE"/{bin,logs,var-lib-faasd/secrets,var-lib-faasd-provider,cn
 install -m 0755 "$FAASD_BIN" "$NODE_STATE/bin/faasd"
 
 sed "s|@NODE_STATE@|$NODE_STATE|g" "$here/containerd.toml" > "$NODE_STATE/containerd.toml"
+# journald of the node: its own journal (kept across node restarts), not the host kernel's log
+cat > "$NODE_STATE/journald.conf" <<'EOF_J'
+[Journal]
+Storage=persistent
+ReadKMSG=no
+SystemMaxUse=64M
+ForwardToSyslog=no
+ForwardToWall=no
+EOF_J
 
 vars='${IMAGE_GATEWAY} ${IMAGE_QUEUE_WORKER} ${IMAGE_NATS_STREAMING} ${IMAGE_PROMETHEUS} ${IMAGE_MONGODB} ${IMAGE_LISTENER} ${IMAGE_MISO_AGENT} ${NODE_ID} ${NODE_ADDR} ${MISO_PEERS} ${MONGODB_PUBLISH} ${LOG_LEVEL}'
 envsubst "$vars" < "$here/docker-compose.yaml" > "$NODE_STATE/var-lib-faasd/docker-compose.yaml"

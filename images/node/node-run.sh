@@ -12,6 +12,7 @@
 #   /var/log/journal          <- $NODE_STATE/journal                (journald, read by /system/logs)
 #   /run                      <- a fresh tmpfs                      (containerd socket+state, CNI, journald sockets)
 #   /etc/cni/net.d            <- $NODE_STATE/cni-conf
+#   /etc/systemd/journald.conf <- $NODE_STATE/journald.conf     (own journal, no kernel log)
 #   /sys/fs/cgroup/<ctrl>     <- the node's own cgroup $NODE_CGROUP under this process's cgroup
 # The last one matters: containerd names task cgroups /openfaas/<service> in every node; each
 # node sees its own subtree as the root, so two nodes never share a cgroup.
@@ -40,6 +41,7 @@ mount --bind "$NODE_STATE/var-lib-faasd-provider" /var/lib/faasd-provider
 mount --bind "$NODE_STATE/bin" /usr/local/bin
 mount --bind "$NODE_STATE/journal" /var/log/journal
 mount --bind "$NODE_STATE/cni-conf" /etc/cni/net.d
+[[ -f "$NODE_STATE/journald.conf" && -f /etc/systemd/journald.conf ]] && mount --bind "$NODE_STATE/journald.conf" /etc/systemd/journald.conf
 
 # cgroup v1 (one hierarchy per controller) or the unified hierarchy: in each, a subtree for this
 # node below the cgroup this script started in, bind-mounted over the hierarchy's mount point.
