@@ -15,6 +15,7 @@ IMAGE_ENV=(
   mode=http
   upstream_url=http://127.0.0.1:3000
   healthcheck_interval=1s
+  ready_path=/_/health
   exec_timeout=10s
   read_timeout=10s
   write_timeout=10s

@@ -17,6 +17,8 @@ IMAGE_ENV=(
   upstream_url=http://127.0.0.1:3000
   # an update or delete waits one interval after SIGTERM before the watchdog drains: keep it short
   healthcheck_interval=1s
+  # /_/ready answers 200 only once our server answers /healthz (it listens a moment after the watchdog)
+  ready_path=/healthz
   # a mesh answer may take SYNCMESH_DEADLINE_MS (15 s) plus the local query
   exec_timeout=30s
   read_timeout=30s
