@@ -187,6 +187,10 @@ export class GatewayClient {
     return this.json('/system/functions');
   }
 
+  async secretNames(): Promise<string[]> {
+    return (await this.json<{ name: string }[]>('/system/secrets')).map((x) => x.name);
+  }
+
   /** Creates or replaces a secret in faasd's secret store (the value never goes into env or logs). */
   async upsertSecret(name: string, value: string): Promise<void> {
     if (!SECRET_NAME.test(name)) throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `secret name '${name}' is invalid: use a lowercase DNS label (a-z, 0-9, -)`);
@@ -245,12 +249,18 @@ export async function deployFunctions(cfg: MeshConfig, node: NodePlan, nodePid: 
   const fns = renderStack(stackText, stackVars(cfg, node, forwardMode));
   const gw = GatewayClient.forNode(node);
   const have = (await inNode(nodePid, ['ctr', '-n', 'openfaas-fn', 'images', 'ls', '-q'])).stdout.split('\n').map((s) => s.trim());
+  const secrets = await gw.secretNames();
   for (const fn of fns) {
+    const missing = fn.secrets.filter((x) => !secrets.includes(x));
+    if (missing.length > 0) {
+      throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `${fn.service} needs secret(s) ${missing.join(', ')}, which ${node.id}'s secret store does not have (it has: ${secrets.join(', ') || 'none'}); create them first (POST /system/secrets)`);
+    }
     if (!have.includes(fn.image)) {
       throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `image ${fn.image} of ${fn.service} is not in ${node.id}'s containerd (namespace openfaas-fn; it has: ${have.filter(Boolean).join(', ') || 'none'}); import it first`);
     }
-    await gw.deploy(fn);
   }
+  // everything checked before anything changes: a bad input leaves the running function serving
+  for (const fn of fns) await gw.deploy(fn);
   for (const fn of fns) {
     await waitFor(`${fn.service} on ${node.id}`, () => httpOk(`${gatewayUrl(node)}/function/${fn.service}/readyz`, 2_000), readyTimeoutMs);
   }
@@ -391,6 +401,37 @@ export async function stopFaasdNodes(state: MeshState, progress: (m: string) => 
     }),
   );
   return live;
+}
+
+/**
+ * Restarts one faasd node as a power cycle would: node-run.sh stopped (faasd up removes its
+ * services, containerd stops) and started again on the same state directory. MongoDB data, the
+ * gateway's password, the secrets and the function's container survive; the function comes back
+ * through scale from zero on its first request. Returns the seconds until the function answered.
+ */
+export async function restartFaasdNode(state: MeshState, nodeId: string): Promise<number> {
+  const node = state.plan.nodes.find((n) => n.id === nodeId);
+  if (!node) throw new MeshError('EDGE_MESH_UNKNOWN_NODE', `'${nodeId}' is not a node of mesh '${state.name}'`);
+  const old = state.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === nodeId);
+  await run('env', [`NODE_STOP_TIMEOUT_S=${NODE_STOP_TIMEOUT_S}`, 'bash', FAASD_PATHS.down, node.netns!, ...(old && isAlive(old) ? [String(old.pid)] : [])], { timeoutMs: (NODE_STOP_TIMEOUT_S + 30) * 1000 });
+  const t0 = performance.now();
+  const stateDir = faasdStateDir(node);
+  const logFile = join(state.plan.stateDir, 'logs', `${node.id}.faasd.log`);
+  const rec = startDetached(FAASD_NODE_ROLE, node.id, ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run], logFile, {
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    NODE_STATE: stateDir,
+    NODE_CGROUP: node.netns!,
+    NODE_IMAGES: join(stateDir, 'images.list'),
+  });
+  state.processes = state.processes.filter((p) => p !== old);
+  state.processes.push(rec);
+  writeState(state);
+  const alive = () => {
+    if (!isAlive(rec)) throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during restart; last lines of ${logFile}:\n${tail(logFile, 8)}`);
+  };
+  await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
+  await waitFor(`${FUNCTION_NAME} on ${node.id}`, () => httpOk(`${gatewayUrl(node)}/function/${FUNCTION_NAME}/readyz`, 5_000), NODE_START_TIMEOUT_MS, alive);
+  return (performance.now() - t0) / 1000;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ import { down, status, up, type MeshHandle } from '../../src/mesh.js';
 import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
 import { readState } from '../../src/state.js';
-import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode } from '../../src/runtime-faasd.js';
+import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, restartFaasdNode } from '../../src/runtime-faasd.js';
+import { listNodes } from '../../src/client.js';
 import { httpOk, tcpOpen } from '../../src/sys.js';
 import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
@@ -189,6 +190,19 @@ for (const [service, probe] of [
     process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
   });
 }
+
+test('faasd mesh - a node restarted (faasd up and containerd stopped and started) keeps its data and registry', { skip }, async () => {
+  const n = mesh.topology.nodes[2]!;
+  const before = await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
+  const peersBefore = (await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort();
+  const s = await restartFaasdNode(readState(join(stateRoot, name))!, n.id);
+  process.stderr.write(`[faasd test] ${n.id} restarted; function answering ${s.toFixed(1)} s after the start\n`);
+  await pollUntil('MongoDB back', 60_000, () => tcpOpen(n.address, 27017, 1_000));
+  assert.deepEqual(await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END), before);
+  assert.deepEqual((await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort(), peersBefore);
+  const a = await postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+  assert.equal(aggregateOf(a).count, (await expected(MONTH_START, MONTH_END)).count);
+});
 
 test('faasd mesh - mesh-down leaves no process, namespace, cgroup, mount or iptables rule', { skip }, async () => {
   const procs = recordedProcesses(join(stateRoot, name));
