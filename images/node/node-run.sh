@@ -122,10 +122,13 @@ if [[ -n "${NODE_IMAGES:-}" && -f "$NODE_IMAGES" ]]; then
   arch=$(dpkg --print-architecture)
   while read -r ns archive ref; do
     [[ -n "$ns" ]] || continue
-    if ctr -n "$ns" images ls -q | grep -qx "$ref"; then continue; fi
+    # (the list in a variable: `ctr … | grep -q` fails under pipefail when grep stops early)
+    have=$(ctr -n "$ns" images ls -q)
+    if grep -qx "$ref" <<<"$have"; then continue; fi
     t0=$(date +%s%N)
     ctr -n "$ns" images import --platform "linux/$arch" "$archive" >/dev/null
-    ctr -n "$ns" images ls -q | grep -qx "$ref" || { log "import of $archive did not give $ref"; stop_all; exit 1; }
+    have=$(ctr -n "$ns" images ls -q)
+    grep -qx "$ref" <<<"$have" || { log "import of $archive did not give $ref"; stop_all; exit 1; }
     log "imported $ref into $ns in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   done < "$NODE_IMAGES"
 fi

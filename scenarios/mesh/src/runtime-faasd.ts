@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { REPO_ROOT, type MeshConfig } from './config.js';
@@ -24,7 +25,7 @@ import { fillRegistries, planFor, preflight, startToxiproxy, writeTopology, type
 import { createBridge, createNodeNetwork } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
 import { writeState, type MeshState } from './state.js';
-import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, tcpOpen, waitFor, type ProcessRecord } from './sys.js';
+import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from './sys.js';
 import { buildTopology } from './topology.js';
 
 const log = moduleLogger('faasd');
@@ -287,9 +288,26 @@ async function startNode(cfg: MeshConfig, plan: MeshPlan, node: NodePlan, state:
     if (!isAlive(rec)) throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during start; last lines of ${logFile}:\n${tail(logFile, 8)}\nfaasd up: ${tail(join(stateDir, 'logs', 'faasd-up.log'), 5)}`);
   };
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
-  await waitFor(`MongoDB of ${node.id}`, () => tcpOpen(node.addr, node.mongoPort), NODE_START_TIMEOUT_MS, alive);
+  await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
   await GatewayClient.forNode(node).upsertSecret('mesh-secret', secret);
   return rec;
+}
+
+/**
+ * Does MongoDB answer a ping at `uri`? (A TCP connect proves nothing on faasd: `faasd up`'s port
+ * proxy accepts connections before the service behind it listens.)
+ */
+export async function mongoReady(uri: string, timeoutMs = 2_000): Promise<boolean> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs });
+  try {
+    await client.db('admin').command({ ping: 1 });
+    return true;
+  } catch (err) {
+    squashError(err); // not up yet
+    return false;
+  } finally {
+    await client.close();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

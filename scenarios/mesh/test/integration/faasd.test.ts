@@ -20,9 +20,9 @@ import { down, status, up, type MeshHandle } from '../../src/mesh.js';
 import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
 import { readState } from '../../src/state.js';
-import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, restartFaasdNode } from '../../src/runtime-faasd.js';
+import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, mongoReady, restartFaasdNode } from '../../src/runtime-faasd.js';
 import { listNodes } from '../../src/client.js';
-import { httpOk, tcpOpen } from '../../src/sys.js';
+import { httpOk, run } from '../../src/sys.js';
 import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
@@ -176,7 +176,8 @@ test('faasd mesh - the function\'s logs are readable through /system/logs', { sk
 
 for (const [service, probe] of [
   ['listener', (addr: string) => httpOk(`http://${addr}:8091/readyz`, 1_000)],
-  ['miso-agent', (addr: string) => tcpOpen(addr, 7070, 1_000)],
+  // inside the task's own network namespace: faasd's port proxy accepts before the agent listens
+  ['miso-agent', (_addr: string, pid: number) => run('nsenter', ['-t', String(pid), '-n', 'bash', '-c', 'exec 3<>/dev/tcp/127.0.0.1/7070'], { timeoutMs: 2_000 }).then(() => true, () => false)],
 ] as const) {
   test(`faasd mesh - kill -9 of the ${service}'s container task: it runs again within ${RESTART_WITHIN_MS / 1000} s`, { skip }, async () => {
     const n = mesh.topology.nodes[1]!;
@@ -185,7 +186,7 @@ for (const [service, probe] of [
     process.kill(before, 'SIGKILL');
     const after = await pollUntil(`${service} restarted`, RESTART_WITHIN_MS, async () => {
       const p = await taskPid(n.id, service);
-      return p !== null && p !== before && (await probe(n.address)) ? p : null;
+      return p !== null && p !== before && (await probe(n.address, p)) ? p : null;
     });
     process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
   });
@@ -197,7 +198,7 @@ test('faasd mesh - a node restarted (faasd up and containerd stopped and started
   const peersBefore = (await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort();
   const s = await restartFaasdNode(readState(join(stateRoot, name))!, n.id);
   process.stderr.write(`[faasd test] ${n.id} restarted; function answering ${s.toFixed(1)} s after the start\n`);
-  await pollUntil('MongoDB back', 60_000, () => tcpOpen(n.address, 27017, 1_000));
+  await pollUntil('MongoDB back', 60_000, () => mongoReady(n.mongodb_uri));
   assert.deepEqual(await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END), before);
   assert.deepEqual((await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort(), peersBefore);
   const a = await postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
