@@ -263,3 +263,7 @@ images: build faasd-bins images-tools ## Build the container images (amd64 + arm
 .PHONY: test-images
 test-images: images ## Image tests (root): labels, non-root, no test code, each image starts under a throwaway containerd, same digest twice.
 	images/build/test.sh
+
+.PHONY: images-docs
+images-docs: ## Regenerate the sizes table of images/README.md and the package lists of images/NOTICE from the last make images.
+	images/build/docs.sh

@@ -16,8 +16,9 @@ source "$(dirname "$0")/lib.sh"
 
 IMAGES=(gateway queue-worker nats-streaming prometheus syncmesh-fn listener miso-agent miso-counter mongo-test-server)
 NODE_IMAGES=(syncmesh-fn listener miso-agent miso-counter)
-# Longest a container may take to exit after SIGTERM (the services drain within their own deadlines).
-STOP_DEADLINE_S=10
+# Longest a container may take to exit after SIGTERM: the listener drains for up to
+# LISTENER_DRAIN_TIMEOUT_MS (10 s) when MongoDB is unreachable.
+STOP_DEADLINE_S=15
 # Longest a service may take to answer its health endpoint after start.
 START_DEADLINE_S=30
 
@@ -85,8 +86,6 @@ for img in "${IMAGES[@]}"; do
     check "$img/$arch - runs as a non-root user ($user)" [ -n "$user" ] && [[ ! $user =~ ^(0|root)(:|$) ]]
     check "$img/$arch - config architecture is $arch" [ "$(jq -r .architecture <<< "$cfg")" == "$arch" ]
   done
-  umoci unpack --image "$layout:$version" "$TMP/unpacked/$img" >/dev/null 2>&1 ||
-    umoci unpack --image "$layout" "$TMP/unpacked/$img" >/dev/null 2>&1 || true
 done
 
 if [[ -d $TMP/oci/mongo-test-server ]]; then
@@ -129,7 +128,7 @@ arm64_runs() {
 }
 if command -v qemu-aarch64-static >/dev/null; then
   check "syncmesh-fn/arm64 - node 20 runs" arm64_runs syncmesh-fn /usr/bin/node -e 'process.exit(process.version.startsWith("v20.") && process.arch === "arm64" ? 0 : 1)'
-  check "syncmesh-fn/arm64 - the bundle loads" arm64_runs syncmesh-fn /usr/bin/node --check /app/syncmesh-fn/dist/src/main.mjs
+  check "syncmesh-fn/arm64 - the bundle parses" arm64_runs syncmesh-fn /usr/bin/node --check "$(unpack_arch syncmesh-fn arm64)/app/syncmesh-fn/dist/src/main.mjs"
   check "syncmesh-fn/arm64 - fwatchdog runs" arm64_runs syncmesh-fn /usr/bin/fwatchdog --version
   check "gateway/arm64 - the binary is arm64 and static" bash -c "file -b '$(unpack_arch gateway arm64)/home/app/gateway' | grep -q 'ARM aarch64.*statically linked'"
   check "nats-streaming/arm64 - runs" arm64_runs nats-streaming /nats-streaming-server --version
@@ -196,10 +195,12 @@ stop_service() {
 run_service "${PREFIX}-fn" syncmesh-fn --env MONGODB_URI=mongodb://127.0.0.1:1/
 check "syncmesh-fn - /_/health answers 200" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:8080/_/health
 check "syncmesh-fn - /_/ready answers 200 once the function listens" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:8080/_/ready
-reply=$(in_ns curl -sS -m 10 -XPOST http://127.0.0.1:8080/ -H 'content-type: application/json' -d '{"query":"{ __typename }"}' || true)
-check "syncmesh-fn - a GraphQL request reaches the function through the watchdog (${reply:0:80})" grep -q '"data"\|"errors"\|"error"' <<< "$reply"
-pids=$(in_ns ps -o user= -C node 2>/dev/null | sort -u | tr '\n' ' ')
-check "syncmesh-fn - node runs as uid 10001 ($pids)" grep -qx '10001 ' <<< "$pids"
+reply=$(in_ns curl -sS -m 10 http://127.0.0.1:8080/healthz || true)
+check "syncmesh-fn - the watchdog proxies to the function (${reply:0:60})" grep -q '"alive"' <<< "$reply"
+# uids of every process of the container (fwatchdog and node)
+uids=$("${CTR[@]}" tasks ps "${PREFIX}-fn" | awk 'NR > 1 { print $1 }' | while read -r pid; do
+  awk '/^Uid:/ { print $2 }' "/proc/$pid/status"; done | sort -u | tr '\n' ' ')
+check "syncmesh-fn - every process runs as uid 10001 ($uids)" [ "$uids" == "10001 " ]
 stop_service "${PREFIX}-fn"
 
 # MISO agent: its SDK socket appears in the mounted directory.
@@ -222,29 +223,26 @@ check "listener - answers its health endpoint" poll "$START_DEADLINE_S" in_ns cu
 check "listener - still running" task_running "${PREFIX}-listener"
 stop_service "${PREFIX}-listener"
 
-# Core services.
-run_service "${PREFIX}-nats" nats-streaming
-check "nats-streaming - monitoring endpoint answers" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:8222/varz
-stop_service "${PREFIX}-nats"
+# Core services: NATS first (the gateway and the queue worker connect to it at start).
 run_service "${PREFIX}-prom" prometheus
 check "prometheus - /-/ready answers 200" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:9090/-/ready
 stop_service "${PREFIX}-prom"
-printf 'admin' > "$TMP/user"
-printf 'images-test-password' > "$TMP/password"
-chmod 0644 "$TMP/user" "$TMP/password"
+run_service "${PREFIX}-nats" nats-streaming
+check "nats-streaming - monitoring endpoint answers" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:8222/varz
 run_service "${PREFIX}-gw" gateway --env basic_auth=false --env functions_provider_url=http://127.0.0.1:8081/ \
   --env faas_nats_address=127.0.0.1 --env faas_nats_port=4222 --env direct_functions=false
-check "gateway - /healthz answers 200" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:8080/healthz
-stop_service "${PREFIX}-gw"
+# /healthz goes to the provider (not running here); the metrics port is the gateway's own
+check "gateway - serves its metrics on 8082" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:8082/metrics
 run_service "${PREFIX}-qw" queue-worker --env faas_nats_address=127.0.0.1 --env faas_gateway_address=127.0.0.1 --env basic_auth=false
-check "queue-worker - starts" poll 5 task_running "${PREFIX}-qw"
+check "queue-worker - starts and keeps running" poll 5 task_running "${PREFIX}-qw"
 stop_service "${PREFIX}-qw"
+stop_service "${PREFIX}-gw"
+stop_service "${PREFIX}-nats"
 
-if [[ -n $(jq -r '.config.Entrypoint // empty' <<< "$(skopeo inspect --config "oci-archive:$OUT/mongo-test-server.oci.tar")") ]]; then
-  run_service "${PREFIX}-mongo" mongo-test-server
-  check "mongo-test-server - accepts connections on 27017" poll "$START_DEADLINE_S" in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/27017'
-  stop_service "${PREFIX}-mongo"
-fi
+# Test server: a MongoDB client could connect; here the port accepting is enough.
+run_service "${PREFIX}-mongo" mongo-test-server
+check "mongo-test-server - accepts connections on 27017" poll "$START_DEADLINE_S" in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/27017'
+stop_service "${PREFIX}-mongo"
 
 # ---------------------------------------------------------------------------------------------
 # Reproducible: the function image built twice from the same inputs has the same digest
