@@ -237,7 +237,7 @@ mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
 
 .PHONY: test-faasd
 test-faasd: build tools faasd-bins images ## A 3-node faasd mesh (root): exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
-	MESH_FAASD_TEST=1 node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js
+	MESH_FAASD_TEST=1 MESH_TEST_DATA=$(DATA) node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js
 
 ################################################################################
 # Container images (images/build, images/<name>; see images/README.md)

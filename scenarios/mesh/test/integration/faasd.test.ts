@@ -7,7 +7,8 @@
  * namespace, cgroup or process behind.
  *
  * Tier `make test-faasd` (sets MESH_FAASD_TEST=1). Needs root, make tools, make build,
- * make faasd-bins and make images. Data: ../shared/data/sofia when present, else generated.
+ * make faasd-bins and make images. Data: MESH_TEST_DATA (make test-faasd DATA=…), else
+ * ../shared/data/sofia when present, else generated.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,7 +21,9 @@ import { down, status, up, type MeshHandle } from '../../src/mesh.js';
 import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
 import { readState } from '../../src/state.js';
-import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, mongoReady, restartFaasdNode } from '../../src/runtime-faasd.js';
+import { deployFunctions, FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, mongoReady, restartFaasdNode } from '../../src/runtime-faasd.js';
+import { MeshError } from '../../src/errors.js';
+import { cut, restore } from '../../src/mesh.js';
 import { listNodes } from '../../src/client.js';
 import { httpOk, run } from '../../src/sys.js';
 import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
@@ -28,7 +31,7 @@ import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunn
 const NODE_TIMEOUT_MS = 10_000;
 const DEADLINE_MS = 20_000;
 const RESTART_WITHIN_MS = 10_000;
-const sofia = join(REPO_ROOT, '..', 'shared', 'data', 'sofia');
+const sofia = process.env['MESH_TEST_DATA'] || join(REPO_ROOT, '..', 'shared', 'data', 'sofia');
 const functionMain = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js');
 const faasdBin = join(REPO_ROOT, '.cache', 'faasd', 'bin', 'amd64', 'faasd');
 
@@ -192,6 +195,47 @@ for (const [service, probe] of [
     process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
   });
 }
+
+test('faasd mesh - bad deploy input (unknown image, missing or badly named secret) is refused saying what is wrong; the function keeps serving', { skip }, async () => {
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  const stack = readFileSync(FAASD_PATHS.stack, 'utf8');
+  for (const [what, text, want] of [
+    ['unknown image', stack.replace('${FUNCTION_IMAGE}', 'localhost/syncmesh-edge/nope:1'), /nope:1 .*not in node-1's containerd/],
+    ['missing secret', stack.replace('- mesh-secret', '- no-such-secret'), /no-such-secret.*does not have/],
+    ['bad secret name', stack.replace('- mesh-secret', '- Bad_Name'), /secrets\.0: a lowercase DNS label/],
+  ] as const) {
+    await assert.rejects(deployFunctions(cfg, node, nodePid('node-1'), 'parallel', text, 10_000), (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && want.test(err.message), what);
+  }
+  // faasd itself (with our update patch) refuses an update naming a missing secret, and keeps the function
+  const gw = GatewayClient.forNode(node);
+  const r = await gw.request('PUT', '/system/functions', { service: 'syncmesh-fn', image: 'localhost/syncmesh-edge/syncmesh-fn:0.1.0', secrets: ['no-such-secret'] });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.text, /no-such-secret/);
+  assert.ok(await httpOk(`${mesh.topology.nodes[0]!.function_url}/readyz`, 5_000), 'the function still answers');
+});
+
+test('faasd mesh - a function update drains a query in flight (nothing lost) and the function answers again', { skip }, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  await cut(stateRoot, name, 'node-3'); // the query waits SYNCMESH_NODE_TIMEOUT_MS for node-3: long in flight
+  try {
+    const t0 = Date.now();
+    const inflight = postFunction(n.function_url, aggregateRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 30_000 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    const tu = Date.now();
+    await deployFunctions(cfg, node, nodePid('node-1'), 'sequential'); // a changed deployment: PUT
+    const updateMs = Date.now() - tu;
+    const a = await inflight;
+    assert.deepEqual(a.answer.errors ?? [], [], 'the in-flight query was answered');
+    assert.ok(aggregateOf(a).count > 0);
+    process.stderr.write(`[faasd test] update with a query in flight for ${tu - t0} ms: function answering ${updateMs} ms after the PUT; the query took ${Date.now() - t0} ms and was answered\n`);
+  } finally {
+    await restore(stateRoot, name, 'node-3');
+  }
+  const tIdle = Date.now();
+  await deployFunctions(cfg, node, nodePid('node-1'), 'parallel');
+  process.stderr.write(`[faasd test] update with nothing in flight: function answering ${Date.now() - tIdle} ms after the PUT\n`);
+});
 
 test('faasd mesh - a node restarted (faasd up and containerd stopped and started) keeps its data and registry', { skip }, async () => {
   const n = mesh.topology.nodes[2]!;
