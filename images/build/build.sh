@@ -42,6 +42,27 @@ base_layer() {
   printf '%s\n' "$dir/layer.tar"
 }
 
+# base_layout KIND: an OCI layout (tags amd64, arm64) holding only the base layer KIND, made
+# once: images built on it start from a hard-linked copy, so the base is compressed only once.
+base_layout() {
+  local kind=$1 dir="$OUT/base/$1-oci" key="" arch
+  for arch in "${ARCHES[@]}"; do key+=$(cat "$OUT/base/$kind-$arch/stamp")$(cat "$OUT/base/$kind-$arch/epoch"); done
+  key=$(printf '%s %s' "$key" "$BUILD_HASH" | sha256sum | cut -c1-64)
+  if [[ ! -f $dir/stamp || "$(cat "$dir/stamp")" != "$key" ]]; then
+    rm -rf "$dir"
+    umoci init --layout "$dir/layout"
+    for arch in "${ARCHES[@]}"; do
+      local created
+      created=$(date -u -d "@$(cat "$OUT/base/$kind-$arch/epoch")" +%Y-%m-%dT%H:%M:%SZ)
+      umoci new --image "$dir/layout:$arch"
+      umoci raw add-layer --image "$dir/layout:$arch" --history.created="$created" \
+        --history.created_by="images/build: base layer $kind ($arch, Debian packages)" "$OUT/base/$kind-$arch/layer.tar"
+    done
+    printf '%s' "$key" > "$dir/stamp"
+  fi
+  printf '%s\n' "$dir/layout"
+}
+
 # faasd_bin NAME ARCH: a binary of `make faasd-bins` (fails with the fix when it is missing).
 faasd_bin() {
   local f="$FAASD_BIN/$2/$1"
@@ -87,9 +108,11 @@ build_image() (
   [[ -f $spec ]] || die "no spec $spec"
   # spec defaults
   IMAGE_USER=10001:10001 IMAGE_WORKDIR=/ IMAGE_LICENSES=MIT IMAGE_STOPSIGNAL=SIGTERM IMAGE_BASE=
-  IMAGE_ENTRYPOINT=() IMAGE_CMD=() IMAGE_ENV=() IMAGE_PORTS=() IMAGE_VOLUMES=() IMAGE_LABELS=()
+  IMAGE_ENTRYPOINT=() IMAGE_CMD=() IMAGE_ENV=() IMAGE_PORTS=() IMAGE_VOLUMES=() IMAGE_LABELS=() IMAGE_SOURCES=()
   # shellcheck source=/dev/null
   source "$spec"
+  # time and revision: the last commit touching the image's sources, its spec or the build
+  image_epoch "${IMAGE_SOURCES[@]}" "images/$IMAGE_NAME" images/build
   [[ -n ${IMAGE_VERSION:-} && -n ${IMAGE_TITLE:-} && -n ${IMAGE_DESCRIPTION:-} ]] ||
     die "$spec must set IMAGE_VERSION, IMAGE_TITLE and IMAGE_DESCRIPTION"
   local ref="$IMAGE_REPO_PREFIX/$IMAGE_NAME:$IMAGE_VERSION" work="$OUT/work/$IMAGE_NAME"
@@ -112,12 +135,17 @@ build_image() (
   log "$IMAGE_NAME: building $ref for ${ARCHES[*]}"
   rm -rf "$work"
   mkdir -p "$work"
-  umoci init --layout "$work/layout"
-  local i=0
+  if [[ -n $IMAGE_BASE ]]; then
+    # start from the cached base layout (hard links; index.json is replaced, never edited in place)
+    cp -al "$(base_layout "$IMAGE_BASE")" "$work/layout"
+    cp --remove-destination "$work/layout/index.json" "$work/layout/index.json.tmp"
+    mv "$work/layout/index.json.tmp" "$work/layout/index.json"
+  else
+    umoci init --layout "$work/layout"
+  fi
   for arch in "${ARCHES[@]}"; do
     ARCH=$arch
     local root="$work/rootfs-$arch" layers=()
-    [[ -n $IMAGE_BASE ]] && layers+=("${bases[$i]}")
     mkdir -p "$root"
     chmod 0755 "$root"
     base_files "$root"
@@ -125,7 +153,6 @@ build_image() (
     make_tar "$root" "$work/$IMAGE_NAME-$arch.tar"
     layers+=("$work/$IMAGE_NAME-$arch.tar")
     oci_arch_image "$work/layout" "$arch" "${layers[@]}"
-    i=$((i + 1))
   done
   local digest
   digest=$(oci_index "$work/layout" "$ref" "$IMAGE_VERSION")

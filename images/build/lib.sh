@@ -18,11 +18,27 @@ ARCHES=(amd64 arm64)
 log() { printf 'images: %s\n' "$*" >&2; }
 die() { printf 'images: error: %s\n' "$*" >&2; exit 1; }
 
-# SOURCE_DATE_EPOCH: the last commit's time unless given; the revision label is its hash.
+# Time and revision of an image: SOURCE_DATE_EPOCH and IMAGE_REVISION when given, else the
+# last commit that touched the image's sources (image_epoch), so an unrelated commit changes
+# no image. Set per image by image_epoch; these are the defaults (the last commit).
+SOURCE_DATE_EPOCH_GIVEN=${SOURCE_DATE_EPOCH:-}
+IMAGE_REVISION_GIVEN=${IMAGE_REVISION:-}
 : "${SOURCE_DATE_EPOCH:=$(git -C "$REPO" log -1 --format=%ct)}"
 export SOURCE_DATE_EPOCH
 IMAGE_REVISION=${IMAGE_REVISION:-$(git -C "$REPO" rev-parse HEAD)}
 IMAGE_CREATED=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+
+# image_epoch PATH...: set SOURCE_DATE_EPOCH, IMAGE_REVISION and IMAGE_CREATED from the last
+# commit touching PATHs (relative to the repository), unless they were given.
+image_epoch() {
+  local t h
+  read -r t h < <(git -C "$REPO" log -1 --format='%ct %H' -- "$@")
+  [[ -n ${t:-} ]] || { t=$(git -C "$REPO" log -1 --format=%ct); h=$(git -C "$REPO" rev-parse HEAD); }
+  SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH_GIVEN:-$t}
+  IMAGE_REVISION=${IMAGE_REVISION_GIVEN:-$h}
+  IMAGE_CREATED=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+  export SOURCE_DATE_EPOCH
+}
 
 # Debian's name for each architecture's library directory.
 triplet() { case $1 in amd64) echo x86_64-linux-gnu ;; arm64) echo aarch64-linux-gnu ;; *) die "unknown arch $1" ;; esac; }
@@ -61,24 +77,24 @@ add_license() {
   for f in "$@"; do install -m 0644 "$f" "$root/licenses/$name/"; done
 }
 
-# hash_inputs PATH...: one sha256 over the names and contents of every file under PATHs.
+# hash_inputs PATH...: one sha256 over the names (relative to the repository) and contents of
+# every file and symlink under PATHs.
 hash_inputs() {
   local p
   for p in "$@"; do
     [[ -e $p ]] || { echo "missing:$p"; continue; }
-    find "$p" \( -type f -o -type l \) -print0 | LC_ALL=C sort -z | while IFS= read -r -d '' f; do
-      if [[ -L $f ]]; then printf '%s -> %s\n' "${f#"$REPO"/}" "$(readlink "$f")"
-      else printf '%s %s\n' "${f#"$REPO"/}" "$(sha256sum < "$f" | cut -c1-64)"; fi
-    done
-  done | sha256sum | cut -c1-64
+    find "$p" -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    find "$p" -type l -printf '%p -> %l\n' | LC_ALL=C sort
+  done | sed "s|$REPO/||" | sha256sum | cut -c1-64
 }
 
-# oci_arch_image LAYOUT ARCH LAYER.tar...: one image for ARCH in LAYOUT under the tag ARCH,
-# with the IMAGE_* settings of the spec as its config. umoci compresses the layers (gzip) and
-# writes the blobs; every timestamp is IMAGE_CREATED.
+# oci_arch_image LAYOUT ARCH LAYER.tar...: one image for ARCH in LAYOUT under the tag ARCH
+# (created unless the layout already has it: a copy of a cached base layout), with the IMAGE_*
+# settings of the spec as its config. umoci compresses the layers (gzip) and writes the blobs;
+# every timestamp is IMAGE_CREATED.
 oci_arch_image() {
   local layout=$1 arch=$2; shift 2
-  umoci new --image "$layout:$arch"
+  umoci stat --image "$layout:$arch" >/dev/null 2>&1 || umoci new --image "$layout:$arch"
   local layer i=0
   for layer in "$@"; do
     i=$((i + 1))

@@ -3,6 +3,8 @@
 # like upstream's image (/home/app/gateway, CMD ./gateway) so faasd's docker-compose.yaml works
 # unchanged. The web UI (upstream's assets/) is not included.
 IMAGE_VERSION=0.27.5
+# Sources in git whose last commit gives the image its time and revision label.
+IMAGE_SOURCES=(images/faasd)
 IMAGE_TITLE="OpenFaaS gateway"
 IMAGE_DESCRIPTION="OpenFaaS gateway 0.27.5 built from its MIT-licensed source for a Syncmesh Edge faasd node (static binary, no shell)."
 IMAGE_LICENSES=MIT

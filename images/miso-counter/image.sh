@@ -3,6 +3,8 @@
 # front of the function's server (esbuild bundle with the MISO SDK and sdk.proto), on Debian
 # trixie's Node.js 20. The node's MISO agent socket is mounted at /run/miso/agent.sock.
 IMAGE_VERSION=$(jq -r .version "$REPO/functions/miso-counter/package.json")
+# Sources in git whose last commit gives the image its time and revision label.
+IMAGE_SOURCES=(functions/miso-counter miso-agent/sdk miso-agent/proto images/faasd package-lock.json)
 IMAGE_TITLE="MISO counter function"
 IMAGE_DESCRIPTION="Example OpenFaaS function using MISO Objects: a replicated counter (of-watchdog http mode, Node.js 20)."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-3-Clause"

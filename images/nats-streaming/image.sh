@@ -3,6 +3,8 @@
 # speaks), built by `make faasd-bins` from the Go module. Laid out like upstream's image:
 # faasd's docker-compose.yaml runs "/nats-streaming-server -m 8222 --store=file --dir=/nats ...".
 IMAGE_VERSION=0.25.6
+# Sources in git whose last commit gives the image its time and revision label.
+IMAGE_SOURCES=(images/faasd)
 IMAGE_TITLE="NATS Streaming server"
 IMAGE_DESCRIPTION="NATS Streaming server 0.25.6 for the OpenFaaS queue of a Syncmesh Edge faasd node (static binary, no shell)."
 IMAGE_LICENSES=Apache-2.0

@@ -10,6 +10,8 @@ prometheus_version() {
   printf '%s\n' "${v%%+*}"
 }
 IMAGE_VERSION=$(prometheus_version)
+# Sources in git whose last commit gives the image its time and revision label.
+IMAGE_SOURCES=(images/faasd)
 IMAGE_TITLE="Prometheus"
 IMAGE_DESCRIPTION="Prometheus $IMAGE_VERSION (Debian bookworm's build) for the metrics of a Syncmesh Edge faasd node (no shell)."
 IMAGE_LICENSES=Apache-2.0

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # OpenFaaS NATS queue worker 0.14.1 (MIT; asynchronous invocations), built by `make faasd-bins`.
 IMAGE_VERSION=0.14.1
+# Sources in git whose last commit gives the image its time and revision label.
+IMAGE_SOURCES=(images/faasd)
 IMAGE_TITLE="OpenFaaS queue worker"
 IMAGE_DESCRIPTION="OpenFaaS NATS queue worker 0.14.1 built from its MIT-licensed source for a Syncmesh Edge faasd node (static binary, no shell)."
 IMAGE_LICENSES=MIT
