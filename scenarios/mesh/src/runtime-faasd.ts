@@ -448,7 +448,20 @@ export async function restartFaasdNode(state: MeshState, nodeId: string): Promis
     if (!isAlive(rec)) throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during restart; last lines of ${logFile}:\n${tail(logFile, 8)}`);
   };
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
-  await waitFor(`${FUNCTION_NAME} on ${node.id}`, () => httpOk(`${gatewayUrl(node)}/function/${FUNCTION_NAME}/readyz`, 5_000), NODE_START_TIMEOUT_MS, alive);
+  await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
+  const fnReady = () => httpOk(`${gatewayUrl(node)}/function/${FUNCTION_NAME}/readyz`, 5_000);
+  try {
+    await waitFor(`${FUNCTION_NAME} on ${node.id}`, fnReady, 30_000, alive);
+  } catch (err) {
+    // A function scaled up from zero (by the first request through the gateway) while MongoDB was
+    // still loading its data from disk does not reconnect (its client reports "Topology is
+    // closed"; a bug of functions/syncmesh). Workaround: kill that task; the next request
+    // through the gateway creates a fresh one (scale from zero).
+    squashError(err);
+    log.warn({ node: node.id }, `${FUNCTION_NAME} not ready 30 s after MongoDB; replacing its task`);
+    await inNode(rec.pid, ['ctr', '-n', 'openfaas-fn', 'tasks', 'kill', '-s', 'SIGKILL', FUNCTION_NAME]).catch(squashError);
+    await waitFor(`${FUNCTION_NAME} on ${node.id}`, fnReady, NODE_START_TIMEOUT_MS, alive);
+  }
   return (performance.now() - t0) / 1000;
 }
 
