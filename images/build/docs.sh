@@ -12,7 +12,7 @@ IMAGES=(gateway queue-worker nats-streaming prometheus syncmesh-fn listener miso
 # replace_between FILE BEGIN END CONTENT-FILE: the lines between the two markers become CONTENT.
 replace_between() {
   local file=$1 begin=$2 end=$3 content=$4
-  grep -qF "$begin" "$file" && grep -qF "$end" "$file" || die "$file lacks the markers $begin / $end"
+  if ! grep -qF -- "$begin" "$file" || ! grep -qF -- "$end" "$file"; then die "$file lacks the markers $begin / $end"; fi
   awk -v b="$begin" -v e="$end" -v c="$content" '
     index($0, b) { print; while ((getline line < c) > 0) print line; skip = 1; next }
     index($0, e) { skip = 0 }
@@ -27,7 +27,7 @@ mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1000000 }'; }
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 {
-  echo "| image | tag | amd64 (MB, compressed) | arm64 (MB, compressed) | shared base layer amd64 / arm64 (MB) |"
+  echo "| image | tag | amd64 (MB, compressed) | arm64 (MB, compressed) | of which Debian base layer, amd64 / arm64 (MB) |"
   echo "| --- | --- | ---: | ---: | --- |"
   for img in "${IMAGES[@]}"; do
     [[ -f $OUT/$img.sizes ]] || die "$OUT/$img.sizes is missing: run make images"

@@ -170,11 +170,14 @@ done
 in_ns() { ip netns exec "$NETNS" "$@"; }
 http_ok() { in_ns curl -fsS -m 2 -o /dev/null "$1"; }
 
-# run_service NAME IMAGE [ctr run options...]: start a container in the test namespace.
+# run_service NAME IMAGE [ctr run options...] [-- COMMAND ARGS...]: start a container in the
+# test namespace (with COMMAND, the image's entrypoint and cmd are replaced, as faasd does).
 run_service() {
-  local id=$1 img=$2; shift 2
-  "${CTR[@]}" run -d --with-ns "network:/var/run/netns/$NETNS" "$@" \
-    "$IMAGE_REPO_PREFIX/$img:$(cat "$OUT/$img.ref")" "$id" > "$TMP/$id.run" 2>&1
+  local id=$1 img=$2 opts=() args=(); shift 2
+  while [[ $# -gt 0 && $1 != -- ]]; do opts+=("$1"); shift; done
+  [[ $# -gt 0 ]] && { shift; args=("$@"); }
+  "${CTR[@]}" run -d --with-ns "network:/var/run/netns/$NETNS" "${opts[@]}" \
+    "$IMAGE_REPO_PREFIX/$img:$(cat "$OUT/$img.ref")" "$id" "${args[@]}" > "$TMP/$id.run" 2>&1
 }
 task_running() { "${CTR[@]}" tasks ls | awk -v id="$1" '$1 == id && $3 == "RUNNING" { found = 1 } END { exit !found }'; }
 task_gone() { ! task_running "$1"; }
@@ -227,7 +230,8 @@ stop_service "${PREFIX}-listener"
 run_service "${PREFIX}-prom" prometheus
 check "prometheus - /-/ready answers 200" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:9090/-/ready
 stop_service "${PREFIX}-prom"
-run_service "${PREFIX}-nats" nats-streaming
+# the cluster id the gateway and the queue worker use (faasd's docker-compose.yaml passes it too)
+run_service "${PREFIX}-nats" nats-streaming -- /nats-streaming-server -m 8222 --store=memory --cluster_id=faas-cluster
 check "nats-streaming - monitoring endpoint answers" poll "$START_DEADLINE_S" http_ok http://127.0.0.1:8222/varz
 run_service "${PREFIX}-gw" gateway --env basic_auth=false --env functions_provider_url=http://127.0.0.1:8081/ \
   --env faas_nats_address=127.0.0.1 --env faas_nats_port=4222 --env direct_functions=false
@@ -250,7 +254,8 @@ stop_service "${PREFIX}-mongo"
 for run in 1 2; do
   mkdir -p "$TMP/repro$run"
   cp -al "$OUT/base" "$OUT/bundles" "$TMP/repro$run/"
-  IMAGES_OUT="$TMP/repro$run" "$IMAGES_DIR/build/build.sh" syncmesh-fn 2> "$TMP/repro$run.log" ||
+  # build.sh's own time and revision (lib.sh exported this shell's default)
+  env -u SOURCE_DATE_EPOCH -u IMAGE_REVISION IMAGES_OUT="$TMP/repro$run" "$IMAGES_DIR/build/build.sh" syncmesh-fn 2> "$TMP/repro$run.log" ||
     { cat "$TMP/repro$run.log" >&2; die "rebuild $run of syncmesh-fn failed"; }
 done
 d1=$(cat "$TMP/repro1/syncmesh-fn.digest") d2=$(cat "$TMP/repro2/syncmesh-fn.digest") d0=$(cat "$OUT/syncmesh-fn.digest")
