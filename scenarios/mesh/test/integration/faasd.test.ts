@@ -24,7 +24,9 @@ import { readState } from '../../src/state.js';
 import { deployFunctions, FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, mongoReady, restartFaasdNode } from '../../src/runtime-faasd.js';
 import { MeshError } from '../../src/errors.js';
 import { cut, restore } from '../../src/mesh.js';
-import { listNodes } from '../../src/client.js';
+import { listNodes, meta } from '../../src/client.js';
+import { MongoClient, ObjectId } from 'mongodb';
+import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import { httpOk, run } from '../../src/sys.js';
 import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
@@ -195,6 +197,32 @@ for (const [service, probe] of [
     process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
   });
 }
+
+test('faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 of node-2\'s listener task', { skip }, async () => {
+  const [n2, n3] = [mesh.topology.nodes[1]!, mesh.topology.nodes[2]!];
+  await meta(n2.function_url, mesh.secret, `mutation { updateNode(id: "${n3.id}", node: {subscribed: true, initial_sync: false}) { id } }`);
+  const c2 = await MongoClient.connect(n2.mongodb_uri);
+  const c3 = await MongoClient.connect(n3.mongodb_uri);
+  try {
+    const origin = c2.db('syncmesh').collection('sensor_data');
+    const replicas = c3.db('syncmesh').collection<{ _id: string }>('sensor_data_replicas');
+    const ids: ObjectId[] = [];
+    for (let i = 0; i < 60; i++) {
+      const _id = new ObjectId();
+      // August 2017: outside every July window the other tests query
+      await origin.insertOne({ _id, sensor_id: 9000, location: 9000, lat: 42.7, lon: 23.3, timestamp: new Date(Date.UTC(2017, 7, 1) + i * 1000), temperature: 20, humidity: 50, pressure: 94000 });
+      ids.push(_id);
+      if (i === 20) process.kill((await taskPid(n2.id, 'listener'))!, 'SIGKILL');
+    }
+    const rids = ids.map((id) => replicaId(n2.id, id));
+    const t0 = Date.now();
+    await pollUntil('all 60 replicas on node-3', 120_000, async () => (await replicas.countDocuments({ _id: { $in: rids } })) === rids.length);
+    process.stderr.write(`[faasd test] 60 readings (listener killed after 21) all replicated to ${n3.id} ${Date.now() - t0} ms after the last insert\n`);
+  } finally {
+    await c2.close();
+    await c3.close();
+  }
+});
 
 test('faasd mesh - bad deploy input (unknown image, missing or badly named secret) is refused saying what is wrong; the function keeps serving', { skip }, async () => {
   const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
