@@ -251,6 +251,9 @@ stop_service "${PREFIX}-mongo"
 # ---------------------------------------------------------------------------------------------
 # Reproducible: the function image built twice from the same inputs has the same digest
 # ---------------------------------------------------------------------------------------------
+# the archive of `make images` must be current (a commit since then changes its time and revision)
+env -u SOURCE_DATE_EPOCH -u IMAGE_REVISION "$IMAGES_DIR/build/build.sh" syncmesh-fn 2> "$TMP/repro0.log" ||
+  { cat "$TMP/repro0.log" >&2; die "make images' syncmesh-fn cannot be brought up to date"; }
 for run in 1 2; do
   mkdir -p "$TMP/repro$run"
   cp -al "$OUT/base" "$OUT/bundles" "$TMP/repro$run/"
