@@ -35,6 +35,8 @@ fail() { failed=$((failed + 1)); printf 'not ok - %s\n' "$*"; }
 check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
 
 cleanup() {
+  # best effort: every step runs even when one fails, and the tests' status is kept
+  set +o errexit +o pipefail
   local c
   if [[ -n $CONTAINERD_PID ]]; then
     for c in $("${CTR[@]}" tasks ls -q 2>/dev/null); do "${CTR[@]}" tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
