@@ -268,3 +268,53 @@ CHAOS_SEED ?=
 .PHONY: test-chaos
 test-chaos: build tools ## Long seeded chaos run on a 5-node mesh (root): kill -9, partitions, DB restarts; CHAOS_DURATION_S=300 [CHAOS_SEED=n].
 	CHAOS_DURATION_S=$(CHAOS_DURATION_S) CHAOS_SEED=$(CHAOS_SEED) node --test --test-reporter=spec scenarios/mesh/dist/test/integration/chaos.test.js
+
+################################################################################
+# faasd node runtime (images/faasd, images/node; see images/node/README.md)
+################################################################################
+# Runtime of the local mesh: process (bare processes, fast, up to 30 nodes) or faasd (every node
+# a whole appliance: containerd + faasd in its own network and mount namespace).
+RUNTIME ?= process
+# Architectures of the faasd binaries (amd64 and arm64 every time; override for a quick local build).
+FAASD_ARCHES ?= amd64 arm64
+MESH_ENV += MESH_RUNTIME=$(RUNTIME)
+
+.PHONY: faasd-bins
+faasd-bins: ## Build faasd, gateway, of-watchdog, queue-worker, NATS Streaming (+ Debian's Prometheus) for amd64/arm64 into .cache/faasd/bin.
+	FAASD_ARCHES="$(FAASD_ARCHES)" images/faasd/build-bins.sh
+
+# a faasd mesh needs the binaries and the images
+mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
+
+.PHONY: test-faasd
+test-faasd: build tools faasd-bins images ## A 3-node faasd mesh (root): exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
+	MESH_FAASD_TEST=1 MESH_TEST_DATA=$(DATA) node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js
+
+################################################################################
+# Container images (images/build, images/<name>; see images/README.md)
+################################################################################
+# Images to build (default: all); each becomes .cache/images/<name>.oci.tar, a multi-arch OCI
+# index (linux/amd64 + linux/arm64) named localhost/syncmesh-edge/<name>:<version>.
+IMAGE_NAMES ?=
+# Tools of the image build and its test tier, from apt.
+IMAGES_APT := umoci skopeo mmdebstrap jq file curl containerd runc qemu-user-static
+
+.PHONY: images-tools
+images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap, containerd, runc, qemu-user-static).
+	@for t in umoci skopeo mmdebstrap jq file curl containerd runc qemu-aarch64-static; do command -v $$t >/dev/null || missing=1; done; \
+	if [[ -n $${missing:-} ]]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(IMAGES_APT) || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(IMAGES_APT); }; \
+	fi
+
+.PHONY: images
+images: build faasd-bins images-tools ## Build the container images (amd64 + arm64) into .cache/images; cached: seconds when nothing changed.
+	images/build/build.sh $(IMAGE_NAMES)
+
+.PHONY: test-images
+test-images: images ## Image tests (root): labels, non-root, no test code, each image starts under a throwaway containerd, same digest twice.
+	images/build/test.sh
+
+.PHONY: images-docs
+images-docs: ## Regenerate the sizes table of images/README.md and the package lists of images/NOTICE from the last make images.
+	images/build/docs.sh

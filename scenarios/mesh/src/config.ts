@@ -43,6 +43,7 @@ const envSchema = z.object({
   MESH_DATA: z.string().optional(),
   MESH_STATE_DIR: z.string().min(1).default(join(REPO_ROOT, '.mesh')),
   MESH_ISOLATION: z.enum(['auto', 'netns', 'loopback']).default('auto'),
+  MESH_RUNTIME: z.enum(['process', 'faasd']).default('process'),
   MESH_SUBNET: z
     .string()
     .regex(/^10\.\d{1,3}\.\d{1,3}\.0\/24$/, 'a /24 inside 10.0.0.0/8, e.g. 10.77.3.0/24')
@@ -84,6 +85,8 @@ export interface MeshConfig {
   readonly dataDir: string | undefined;
   readonly stateRoot: string;
   readonly isolation: Isolation;
+  /** process: bare processes per node; faasd: containerd + faasd per node (images/node). */
+  readonly runtime: 'process' | 'faasd';
   readonly subnet: string | undefined;
   readonly portBase: number | undefined;
   /** Fixed mesh secret; undefined means a random one per mesh (kept in the state directory). */
@@ -142,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     dataDir,
     stateRoot: resolve(e.MESH_STATE_DIR),
     isolation,
+    runtime: e.MESH_RUNTIME,
     subnet: e.MESH_SUBNET,
     portBase: e.MESH_PORT_BASE,
     secret: e.SYNCMESH_MESH_SECRET,

@@ -18,7 +18,9 @@ export type MeshErrorCode =
   | 'EDGE_MESH_TOXIPROXY'
   | 'EDGE_MESH_REQUEST'
   | 'EDGE_MESH_UNKNOWN_NODE'
-  | 'EDGE_MESH_INTERRUPTED';
+  | 'EDGE_MESH_INTERRUPTED'
+  | 'EDGE_MESH_FAASD_GATEWAY'
+  | 'EDGE_MESH_FAASD_DEPLOY';
 
 export class MeshError extends Error {
   readonly code: MeshErrorCode;

@@ -41,6 +41,7 @@ import {
   type ProcessRecord,
 } from './sys.js';
 import { buildTopology, type Topology } from './topology.js';
+import { faasdNodeMemory, stopFaasdNodes, upFaasd } from './runtime-faasd.js';
 import { ToxiproxyClient } from './toxiproxy.js';
 
 const log = moduleLogger('mesh');
@@ -128,6 +129,7 @@ export async function preflight(cfg: MeshConfig, plan: MeshPlan, opts: UpOptions
 
 /** Brings a mesh up. On any failure or abort, removes everything it created and rethrows. */
 export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHandle> {
+  if (cfg.runtime === 'faasd') return upFaasd(cfg, opts);
   const progress = opts.progress ?? (() => undefined);
   const plan = planFor(cfg);
   await preflight(cfg, plan, opts);
@@ -215,7 +217,7 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
   }
 }
 
-async function startToxiproxy(cfg: MeshConfig, plan: MeshPlan, state: MeshState): Promise<ToxiproxyClient> {
+export async function startToxiproxy(cfg: MeshConfig, plan: MeshPlan, state: MeshState): Promise<ToxiproxyClient> {
   const logFile = join(plan.stateDir, 'logs', 'toxiproxy.log');
   const rec = startDetached('toxiproxy', null, [cfg.toxiproxyBin, '-host', plan.toxiproxyApi.host, '-port', String(plan.toxiproxyApi.port)], logFile, baseEnv());
   state.processes.push(rec);
@@ -246,7 +248,7 @@ async function startService(svc: NodeService, ctx: ServiceContext, state: MeshSt
 }
 
 /** Each node learns its own location (set by the loader) and every peer at its proxied address. */
-async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState): Promise<void> {
+export async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState): Promise<void> {
   await pool(plan.nodes, 4, async (node) => {
     const own = await ownNode(node.functionUrl, secret);
     if (!own) throw new MeshError('EDGE_MESH_DATA', `${node.id} has no own node in its registry after loading; the loader's --set-own-location did not take`);
@@ -265,7 +267,7 @@ async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState):
   });
 }
 
-function writeTopology(plan: MeshPlan, topology: Topology): void {
+export function writeTopology(plan: MeshPlan, topology: Topology): void {
   const text = JSON.stringify(topology, null, 2);
   writeFileSync(join(plan.stateDir, 'topology.json'), text);
   // the newest mesh's topology also at the well-known place
@@ -280,6 +282,7 @@ export async function down(stateRoot: string, name: string, progress: Progress =
   const stateDir = join(stateRoot, name);
   const state = readState(stateDir);
   let stopped = 0;
+  if (state?.runtime === 'faasd') stopped += await stopFaasdNodes(state, progress);
   if (state) {
     const live = state.processes.filter(isAlive);
     if (live.length > 0) progress(`stopping ${live.length} processes`);
@@ -387,6 +390,11 @@ export interface StatusReport {
   totalPssBytes: number;
 }
 
+/** A faasd node's services (containers and the supervisor group) as status rows: PSS/RSS summed over each one's processes. */
+function faasdProcesses(n: NodePlan): ProcessStatus[] {
+  return faasdNodeMemory(n).map((m) => ({ role: m.service, pid: m.pids[0] ?? 0, alive: m.pids.length > 0, rssBytes: m.rssBytes, pssBytes: m.pssBytes }));
+}
+
 export async function status(stateRoot: string, name: string): Promise<StatusReport> {
   const state = requireState(stateRoot, name);
   const proc = (p: ProcessRecord): ProcessStatus => {
@@ -396,12 +404,12 @@ export async function status(stateRoot: string, name: string): Promise<StatusRep
   const tp = state.processes.find((p) => p.role === 'toxiproxy');
   const nodes = await Promise.all(
     state.plan.nodes.map(async (n) => {
-      const processes = state.processes.filter((p) => p.node === n.id).map(proc);
+      const processes = state.runtime === 'faasd' ? faasdProcesses(n) : state.processes.filter((p) => p.node === n.id).map(proc);
       return {
         id: n.id,
         addr: n.addr,
         functionUrl: n.functionUrl,
-        ready: await httpOk(`http://${n.addr}:${n.functionPort}/readyz`, 1_000),
+        ready: await httpOk(state.runtime === 'faasd' ? `${n.functionUrl}/readyz` : `http://${n.addr}:${n.functionPort}/readyz`, 1_000),
         cut: state.cut.includes(n.id),
         rssBytes: processes.reduce((s, p) => s + (p.rssBytes ?? 0), 0),
         pssBytes: processes.reduce((s, p) => s + (p.pssBytes ?? 0), 0),

@@ -12,6 +12,8 @@ import type { ProcessRecord } from './sys.js';
 export interface MeshState {
   version: 1;
   name: string;
+  /** process (bare processes) or faasd (a whole appliance per node); absent means process. */
+  runtime?: 'process' | 'faasd';
   phase: 'starting' | 'up' | 'failed';
   createdAt: string;
   latency: string;

@@ -22,9 +22,15 @@ export interface TopologyNode {
   host_interface: string | null;
   /** How this node reaches each peer: through the emulated link (toxiproxy). */
   peers: Record<string, string>;
+  /** faasd runtime only: the node's OpenFaaS gateway. */
+  gateway_url?: string;
+  /** faasd runtime only: file holding `user:password` of the gateway's basic auth. */
+  basic_auth_file?: string;
 }
 
 export interface Topology {
+  /** Present for the faasd runtime only ("faasd"). */
+  runtime?: 'faasd';
   mesh: string;
   isolation: 'netns' | 'loopback';
   subnet: string | null;
@@ -42,8 +48,10 @@ export interface Topology {
 
 export function buildTopology(state: MeshState): Topology {
   const { plan } = state;
-  const hasAgent = state.processes.some((p) => p.role === 'agent');
+  const hasAgent = state.runtime === 'faasd' || state.processes.some((p) => p.role === 'agent');
+  const faasd = state.runtime === 'faasd';
   return {
+    ...(faasd ? { runtime: 'faasd' as const } : {}),
     mesh: plan.name,
     isolation: plan.isolation,
     subnet: plan.subnet,
@@ -67,6 +75,7 @@ export function buildTopology(state: MeshState): Topology {
         address: n.addr,
         host_interface: n.hostIf,
         peers: Object.fromEntries(plan.links.filter((l) => l.from === n.index).map((l) => [plan.nodes[l.to - 1]!.id, l.url])),
+        ...(faasd ? { gateway_url: `http://${n.addr}:8080`, basic_auth_file: join(n.dir, 'faasd', 'basic-auth') } : {}),
       };
     }),
   };

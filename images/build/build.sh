@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Builds the container images of a node (see images/README.md) without a Docker engine.
+#
+#   images/build/build.sh [NAME...]      default: every image, core services first
+#
+# Each image is specified by images/<NAME>/image.sh (labels, user, entrypoint, env and a
+# function that fills its top layer). Per image this writes
+#   .cache/images/<NAME>.oci.tar   OCI archive: one multi-arch index (linux/amd64, linux/arm64)
+#                                  named localhost/syncmesh-edge/<NAME>:<version>
+#   .cache/images/<NAME>.ref       the version (the tag)
+#   .cache/images/<NAME>.digest    the index digest
+#   .cache/images/<NAME>.sizes     "arch compressed-bytes" per architecture
+# Cached: an image is rebuilt only when the hash of its inputs (spec, build scripts, files it
+# copies, base layers, SOURCE_DATE_EPOCH and revision) differs from its stamp. Debian base
+# layers are built once per architecture (delete .cache/images/base to refresh them).
+set -o errexit -o nounset -o pipefail
+# shellcheck source=images/build/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+ALL_IMAGES=(gateway queue-worker nats-streaming prometheus syncmesh-fn listener miso-agent miso-counter mongo-test-server)
+FAASD_BIN="$REPO/.cache/faasd/bin"
+FAASD_LICENSES="$REPO/.cache/faasd/licenses"
+BUNDLES="$OUT/bundles"
+BUILD_HASH=$(hash_inputs "$IMAGES_DIR/build/lib.sh" "$IMAGES_DIR/build/build.sh")
+
+for tool in umoci jq mmdebstrap; do
+  command -v "$tool" >/dev/null || die "$tool is missing (make images installs it with apt-get)"
+done
+
+# ---------------------------------------------------------------------------------------------
+# Helpers for the image specs
+# ---------------------------------------------------------------------------------------------
+
+# base_layer KIND ARCH: path of the cached Debian base layer (built on first use).
+base_layer() {
+  local kind=$1 arch=$2 dir="$OUT/base/$1-$2" key
+  key=$(hash_inputs "$IMAGES_DIR/build/debian-layer.sh")
+  if [[ ! -f $dir/layer.tar || "$(cat "$dir/stamp" 2>/dev/null)" != "$key" ]]; then
+    "$IMAGES_DIR/build/debian-layer.sh" "$kind" "$arch" "$dir"
+    printf '%s' "$key" > "$dir/stamp"
+  fi
+  printf '%s\n' "$dir/layer.tar"
+}
+
+# base_layout KIND: an OCI layout (tags amd64, arm64) holding only the base layer KIND, made
+# once: images built on it start from a hard-linked copy, so the base is compressed only once.
+base_layout() {
+  local kind=$1 dir="$OUT/base/$1-oci" key="" arch
+  for arch in "${ARCHES[@]}"; do key+=$(cat "$OUT/base/$kind-$arch/stamp")$(cat "$OUT/base/$kind-$arch/epoch"); done
+  key=$(printf '%s %s' "$key" "$BUILD_HASH" | sha256sum | cut -c1-64)
+  if [[ ! -f $dir/stamp || "$(cat "$dir/stamp")" != "$key" ]]; then
+    rm -rf "$dir"
+    umoci init --layout "$dir/layout"
+    for arch in "${ARCHES[@]}"; do
+      local created
+      created=$(date -u -d "@$(cat "$OUT/base/$kind-$arch/epoch")" +%Y-%m-%dT%H:%M:%SZ)
+      umoci new --image "$dir/layout:$arch"
+      umoci raw add-layer --image "$dir/layout:$arch" --history.created="$created" \
+        --history.created_by="images/build: base layer $kind ($arch, Debian packages)" "$OUT/base/$kind-$arch/layer.tar"
+    done
+    printf '%s' "$key" > "$dir/stamp"
+  fi
+  printf '%s\n' "$dir/layout"
+}
+
+# faasd_bin NAME ARCH: a binary of `make faasd-bins` (fails with the fix when it is missing).
+faasd_bin() {
+  local f="$FAASD_BIN/$2/$1"
+  [[ -x $f ]] || die "$f is missing: run make faasd-bins"
+  printf '%s\n' "$f"
+}
+
+# bundle NAME: the esbuild bundle of a Node service (images/build/bundle.mjs), cached on the
+# compiled dist/ of the workspaces and the lockfile.
+BUNDLE_KEY=$(hash_inputs "$REPO/package-lock.json" "$IMAGES_DIR/build/bundle.mjs" "$IMAGES_DIR/build/package-lock.json" \
+  "$REPO/functions/syncmesh/dist/src" "$REPO/functions/miso-counter/dist/src" "$REPO/listeners/dist/src" \
+  "$REPO/miso-agent/dist/src" "$REPO/miso-agent/sdk/dist/src" "$REPO/miso-agent/proto")
+bundle() {
+  local name=$1 dir="$BUNDLES/$1"
+  if [[ ! -f $dir/main.mjs || "$(cat "$dir.stamp" 2>/dev/null)" != "$BUNDLE_KEY" ]]; then
+    [[ -d $IMAGES_DIR/build/node_modules/esbuild ]] || npm ci --prefix "$IMAGES_DIR/build" --no-audit --no-fund >&2
+    log "$name: bundling with esbuild"
+    node "$IMAGES_DIR/build/bundle.mjs" "$name" "$dir"
+    printf '%s' "$BUNDLE_KEY" > "$dir.stamp"
+  fi
+  printf '%s\n' "$dir"
+}
+
+# node_app ROOT NAME: the bundle of NAME at /app/NAME/dist/src/main.mjs, read-only, with the
+# licences of every npm package in it under /licenses/npm/.
+node_app() {
+  local root=$1 name=$2 dir
+  dir=$(bundle "$name")
+  install -d -m 0755 "$root/app/$name/dist/src" "$root/licenses"
+  install -m 0644 "$dir/main.mjs" "$root/app/$name/dist/src/main.mjs"
+  cp -r "$dir/licenses" "$root/licenses/npm"
+  install -m 0644 "$dir/packages.txt" "$root/licenses/npm/packages.txt"
+  install -d -m 0755 "$root/licenses/node-runtime"
+  cp "$OUT/base/node-$ARCH/packages.txt" "$root/licenses/node-runtime/debian-packages.txt"
+}
+
+# ---------------------------------------------------------------------------------------------
+# One image
+# ---------------------------------------------------------------------------------------------
+build_image() (
+  IMAGE_NAME=$1
+  local spec="$IMAGES_DIR/$IMAGE_NAME/image.sh"
+  [[ -f $spec ]] || die "no spec $spec"
+  # spec defaults
+  IMAGE_USER=10001:10001 IMAGE_WORKDIR=/ IMAGE_LICENSES=MIT IMAGE_STOPSIGNAL=SIGTERM IMAGE_BASE=
+  IMAGE_ENTRYPOINT=() IMAGE_CMD=() IMAGE_ENV=() IMAGE_PORTS=() IMAGE_VOLUMES=() IMAGE_LABELS=() IMAGE_SOURCES=()
+  # shellcheck source=/dev/null
+  source "$spec"
+  # time and revision: the last commit touching the image's sources, its spec or the build
+  image_epoch "${IMAGE_SOURCES[@]}" "images/$IMAGE_NAME" images/build
+  [[ -n ${IMAGE_VERSION:-} && -n ${IMAGE_TITLE:-} && -n ${IMAGE_DESCRIPTION:-} ]] ||
+    die "$spec must set IMAGE_VERSION, IMAGE_TITLE and IMAGE_DESCRIPTION"
+  local ref="$IMAGE_REPO_PREFIX/$IMAGE_NAME:$IMAGE_VERSION" work="$OUT/work/$IMAGE_NAME"
+  local arch bases=() inputs=()
+  for arch in "${ARCHES[@]}"; do
+    ARCH=$arch
+    [[ -n $IMAGE_BASE ]] && bases+=("$(base_layer "$IMAGE_BASE" "$arch")")
+    local list
+    list=$(image_inputs "$arch")
+    mapfile -t -O "${#inputs[@]}" inputs <<< "$list"
+  done
+  local key
+  key=$( { printf '%s\n' "$BUILD_HASH" "$SOURCE_DATE_EPOCH" "$IMAGE_REVISION" "$ref";
+    hash_inputs "$spec" "${inputs[@]}"; for b in "${bases[@]}"; do cat "$(dirname "$b")/stamp"; echo; done; } | sha256sum | cut -c1-64)
+  if [[ -f $OUT/$IMAGE_NAME.oci.tar && "$(cat "$OUT/$IMAGE_NAME.stamp" 2>/dev/null)" == "$key" ]]; then
+    log "$IMAGE_NAME: up to date ($ref)"
+    return 0
+  fi
+
+  log "$IMAGE_NAME: building $ref for ${ARCHES[*]}"
+  rm -rf "$work"
+  mkdir -p "$work"
+  if [[ -n $IMAGE_BASE ]]; then
+    # start from the cached base layout (hard links; index.json is replaced, never edited in place)
+    cp -al "$(base_layout "$IMAGE_BASE")" "$work/layout"
+    cp --remove-destination "$work/layout/index.json" "$work/layout/index.json.tmp"
+    mv "$work/layout/index.json.tmp" "$work/layout/index.json"
+  else
+    umoci init --layout "$work/layout"
+  fi
+  for arch in "${ARCHES[@]}"; do
+    ARCH=$arch
+    local root="$work/rootfs-$arch" layers=()
+    mkdir -p "$root"
+    chmod 0755 "$root"
+    base_files "$root"
+    image_rootfs "$root" "$arch"
+    make_tar "$root" "$work/$IMAGE_NAME-$arch.tar"
+    layers+=("$work/$IMAGE_NAME-$arch.tar")
+    oci_arch_image "$work/layout" "$arch" "${layers[@]}"
+  done
+  local digest
+  digest=$(oci_index "$work/layout" "$ref" "$IMAGE_VERSION")
+  oci_archive "$work/layout" "$OUT/$IMAGE_NAME.oci.tar"
+  # compressed size per architecture: the layers + config of its manifest
+  local m
+  : > "$OUT/$IMAGE_NAME.sizes"
+  for m in $(jq -r '.manifests[] | "\(.platform.architecture)=\(.digest)"' "$work/layout/blobs/sha256/${digest#sha256:}"); do
+    jq -r --arg a "${m%%=*}" '"\($a) \(([.layers[].size] | add) + .config.size)"' "$work/layout/blobs/sha256/${m#*=sha256:}" >> "$OUT/$IMAGE_NAME.sizes"
+  done
+  printf '%s\n' "$IMAGE_VERSION" > "$OUT/$IMAGE_NAME.ref"
+  printf '%s\n' "$digest" > "$OUT/$IMAGE_NAME.digest"
+  printf '%s' "$key" > "$OUT/$IMAGE_NAME.stamp"
+  rm -rf "$work"/rootfs-* "$work"/*.tar
+  log "$IMAGE_NAME: $ref $digest ($(tr '\n' ' ' < "$OUT/$IMAGE_NAME.sizes")bytes compressed)"
+)
+
+mkdir -p "$OUT"
+names=("$@")
+[[ ${#names[@]} -gt 0 ]] || names=("${ALL_IMAGES[@]}")
+for n in "${names[@]}"; do build_image "$n"; done

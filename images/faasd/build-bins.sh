@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Build every Go binary a faasd node runs, for amd64 and arm64, from the MIT source snapshots in
+# ../shared/third_party (faasd, gateway, of-watchdog, queue worker) and the Go module proxy
+# (NATS Streaming); Prometheus is taken from Debian's package.
+#
+# Output (never committed):
+#   .cache/faasd/bin/<arch>/{faasd,gateway,fwatchdog,queue-worker,nats-streaming-server,prometheus}
+#   .cache/faasd/bin/<arch>/prometheus.NOTE   only when Debian's prometheus is not static
+#   .cache/faasd/licenses/<binary>/LICENSE
+#
+# Cached: each binary has a stamp holding the hash of its inputs (archive, patches, this script,
+# Go version); a second run with nothing changed only compares stamps.
+#
+# Env: THIRD_PARTY_DIR (default: ../shared/third_party beside the repo, else /work/shared/third_party)
+#      FAASD_ARCHES (default "amd64 arm64")
+set -o errexit -o nounset -o pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+here="$repo/images/faasd"
+cache="$repo/.cache/faasd"
+arches=${FAASD_ARCHES:-"amd64 arm64"}
+
+if [[ -z "${THIRD_PARTY_DIR:-}" ]]; then
+  for d in "$repo/../shared/third_party" "/work/shared/third_party"; do
+    if [[ -d "$d" ]]; then THIRD_PARTY_DIR=$d; break; fi
+  done
+fi
+: "${THIRD_PARTY_DIR:?set THIRD_PARTY_DIR to the folder holding faasd-0.19.0.tar.xz etc.}"
+
+# Pinned inputs: archive name, Go package dir inside it, binary name, version, commit, ldflags.
+FAASD_VER=0.19.0;      FAASD_COMMIT=e4848cd829286c174bda45b40fc8c5ae5c571d08
+GATEWAY_VER=0.27.5;    GATEWAY_COMMIT=5c13f1f01c6a9f596857d81c889d77bd04fbc5c1
+WATCHDOG_VER=0.10.0;   WATCHDOG_COMMIT=a7b8b445544451dab9a1f4457780e74b43966f63
+QWORKER_VER=0.14.1;    QWORKER_COMMIT=fa54e89c9db2eb4c11d141031850e171b9a073f9
+NATS_STREAMING_VER=0.25.6
+PROMETHEUS_DEB_VER=${PROMETHEUS_DEB_VER:-}   # empty: the candidate apt offers
+
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false
+go_version=$(go env GOVERSION)
+script_hash=$(sha256sum "$0" | cut -c1-16)
+
+log() { printf 'faasd-bins: %s\n' "$*" >&2; }
+
+# stamp_ok NAME ARCH HASH: true when the binary exists and was built from the same inputs.
+stamp_ok() {
+  local bin="$cache/bin/$2/$1" stamp="$cache/stamps/$2/$1"
+  [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$3" ]]
+}
+stamp_write() { mkdir -p "$cache/stamps/$2"; printf '%s' "$3" > "$cache/stamps/$2/$1"; }
+
+patch_hash() { # hash of the patches carried for one source tree (empty when none)
+  local dir="$here/patches/$1"
+  if [[ -d "$dir" ]]; then cat "$dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16; else echo none; fi
+}
+
+# unpack NAME: unpack the archive fresh into .cache/faasd/src/NAME and apply our patches.
+declare -A unpacked=()
+unpack() {
+  local name=$1 tree="$cache/src/$1"
+  [[ -n "${unpacked[$name]:-}" ]] && return 0
+  rm -rf "$tree"; mkdir -p "$cache/src"
+  tar -xJf "$THIRD_PARTY_DIR/$name.tar.xz" -C "$cache/src"
+  if [[ -d "$here/patches/$name" ]]; then
+    local p
+    for p in "$here/patches/$name"/*.patch; do
+      [[ -f "$p" ]] || continue
+      log "patch $name < ${p#"$repo/"}"
+      patch -s -p1 -d "$tree" < "$p"
+    done
+  fi
+  unpacked[$name]=1
+}
+
+# build_vendored ARCHIVE PKGDIR BINARY LDFLAGS LICENSE
+build_vendored() {
+  local archive=$1 pkgdir=$2 binary=$3 ldflags=$4 license=$5 arch
+  local in_hash
+  in_hash=$(printf '%s %s %s %s %s' "$(sha256sum "$THIRD_PARTY_DIR/$archive.tar.xz" | cut -c1-16)" \
+    "$(patch_hash "$archive")" "$script_hash" "$go_version" "$ldflags" | sha256sum | cut -c1-32)
+  for arch in $arches; do
+    if stamp_ok "$binary" "$arch" "$in_hash"; then continue; fi
+    unpack "$archive"
+    log "build $binary ($arch) from $archive"
+    local t0=$SECONDS
+    mkdir -p "$cache/bin/$arch"
+    (cd "$cache/src/$archive/$pkgdir" &&
+      GOPROXY=off GOARCH=$arch go build -mod=vendor -trimpath \
+        -ldflags "-s -w -buildid= $ldflags" -o "$cache/bin/$arch/$binary" .)
+    log "built $binary ($arch) in $((SECONDS - t0)) s"
+    stamp_write "$binary" "$arch" "$in_hash"
+  done
+  mkdir -p "$cache/licenses/$binary"
+  if [[ ! -f "$cache/licenses/$binary/LICENSE" ]]; then
+    unpack "$archive"
+    cp "$cache/src/$archive/$license" "$cache/licenses/$binary/LICENSE"
+  fi
+}
+
+build_vendored faasd-0.19.0 . faasd \
+  "-X main.Version=$FAASD_VER -X main.GitCommit=$FAASD_COMMIT" LICENSE
+build_vendored faas-gateway-0.27.5 gateway gateway \
+  "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE
+build_vendored of-watchdog-0.10.0 . fwatchdog \
+  "-X main.Version=$WATCHDOG_VER -X main.GitCommit=$WATCHDOG_COMMIT" LICENSE
+build_vendored nats-queue-worker-0.14.1 . queue-worker \
+  "-X github.com/openfaas/nats-queue-worker/version.GitCommit=$QWORKER_COMMIT -X github.com/openfaas/nats-queue-worker/version.Version=$QWORKER_VER" LICENSE
+
+# NATS Streaming from the Go module proxy: download the module, build it in a writable copy.
+nats_hash=$(printf '%s %s %s' "$NATS_STREAMING_VER" "$script_hash" "$go_version" | sha256sum | cut -c1-32)
+for arch in $arches; do
+  stamp_ok nats-streaming-server "$arch" "$nats_hash" && continue
+  mod_dir=$(GOFLAGS=-mod=mod go mod download -json "github.com/nats-io/nats-streaming-server@v$NATS_STREAMING_VER" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  tree="$cache/src/nats-streaming-server-$NATS_STREAMING_VER"
+  if [[ ! -f "$tree/go.mod" ]]; then
+    rm -rf "$tree"; mkdir -p "$tree"; cp -r "$mod_dir/." "$tree"; chmod -R u+w "$tree"
+  fi
+  log "build nats-streaming-server ($arch) v$NATS_STREAMING_VER"
+  t0=$SECONDS
+  mkdir -p "$cache/bin/$arch"
+  (cd "$tree" && GOARCH=$arch go build -mod=mod -trimpath -ldflags "-s -w -buildid=" \
+    -o "$cache/bin/$arch/nats-streaming-server" .)
+  log "built nats-streaming-server ($arch) in $((SECONDS - t0)) s"
+  mkdir -p "$cache/licenses/nats-streaming-server"
+  cp "$tree/LICENSE" "$cache/licenses/nats-streaming-server/LICENSE"
+  stamp_write nats-streaming-server "$arch" "$nats_hash"
+done
+
+# Prometheus from Debian's package (amd64 + arm64), extracted.
+prom_fetch() { # ARCH -> path of the .deb
+  local arch=$1 dir="$cache/debs/$arch" deb
+  mkdir -p "$dir"
+  deb=$(ls "$dir"/prometheus_*_"$arch".deb 2>/dev/null | head -n1 || true)
+  if [[ -z "$deb" ]]; then
+    if [[ "$arch" != "$(dpkg --print-architecture)" ]] &&
+       ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+      log "adding dpkg architecture $arch so apt can fetch its packages"
+      dpkg --add-architecture "$arch"
+      apt-get update -qq
+    fi
+    (cd "$dir" && apt-get download -qq "prometheus:$arch${PROMETHEUS_DEB_VER:+=$PROMETHEUS_DEB_VER}" >&2)
+    deb=$(ls "$dir"/prometheus_*_"$arch".deb | head -n1)
+  fi
+  printf '%s' "$deb"
+}
+for arch in $arches; do
+  deb=$(prom_fetch "$arch")
+  prom_hash=$(printf '%s %s' "$(sha256sum "$deb" | cut -c1-16)" "$script_hash" | sha256sum | cut -c1-32)
+  stamp_ok prometheus "$arch" "$prom_hash" && continue
+  log "extract prometheus ($arch) from ${deb##*/}"
+  x="$cache/debs/$arch/x"; rm -rf "$x"; dpkg-deb -x "$deb" "$x"
+  cp "$x/usr/bin/prometheus" "$cache/bin/$arch/prometheus"
+  mkdir -p "$cache/licenses/prometheus"
+  cp "$x/usr/share/doc/prometheus/copyright" "$cache/licenses/prometheus/LICENSE"
+  note="$cache/bin/$arch/prometheus.NOTE"
+  kind=$(file -b "$cache/bin/$arch/prometheus")
+  if [[ "$kind" == *"statically linked"* ]]; then
+    rm -f "$note"
+  else
+    { echo "Debian's prometheus ${deb##*/} is NOT static: $kind"
+      echo "It needs (from the same Debian release, same architecture):"
+      if [[ "$arch" == "$(dpkg --print-architecture)" ]]; then ldd "$cache/bin/$arch/prometheus" || true
+      else readelf -d "$cache/bin/$arch/prometheus" | grep NEEDED || true; fi
+      echo "An image must carry these libraries (e.g. libc6 from Debian) beside it."
+    } > "$note"
+  fi
+  # Web assets and consoles Debian ships with the binary (prometheus serves them).
+  rm -rf "$cache/bin/$arch/prometheus-share"
+  [[ -d "$x/usr/share/prometheus" ]] && cp -r "$x/usr/share/prometheus" "$cache/bin/$arch/prometheus-share"
+  stamp_write prometheus "$arch" "$prom_hash"
+done
+
+for arch in $arches; do
+  (cd "$cache/bin/$arch" && sha256sum faasd gateway fwatchdog queue-worker nats-streaming-server prometheus > SHA256SUMS)
+done
+log "done: $(for a in $arches; do printf '%s ' "$cache/bin/$a"; done)"

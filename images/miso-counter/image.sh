@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# The MISO counter example function (functions/miso-counter): of-watchdog in http mode in
+# front of the function's server (esbuild bundle with the MISO SDK and sdk.proto), on Debian
+# trixie's Node.js 20. The node's MISO agent socket is mounted at /run/miso/agent.sock.
+IMAGE_VERSION=$(jq -r .version "$REPO/functions/miso-counter/package.json")
+# Sources in git whose last commit gives the image its time and revision label.
+IMAGE_SOURCES=(functions/miso-counter miso-agent/sdk miso-agent/proto images/faasd package-lock.json)
+IMAGE_TITLE="MISO counter function"
+IMAGE_DESCRIPTION="Example OpenFaaS function using MISO Objects: a replicated counter (of-watchdog http mode, Node.js 20)."
+IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-3-Clause"
+IMAGE_BASE=node
+IMAGE_WORKDIR=/app
+IMAGE_ENTRYPOINT=(/usr/bin/fwatchdog)
+IMAGE_PORTS=(8080/tcp)
+IMAGE_ENV=(
+  "fprocess=node /app/miso-counter/dist/src/main.mjs"
+  mode=http
+  upstream_url=http://127.0.0.1:3000
+  healthcheck_interval=1s
+  ready_path=/_/health
+  exec_timeout=10s
+  read_timeout=10s
+  write_timeout=10s
+  MISO_FUNCTION=miso-counter
+  MISO_SDK_SOCKET=/run/miso/agent.sock
+  MISO_SDK_PROTO=/app/proto/sdk.proto
+  NODE_ENV=production
+)
+
+image_inputs() {
+  faasd_bin fwatchdog "$1"
+  printf '%s\n' "$FAASD_LICENSES/fwatchdog" "$(bundle miso-counter)" "$REPO/miso-agent/proto/sdk.proto"
+}
+
+image_rootfs() {
+  local root=$1 arch=$2
+  install -d -m 0755 "$root/usr/bin" "$root/app/proto"
+  install -m 0755 "$(faasd_bin fwatchdog "$arch")" "$root/usr/bin/fwatchdog"
+  install -m 0644 "$REPO/miso-agent/proto/sdk.proto" "$root/app/proto/sdk.proto"
+  add_license "$root" of-watchdog "$FAASD_LICENSES/fwatchdog/LICENSE"
+  node_app "$root" miso-counter
+}

@@ -1,0 +1,44 @@
+# shellcheck shell=bash
+# The Syncmesh GraphQL function: of-watchdog 0.10.0 (MIT, `make faasd-bins`) in http mode in
+# front of our server (one esbuild bundle of functions/syncmesh, no tests, no scripts, no test
+# server), on Debian trixie's Node.js 20 with only its shared libraries (no npm, no shell).
+# stack.yml (OpenFaaS) overrides the timeouts per deployment.
+IMAGE_VERSION=$(jq -r .version "$REPO/functions/syncmesh/package.json")
+# Sources in git whose last commit gives the image its time and revision label.
+IMAGE_SOURCES=(functions/syncmesh images/faasd package-lock.json)
+IMAGE_TITLE="Syncmesh function"
+IMAGE_DESCRIPTION="Syncmesh GraphQL function (OpenFaaS, of-watchdog http mode) on Node.js 20: exact mesh-wide answers from any node."
+IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-2-Clause"
+IMAGE_BASE=node
+IMAGE_WORKDIR=/app
+IMAGE_ENTRYPOINT=(/usr/bin/fwatchdog)
+IMAGE_PORTS=(8080/tcp)
+IMAGE_ENV=(
+  "fprocess=node /app/syncmesh-fn/dist/src/main.mjs"
+  mode=http
+  upstream_url=http://127.0.0.1:3000
+  # an update or delete waits one interval after SIGTERM before the watchdog drains: keep it short
+  healthcheck_interval=1s
+  # /_/ready answers 200 only once our server answers /healthz (it listens a moment after the watchdog)
+  ready_path=/healthz
+  # a mesh answer may take SYNCMESH_DEADLINE_MS (15 s) plus the local query
+  exec_timeout=30s
+  read_timeout=30s
+  write_timeout=30s
+  PORT=3000
+  HOST=127.0.0.1
+  NODE_ENV=production
+)
+
+image_inputs() {
+  faasd_bin fwatchdog "$1"
+  printf '%s\n' "$FAASD_LICENSES/fwatchdog" "$(bundle syncmesh-fn)"
+}
+
+image_rootfs() {
+  local root=$1 arch=$2
+  install -d -m 0755 "$root/usr/bin"
+  install -m 0755 "$(faasd_bin fwatchdog "$arch")" "$root/usr/bin/fwatchdog"
+  add_license "$root" of-watchdog "$FAASD_LICENSES/fwatchdog/LICENSE"
+  node_app "$root" syncmesh-fn
+}

@@ -1,0 +1,56 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { MeshError } from './errors.js';
+import { FAASD_PATHS, renderStack, substitute } from './runtime-faasd.js';
+
+const vars = {
+  GATEWAY_URL: 'http://10.1.2.11:8080',
+  FUNCTION_IMAGE: 'localhost/syncmesh-edge/syncmesh-fn:0.1.0',
+  NODE_ID: 'node-1',
+  NODE_TIMEOUT_MS: '5000',
+  DEADLINE_MS: '15000',
+  FORWARD_MODE: 'parallel',
+  LOG_LEVEL: 'warn',
+};
+
+test('faasd stack - the repo stack.yml renders to one deployment with its secret, labels and limits', () => {
+  const [fn, ...rest] = renderStack(readFileSync(FAASD_PATHS.stack, 'utf8'), vars);
+  assert.equal(rest.length, 0);
+  assert.equal(fn!.service, 'syncmesh-fn');
+  assert.equal(fn!.image, vars.FUNCTION_IMAGE);
+  assert.deepEqual(fn!.secrets, ['mesh-secret']);
+  assert.equal(fn!.envVars['SYNCMESH_NODE_ID'], 'node-1');
+  assert.equal(fn!.envVars['healthcheck_interval'], '1s');
+  assert.equal(fn!.labels['com.openfaas.scale.min'], '1');
+  assert.equal(fn!.limits?.memory, '256Mi');
+  // no secret value ever goes into the environment
+  for (const v of Object.values(fn!.envVars)) assert.doesNotMatch(v, /secret-value/);
+});
+
+test('faasd stack - an unknown ${NAME} is an error naming it', () => {
+  assert.throws(
+    () => substitute('image: ${NOPE}', vars),
+    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && /NOPE/.test(err.message),
+  );
+});
+
+test('faasd stack - a bad secret name, a bad limit and an unknown key are rejected with what is wrong', () => {
+  const bad = `version: 1.0
+provider: {name: openfaas}
+functions:
+  fn:
+    image: x
+    secrets: [Mesh_Secret]
+    limits: {memory: lots}
+    replicas: 3
+`;
+  assert.throws(
+    () => renderStack(bad, {}),
+    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && /secrets\.0/.test(err.message) && /limits\.memory/.test(err.message) && /replicas/.test(err.message),
+  );
+});
+
+test('faasd stack - text that is not YAML is EDGE_MESH_FAASD_DEPLOY', () => {
+  assert.throws(() => renderStack('functions: [unclosed', {}), (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY');
+});

@@ -1,0 +1,292 @@
+/**
+ * A 3-node mesh on real faasd (MESH_RUNTIME=faasd): every node is containerd + faasd provider +
+ * `faasd up` in its own network and mount namespace, the Syncmesh function deployed through the
+ * gateway. Asserts the exact aggregate and a complete collect through each node's gateway,
+ * /system/info, /system/functions and /system/logs, that a kill -9 of the listener's or the
+ * agent's container task comes back by itself within 10 s, and that mesh-down leaves no
+ * namespace, cgroup or process behind.
+ *
+ * Tier `make test-faasd` (sets MESH_FAASD_TEST=1). Needs root, make tools, make build,
+ * make faasd-bins and make images. Data: MESH_TEST_DATA (make test-faasd DATA=…), else
+ * ../shared/data/sofia when present, else generated.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
+import { postFunction, type TimedAnswer } from '../../src/client.js';
+import { down, status, up, type MeshHandle } from '../../src/mesh.js';
+import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
+import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
+import { readState } from '../../src/state.js';
+import { deployFunctions, FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, mongoReady, restartFaasdNode } from '../../src/runtime-faasd.js';
+import { MeshError } from '../../src/errors.js';
+import { cut, restore } from '../../src/mesh.js';
+import { listNodes, meta } from '../../src/client.js';
+import { MongoClient, ObjectId } from 'mongodb';
+import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
+import { httpOk, run } from '../../src/sys.js';
+import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+
+const NODE_TIMEOUT_MS = 10_000;
+const DEADLINE_MS = 20_000;
+const RESTART_WITHIN_MS = 10_000;
+const sofia = process.env['MESH_TEST_DATA'] || join(REPO_ROOT, '..', 'shared', 'data', 'sofia');
+const functionMain = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js');
+const faasdBin = join(REPO_ROOT, '.cache', 'faasd', 'bin', 'amd64', 'faasd');
+
+function skipReason(): string | false {
+  if (process.env['MESH_FAASD_TEST'] !== '1') return 'faasd tier: run make test-faasd (MESH_FAASD_TEST=1)';
+  const base = netnsSkipReason({ functionMain });
+  if (base) return base;
+  if (!existsSync(faasdBin)) return 'needs make faasd-bins';
+  if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar'))) return 'needs make images';
+  return false;
+}
+const skip = skipReason();
+
+const name = uniqueMeshName('smf');
+const stateRoot = tempStateRoot();
+let cfg: MeshConfig;
+let mesh: MeshHandle;
+let rulesBefore = '';
+
+function aggregateOf(a: TimedAnswer): { count: number; average_temperature: number; average_humidity: number; average_pressure: number } {
+  assert.deepEqual(a.answer.errors ?? [], [], 'no GraphQL errors');
+  return a.answer.data!['sensorsAggregate'] as never;
+}
+
+async function expected(start: string, end: string): Promise<ExpectedAggregate> {
+  return cfg.dataDir
+    ? expectedFromCsv([1, 2, 3].map((i) => join(cfg.dataDir!, `${i}.csv`)), start, end)
+    : expectedFromMongo(mesh.topology.nodes.map((n) => n.mongodb_uri), start, end);
+}
+
+function nodePid(nodeId: string): number {
+  const rec = readState(join(stateRoot, name))!.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === nodeId);
+  assert.ok(rec, `a ${FAASD_NODE_ROLE} process for ${nodeId}`);
+  return rec.pid;
+}
+
+/** The PID of a compose service's task in a node (ctr tasks ls), or null when it has none running. */
+async function taskPid(nodeId: string, service: string): Promise<number | null> {
+  const { stdout } = await inNode(nodePid(nodeId), ['ctr', '-n', 'openfaas', 'tasks', 'ls']);
+  const row = stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[0] === service);
+  return row && row[2] === 'RUNNING' ? Number(row[1]) : null;
+}
+
+async function pollUntil<T>(what: string, deadlineMs: number, check: () => Promise<T | null | false>): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`${what}: not within ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  if (skip) return;
+  rulesBefore = iptablesRules();
+  cfg = loadConfig({
+    MESH_NAME: name,
+    MESH_NODES: '3',
+    MESH_RUNTIME: 'faasd',
+    MESH_STATE_DIR: stateRoot,
+    MESH_LATENCY: 'site',
+    ...(existsSync(join(sofia, '1.csv')) ? { MESH_DATA: sofia } : {}),
+    MESH_NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS),
+    MESH_DEADLINE_MS: String(DEADLINE_MS),
+    TOXIPROXY_BIN,
+  });
+  const t0 = Date.now();
+  mesh = await up(cfg, { progress: (m) => process.stderr.write(`[faasd test] ${m}\n`) });
+  process.stderr.write(`[faasd test] 3-node faasd mesh up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  // the first query on a fresh JVM is slow (JIT), slower than the watchdog's 30 s timeouts on a
+  // busy host: warm every node's database directly, one at a time
+  for (const n of mesh.topology.nodes) await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
+});
+
+after(async () => {
+  if (skip) return;
+  await down(stateRoot, name);
+  rmSync(stateRoot, { recursive: true, force: true });
+});
+
+test('faasd mesh - the topology names the runtime, each gateway and its basic-auth file', { skip }, async () => {
+  const topo = JSON.parse(readFileSync(join(stateRoot, name, 'topology.json'), 'utf8')) as Record<string, unknown>;
+  assert.equal(Object.keys(topo)[0], 'runtime');
+  assert.equal(mesh.topology.runtime, 'faasd');
+  for (const n of mesh.topology.nodes) {
+    assert.equal(n.gateway_url, `http://${n.address}:8080`);
+    assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
+    assert.match(readFileSync(n.basic_auth_file!, 'utf8'), /^admin:[A-Za-z0-9]{20,}$/);
+  }
+  const s = await status(stateRoot, name);
+  assert.deepEqual(s.nodes.map((n) => n.ready), [true, true, true]);
+});
+
+test('faasd mesh - /system/info reports the faasd provider and gateway built here; /system/functions lists syncmesh-fn', { skip }, async () => {
+  for (const n of mesh.topology.nodes) {
+    const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
+    const info = await gw.info();
+    assert.equal(info.provider.provider, 'faasd');
+    assert.equal(info.provider.version.release, '0.19.0');
+    assert.equal(info.version.release, '0.27.5');
+    const fns = await gw.functions();
+    const fn = fns.find((f) => f.name === 'syncmesh-fn');
+    assert.ok(fn, `syncmesh-fn in ${JSON.stringify(fns)}`);
+    assert.ok((fn.replicas ?? 0) >= 1, `replicas ${fn.replicas}`);
+    assert.deepEqual(fn.secrets, ['mesh-secret']);
+    // basic auth guards /system
+    assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
+  }
+});
+
+test('faasd mesh - the aggregate through each node\'s gateway equals the value computed from the data', { skip }, async () => {
+  const want = await expected(MONTH_START, MONTH_END);
+  for (const n of mesh.topology.nodes) {
+    const a = await postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+    assert.equal(a.answer.extensions?.['answered'], 3, `${n.id}: ${JSON.stringify(a.answer.extensions)}`);
+    const got = aggregateOf(a);
+    assert.equal(got.count, want.count, `${n.id} count`);
+    for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
+      assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${n.id} ${k}: mesh ${got[k]} vs direct ${want[k]}`);
+    }
+  }
+});
+
+test('faasd mesh - a collect through each node\'s gateway returns every reading of the day', { skip }, async () => {
+  const want = await expected(MONTH_START, DAY_END);
+  for (const n of mesh.topology.nodes) {
+    const a = await postFunction(n.function_url, collectRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+    assert.deepEqual(a.answer.errors ?? [], []);
+    const rows = a.answer.data!['sensors'] as { _id: string }[];
+    assert.equal(rows.length, want.count, `${n.id}: ${rows.length} readings, the data has ${want.count}`);
+    assert.equal(new Set(rows.map((r) => `${r._id}`)).size, rows.length, 'no reading twice');
+  }
+});
+
+test('faasd mesh - the function\'s logs are readable through /system/logs', { skip }, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
+  const lines = await pollUntil('log lines of syncmesh-fn', 20_000, async () => {
+    const l = await gw.logs('syncmesh-fn', { tail: 50 });
+    return l.length > 0 ? l : null;
+  });
+  assert.ok(lines.every((l) => typeof l.text === 'string' && l.timestamp));
+  assert.ok(lines.some((l) => /fork|watchdog|listening|Forking/i.test(l.text)), lines.map((l) => l.text).join('\n'));
+});
+
+for (const [service, probe] of [
+  ['listener', (addr: string) => httpOk(`http://${addr}:8091/readyz`, 1_000)],
+  // inside the task's own network namespace: faasd's port proxy accepts before the agent listens
+  ['miso-agent', (_addr: string, pid: number) => run('nsenter', ['-t', String(pid), '-n', 'bash', '-c', 'exec 3<>/dev/tcp/127.0.0.1/7070'], { timeoutMs: 2_000 }).then(() => true, () => false)],
+] as const) {
+  test(`faasd mesh - kill -9 of the ${service}'s container task: it runs again within ${RESTART_WITHIN_MS / 1000} s`, { skip }, async () => {
+    const n = mesh.topology.nodes[1]!;
+    const before = await pollUntil(`${service} running`, 30_000, () => taskPid(n.id, service));
+    const t0 = Date.now();
+    process.kill(before, 'SIGKILL');
+    const after = await pollUntil(`${service} restarted`, RESTART_WITHIN_MS, async () => {
+      const p = await taskPid(n.id, service);
+      return p !== null && p !== before && (await probe(n.address, p)) ? p : null;
+    });
+    process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
+  });
+}
+
+test('faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 of node-2\'s listener task', { skip }, async () => {
+  const [n2, n3] = [mesh.topology.nodes[1]!, mesh.topology.nodes[2]!];
+  await meta(n2.function_url, mesh.secret, `mutation { updateNode(id: "${n3.id}", node: {subscribed: true, initial_sync: false}) { id } }`);
+  const c2 = await MongoClient.connect(n2.mongodb_uri);
+  const c3 = await MongoClient.connect(n3.mongodb_uri);
+  try {
+    const origin = c2.db('syncmesh').collection('sensor_data');
+    const replicas = c3.db('syncmesh').collection<{ _id: string }>('sensor_data_replicas');
+    const ids: ObjectId[] = [];
+    for (let i = 0; i < 60; i++) {
+      const _id = new ObjectId();
+      // August 2017: outside every July window the other tests query
+      await origin.insertOne({ _id, sensor_id: 9000, location: 9000, lat: 42.7, lon: 23.3, timestamp: new Date(Date.UTC(2017, 7, 1) + i * 1000), temperature: 20, humidity: 50, pressure: 94000 });
+      ids.push(_id);
+      if (i === 20) process.kill((await taskPid(n2.id, 'listener'))!, 'SIGKILL');
+    }
+    const rids = ids.map((id) => replicaId(n2.id, id));
+    const t0 = Date.now();
+    await pollUntil('all 60 replicas on node-3', 120_000, async () => (await replicas.countDocuments({ _id: { $in: rids } })) === rids.length);
+    process.stderr.write(`[faasd test] 60 readings (listener killed after 21) all replicated to ${n3.id} ${Date.now() - t0} ms after the last insert\n`);
+  } finally {
+    await c2.close();
+    await c3.close();
+  }
+});
+
+test('faasd mesh - bad deploy input (unknown image, missing or badly named secret) is refused saying what is wrong; the function keeps serving', { skip }, async () => {
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  const stack = readFileSync(FAASD_PATHS.stack, 'utf8');
+  for (const [what, text, want] of [
+    ['unknown image', stack.replace('${FUNCTION_IMAGE}', 'localhost/syncmesh-edge/nope:1'), /nope:1 .*not in node-1's containerd/],
+    ['missing secret', stack.replace('- mesh-secret', '- no-such-secret'), /no-such-secret.*does not have/],
+    ['bad secret name', stack.replace('- mesh-secret', '- Bad_Name'), /secrets\.0: a lowercase DNS label/],
+  ] as const) {
+    await assert.rejects(deployFunctions(cfg, node, nodePid('node-1'), 'parallel', text, 10_000), (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && want.test(err.message), what);
+  }
+  // faasd itself (with our update patch) refuses an update naming a missing secret, and keeps the function
+  const gw = GatewayClient.forNode(node);
+  const r = await gw.request('PUT', '/system/functions', { service: 'syncmesh-fn', image: 'localhost/syncmesh-edge/syncmesh-fn:0.1.0', secrets: ['no-such-secret'] });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.text, /no-such-secret/);
+  assert.ok(await httpOk(`${mesh.topology.nodes[0]!.function_url}/readyz`, 5_000), 'the function still answers');
+});
+
+test('faasd mesh - a function update drains a query in flight (nothing lost) and the function answers again', { skip }, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  await cut(stateRoot, name, 'node-3'); // the query waits SYNCMESH_NODE_TIMEOUT_MS for node-3: long in flight
+  try {
+    const t0 = Date.now();
+    const inflight = postFunction(n.function_url, aggregateRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 30_000 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    const tu = Date.now();
+    await deployFunctions(cfg, node, nodePid('node-1'), 'sequential'); // a changed deployment: PUT
+    const updateMs = Date.now() - tu;
+    const a = await inflight;
+    assert.deepEqual(a.answer.errors ?? [], [], 'the in-flight query was answered');
+    assert.ok(aggregateOf(a).count > 0);
+    process.stderr.write(`[faasd test] update with a query in flight for ${tu - t0} ms: function answering ${updateMs} ms after the PUT; the query took ${Date.now() - t0} ms and was answered\n`);
+  } finally {
+    await restore(stateRoot, name, 'node-3');
+  }
+  const tIdle = Date.now();
+  await deployFunctions(cfg, node, nodePid('node-1'), 'parallel');
+  process.stderr.write(`[faasd test] update with nothing in flight: function answering ${Date.now() - tIdle} ms after the PUT\n`);
+});
+
+test('faasd mesh - a node restarted (faasd up and containerd stopped and started) keeps its data and registry', { skip }, async () => {
+  const n = mesh.topology.nodes[2]!;
+  const before = await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
+  const peersBefore = (await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort();
+  const s = await restartFaasdNode(readState(join(stateRoot, name))!, n.id);
+  process.stderr.write(`[faasd test] ${n.id} restarted; function answering ${s.toFixed(1)} s after the start\n`);
+  await pollUntil('MongoDB back', 60_000, () => mongoReady(n.mongodb_uri));
+  assert.deepEqual(await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END), before);
+  assert.deepEqual((await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort(), peersBefore);
+  const a = await postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+  assert.equal(aggregateOf(a).count, (await expected(MONTH_START, MONTH_END)).count);
+});
+
+test('faasd mesh - mesh-down leaves no process, namespace, cgroup, mount or iptables rule', { skip }, async () => {
+  const procs = recordedProcesses(join(stateRoot, name));
+  await down(stateRoot, name);
+  assert.deepEqual(stillRunning(procs), []);
+  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  const cgroups = execFileSync('find', ['/sys/fs/cgroup', '-maxdepth', '5', '-type', 'd', '-name', `${name}-n*`], { encoding: 'utf8' }).trim();
+  assert.equal(cgroups, '', 'no cgroup of the nodes');
+  assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(stateRoot), false, 'no mount under the state root');
+  const shims = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(stateRoot));
+  assert.deepEqual(shims, [], 'no process of the nodes');
+  assert.equal(iptablesRules(), rulesBefore);
+});
