@@ -289,5 +289,24 @@ export function buildApp(deps: AppDeps): App {
       });
   });
   server.requestTimeout = config.deadlineMs + 30_000;
+  // Malformed HTTP (a bad request line or header) never reaches `route`: answer it with the same
+  // JSON error shape instead of node:http's bare 400, then close.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const json = JSON.stringify({
+      errors: [
+        {
+          message: tooLarge ? 'the request headers are too large' : `malformed HTTP request (${err.code ?? 'parse error'})`,
+          extensions: { code: 'EDGE_SYNCMESH_BAD_REQUEST', allowed: 'an HTTP/1.1 POST with a JSON body' },
+        },
+      ],
+    });
+    socket.end(`HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`);
+  });
   return { config, server, service, registry, replication, auth };
 }

@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { post, startNode, type TestNode } from './harness.js';
 
@@ -85,4 +86,19 @@ test('bad input - wrong method and unknown path', async () => {
 test('bad input - the process keeps serving after every bad request', async () => {
   const r = await post(node.url, { query: '{ docEstimate }' });
   assert.equal(r.status, 200);
+});
+
+test('bad input - malformed HTTP gets the JSON error shape, not a bare 400', async () => {
+  const { port, hostname } = new URL(node.url);
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write('POST / HTTP/1.1\r\nHost: x\r\nBad Header Without Colon\r\n\r\n'));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  assert.match(raw, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { errors: { extensions: { code: string } }[] };
+  assert.equal(body.errors[0]!.extensions.code, 'EDGE_SYNCMESH_BAD_REQUEST');
 });
