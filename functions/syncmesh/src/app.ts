@@ -155,7 +155,7 @@ function discardRest(req: IncomingMessage, maxBytes: number): Promise<void> {
 export function buildApp(deps: AppDeps): App {
   const { config, client, log } = deps;
   const registry = new NodeRegistry(client.db(config.metaDatabase));
-  const auth = new MeshAuth({ secret: config.meshSecret, nodeId: config.nodeId, windowMs: config.replayWindowMs, acceptV1: config.acceptV1, registry });
+  const auth = new MeshAuth({ secret: config.meshSecret, nodeId: config.nodeId, windowMs: config.replayWindowMs, acceptV1: config.acceptV1 });
   const replication = new ReplicationService({ config, client, registry, log: log.child({ module: 'replication' }), auth });
   const selfPort = () => (server.address() as AddressInfo | null)?.port;
   const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), auth, selfPort });

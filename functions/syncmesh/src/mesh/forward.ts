@@ -8,7 +8,7 @@ import { gzip as gzipCb } from 'node:zlib';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { PartialAnswer } from '../data/partials.js';
-import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { ERROR_CODES, SyncmeshError, type ErrorCode } from '../errors.js';
 import { AnswerError, post } from './http.js';
 import type { ResolvedAddress } from './peers.js';
 import type { MeshAuth } from './signing.js';
@@ -118,17 +118,23 @@ const answerSchema = z.object({
     .optional(),
 });
 
+/** The registry id a signature for `t` names; the service never forwards to a target without one. */
+function targetId(t: Target): string {
+  if (t.nodeId === undefined) throw new SyncmeshError('EDGE_SYNCMESH_INTERNAL', `fan-out target ${t.url} has no registry id to sign for`);
+  return t.nodeId;
+}
+
 export async function fanOut(targets: readonly Target[], body: unknown, opts: FanOutOptions): Promise<FanOutResult> {
   const json = JSON.stringify(body);
   const payload = await gzip(json);
   // Signed per call, when it is sent, for that target only (a sequential fan-out may outlast
   // the replay window; a signature for B does not verify at C). The service forwards only to
   // targets with a registry id; `payload` is the body as sent (gzipped).
-  const headers = async (t: Target, signal: AbortSignal) => ({
+  const headers = async (t: Target) => ({
     'content-type': 'application/json',
     'content-encoding': 'gzip',
     'accept-encoding': 'gzip',
-    ...opts.auth.sign({ path: '/', target: await opts.auth.targetIdFor(t, signal), body: payload, contentEncoding: 'gzip' }),
+    ...opts.auth.sign({ path: '/', target: targetId(t), body: payload, contentEncoding: 'gzip' }),
   });
   const result: FanOutResult = { outcomes: [], answers: [] };
   const collect = (outcome: NodeOutcome, partials?: Record<string, PartialAnswer>) => {
@@ -150,7 +156,7 @@ export async function fanOut(targets: readonly Target[], body: unknown, opts: Fa
 async function callOne(
   target: Target,
   payload: Buffer,
-  headers: (t: Target, signal: AbortSignal) => Promise<Record<string, string>>,
+  headers: (t: Target) => Promise<Record<string, string>>,
   opts: FanOutOptions,
 ): Promise<[NodeOutcome, Record<string, PartialAnswer> | undefined]> {
   const started = performance.now();
@@ -160,7 +166,7 @@ async function callOne(
   const signal = AbortSignal.any([timeout, opts.deadline]);
   const fail = (code: FailureCode, extra: Partial<NodeOutcome> = {}): [NodeOutcome, undefined] => [{ ...failedOutcome(target, code), ...extra, ms: elapsed() }, undefined];
   try {
-    const { status, text, bytes } = await post(target.url, payload, await headers(target, signal), signal, target.address ? { address: target.address } : {});
+    const { status, text, bytes } = await post(target.url, payload, await headers(target), signal, target.address ? { address: target.address } : {});
     if (status !== 200) return fail('EDGE_SYNCMESH_PEER_HTTP_ERROR', { bytes, http_status: status, ...remoteCode(text) });
     let json: unknown;
     try {
