@@ -127,6 +127,7 @@ for i in $(seq 1 "$LAB_HOSTS"); do
     echo "          ansible_host: $addr"
     echo "          syncmesh_lat: $lat"
     echo "          syncmesh_lon: $lon"
+    echo "          lab_host: true"
   } >> "$inventory"
 done
 
