@@ -27,7 +27,14 @@ recap=$(grep -E '^smn[0-9]+ +: ok=' .cache/lab/test-lab-rerun.log)
 echo "$recap" | sed 's/^/  /'
 [[ $(grep -c 'changed=0 ' <<<"$recap") == 3 && $(grep -c 'failed=0 ' <<<"$recap") == 3 ]] \
   || { echo "test-lab: the second run changed or failed something" >&2; grep -B3 -E '^changed:' .cache/lab/test-lab-rerun.log >&2 || true; exit 1; }
-echo "test-lab: a container runs on every host (containerd + runc + overlayfs inside nspawn)"
+echo "test-lab: a container runs on every host (containerd + runc + overlayfs + cgroups inside nspawn)"
+image=$(hack/lab/test-image.sh)
+step ansible -i .lab/inventory.yml syncmesh_nodes -m ansible.builtin.copy -a "src=$image dest=/var/tmp/lab-test.oci.tar mode=0644"
 step ansible -i .lab/inventory.yml syncmesh_nodes -m ansible.builtin.command \
-  -a "ctr --namespace syncmesh-lab-test version"
+  -a "ctr --namespace syncmesh-lab-test images import --base-name localhost/lab-test /var/tmp/lab-test.oci.tar"
+out=$(ansible -i .lab/inventory.yml syncmesh_nodes -m ansible.builtin.command \
+  -a "ctr --namespace syncmesh-lab-test run --rm --memory-limit 67108864 localhost/lab-test:test t1 /bin/sh -c 'echo container-ran-on-\$(hostname)'" 2>&1) || true
+echo "$out" >> "$log"
+[[ $(grep -c '^container-ran-on-' <<<"$out") == 3 ]] || { echo "test-lab: a container did not run on every host:" >&2; echo "$out" >&2; exit 1; }
+echo "  ran on 3 hosts"
 echo "test-lab: passed"
