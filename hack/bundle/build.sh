@@ -12,12 +12,16 @@
 # Missing inputs make a partial bundle (listed in manifest.json, and the faasd role refuses it
 # naming the make target); BUNDLE_STRICT=1 fails instead.
 #
-# Env: BUNDLE_SUITES (bookworm), BUNDLE_ARCHES (amd64 arm64), BUNDLE_STRICT (0).
+# Env: BUNDLE_SUITES (bookworm), BUNDLE_ARCHES (amd64 arm64), BUNDLE_STRICT (0); the input folders
+# BUNDLE_FAASD_DIR (.cache/faasd), BUNDLE_IMAGES_DIR (.cache/images), BUNDLE_NODE_DIR (images/node).
 set -o errexit -o nounset -o pipefail
 
 BUNDLE_SUITES=${BUNDLE_SUITES:-bookworm}
 BUNDLE_ARCHES=${BUNDLE_ARCHES:-amd64 arm64}
 BUNDLE_STRICT=${BUNDLE_STRICT:-0}
+faasd_dir=${BUNDLE_FAASD_DIR:-.cache/faasd}
+images_dir=${BUNDLE_IMAGES_DIR:-.cache/images}
+node_dir=${BUNDLE_NODE_DIR:-images/node}
 out=.cache/bundle
 payload=$out/payload
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -33,22 +37,22 @@ for suite in $BUNDLE_SUITES; do
   done
 done
 for arch in $BUNDLE_ARCHES; do
-  if [[ -x .cache/faasd/bin/$arch/faasd ]]; then
-    mkdir -p "$payload/faasd/bin/$arch"; cp -al .cache/faasd/bin/"$arch"/faasd "$payload/faasd/bin/$arch/"
+  if [[ -x $faasd_dir/bin/$arch/faasd ]]; then
+    mkdir -p "$payload/faasd/bin/$arch"; { cp -l "$faasd_dir/bin/$arch/faasd" "$payload/faasd/bin/$arch/" 2>/dev/null || cp "$faasd_dir/bin/$arch/faasd" "$payload/faasd/bin/$arch/"; }
   else
     missing+=("faasd/bin/$arch/faasd (make faasd-bins)")
   fi
 done
-[[ -d .cache/faasd/licenses ]] && cp -a .cache/faasd/licenses "$payload/faasd/" || missing+=("faasd/licenses (make faasd-bins)")
+[[ -d $faasd_dir/licenses ]] && cp -a "$faasd_dir/licenses" "$payload/faasd/" || missing+=("faasd/licenses (make faasd-bins)")
 shopt -s nullglob
-images=(.cache/images/*.oci.tar)
+images=("$images_dir"/*.oci.tar)
 (( ${#images[@]} )) || missing+=("images/*.oci.tar (make images)")
 for img in "${images[@]}"; do
   name=$(basename "$img" .oci.tar)
-  cp -al "$img" "$payload/images/"
-  [[ -f .cache/images/$name.ref ]] && cp .cache/images/"$name".ref "$payload/images/" || missing+=("images/$name.ref (make images)")
+  cp -l "$img" "$payload/images/" 2>/dev/null || cp "$img" "$payload/images/"
+  [[ -f $images_dir/$name.ref ]] && cp "$images_dir/$name.ref" "$payload/images/" || missing+=("images/$name.ref (make images)")
 done
-if [[ -d images/node ]]; then cp -a images/node/. "$payload/node/"; else missing+=("node/ (images/node from the faasd-node work)"); fi
+if [[ -d $node_dir ]]; then cp -a "$node_dir/." "$payload/node/"; else missing+=("node/ (images/node from the faasd-node work)"); fi
 
 if (( ${#missing[@]} )); then
   printf 'bundle: missing %s\n' "${missing[@]}" >&2

@@ -24,7 +24,7 @@ for host in hosts:
         "basic_auth_file": None,
         # MongoDB listens inside faasd's network only
         "mongodb_uri": None,
-        "agent_address": f"{addr}:7650",
+        "agent_address": f"{addr}:7070",
         "lat": hv.get("syncmesh_lat"),
         "lon": hv.get("syncmesh_lon"),
         "namespace": host if hv.get("lab_host") else None,
