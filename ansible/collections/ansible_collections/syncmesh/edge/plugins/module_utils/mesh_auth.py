@@ -34,6 +34,13 @@ def node_key(secret: str, node_id: str, purpose: str = "http") -> bytes:
     return hkdf_sha256(secret.encode(), SALT, purpose.encode() + b"\x00" + node_id.encode())
 
 
+def sign_v1(secret: str, body: bytes, timestamp_ms: int | None = None) -> dict:
+    """v1 (functions/syncmesh/src/mesh/auth.ts): HMAC-SHA256(secret, "v1:" + timestamp + ":" + body)."""
+    ts = str(int(time.time() * 1000) if timestamp_ms is None else timestamp_ms)
+    mac = hmac.new(secret.encode(), b"v1:" + ts.encode() + b":" + body, hashlib.sha256).hexdigest()
+    return {"x-syncmesh-timestamp": ts, "x-syncmesh-signature": "v1=" + mac}
+
+
 def sign_v2(secret: str, method: str, path: str, origin: str, target: str, body: bytes,
             content_encoding: str = "identity", timestamp_ms: int | None = None, nonce: str | None = None) -> dict:
     ts = str(int(time.time() * 1000) if timestamp_ms is None else timestamp_ms)

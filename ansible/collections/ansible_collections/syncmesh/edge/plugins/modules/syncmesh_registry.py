@@ -37,6 +37,13 @@ options:
     description: Delete registry entries that are not in O(nodes) (the own node is never deleted).
     type: bool
     default: false
+  signature_scheme:
+    description:
+      - C(v1) is what the Syncmesh function verifies today (functions/syncmesh/src/mesh/auth.ts); C(v2) is lib/mesh-auth's
+        protocol (per-node keys, nonce, method and path), for functions built with it.
+    type: str
+    choices: [v1, v2]
+    default: v1
   basic_auth:
     description: C(user:password) for the gateway, when the route needs it.
     type: str
@@ -72,7 +79,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
-from ansible_collections.syncmesh.edge.plugins.module_utils.mesh_auth import sign_v2
+from ansible_collections.syncmesh.edge.plugins.module_utils.mesh_auth import sign_v1, sign_v2
 
 FIELDS = ("address", "lat", "lon", "own_node", "subscribed")
 
@@ -83,7 +90,9 @@ def call(module, body, sign):
     p = module.params
     if p["basic_auth"]:
         headers["authorization"] = "Basic " + base64.b64encode(p["basic_auth"].encode()).decode()
-    if sign:
+    if sign and p["signature_scheme"] == "v1":
+        headers.update(sign_v1(p["mesh_secret"], data))
+    elif sign:
         headers.update(sign_v2(p["mesh_secret"], "POST", p["signed_path"], p["node_id"], p["node_id"], data))
     try:
         resp = open_url(p["url"], data=data, headers=headers, method="POST", timeout=p["timeout_s"])
@@ -111,6 +120,7 @@ def main():
             signed_path=dict(type="str", default="/"),
             nodes=dict(type="list", elements="dict", required=True),
             prune=dict(type="bool", default=False),
+            signature_scheme=dict(type="str", choices=["v1", "v2"], default="v1"),
             basic_auth=dict(type="str", no_log=True),
             timeout_s=dict(type="int", default=10),
         ),
