@@ -318,3 +318,63 @@ test-images: images ## Image tests (root): labels, non-root, no test code, each 
 .PHONY: images-docs
 images-docs: ## Regenerate the sizes table of images/README.md and the package lists of images/NOTICE from the last make images.
 	images/build/docs.sh
+
+################################################################################
+# Provisioning with Ansible (ansible/; see docs/guides/provision-with-ansible.md)
+################################################################################
+# Lab hosts: count, and extra ansible-playbook arguments for make provision (e.g. --tags runtime).
+HOSTS ?= 3
+PROVISION_ARGS ?=
+# ansible-core + ansible-lint, pinned in ansible/requirements.txt, in a repo-local venv.
+ANSIBLE_VENV := $(CURDIR)/.cache/ansible-venv
+ANSIBLE_VENV_STAMP := $(ANSIBLE_VENV)/.requirements-$(shell sha256sum ansible/requirements.txt | cut -c1-12)
+ANSIBLE_ENV := ANSIBLE_CONFIG=$(CURDIR)/ansible/ansible.cfg PATH=$(ANSIBLE_VENV)/bin:$$PATH
+LAB_INVENTORY := .lab/inventory.yml
+ANSIBLE_PLAYBOOKS := site add-node remove-node upgrade verify
+
+$(ANSIBLE_VENV_STAMP): ansible/requirements.txt
+	python3 -m venv $(ANSIBLE_VENV)
+	$(ANSIBLE_VENV)/bin/pip install --quiet --disable-pip-version-check -r ansible/requirements.txt
+	@touch $@
+
+.PHONY: ansible-venv
+ansible-venv: $(ANSIBLE_VENV_STAMP) ## Python venv with ansible-core and ansible-lint (pinned) in .cache/ansible-venv.
+
+.PHONY: ansible-docs
+ansible-docs: ansible-venv ## Regenerate the roles' README variable tables from meta/argument_specs.yml.
+	$(ANSIBLE_VENV)/bin/python ansible/scripts/role_docs.py
+
+.PHONY: ansible-lint
+ansible-lint: ansible-venv ## ansible-lint (production profile), --syntax-check of every playbook, README tables up to date.
+	cd ansible && $(ANSIBLE_ENV) ansible-lint --nocolor
+	cd ansible && for p in $(ANSIBLE_PLAYBOOKS); do $(ANSIBLE_ENV) ansible-playbook -i inventories/example/hosts.yml --syntax-check $$p.yml; done
+	$(ANSIBLE_VENV)/bin/python ansible/scripts/role_docs.py --check
+
+.PHONY: test-ansible
+test-ansible: ansible-venv ## Ansible without hosts: filter/signature unit tests, bad inventories fail before any change (--check, local).
+	$(ANSIBLE_VENV)/bin/python -m unittest discover -s ansible/tests/unit -t ansible/tests/unit -v
+	ANSIBLE_VENV=$(ANSIBLE_VENV) ansible/tests/preflight/run.sh
+
+.PHONY: lab-up
+lab-up: ## Boot HOSTS bare Debian hosts (systemd-nspawn, private bridge smn-br0); writes .lab/inventory.yml (root).
+	@command -v systemd-nspawn >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd-container
+	LAB_HOSTS=$(HOSTS) hack/lab/lab-up.sh
+
+.PHONY: lab-down
+lab-down: ## Stop and remove every lab host, namespace, veth, cgroup and the bridge (idempotent).
+	hack/lab/lab-down.sh
+
+.PHONY: bundle
+bundle: ## Offline bundle: collection + apt repos + faasd + images + SHA256SUMS, in .cache/bundle/ (BUNDLE_STRICT=1 refuses a partial one).
+	hack/bundle/build.sh
+
+.PHONY: provision
+provision: ansible-venv ## Run ansible/site.yml against .lab/inventory.yml (PROVISION_ARGS="--tags runtime"), then write .mesh/topology.json.
+	@test -f $(LAB_INVENTORY) || { echo "provision: no $(LAB_INVENTORY): run make lab-up first"; exit 1; }
+	$(ANSIBLE_ENV) ansible-playbook -i $(LAB_INVENTORY) ansible/site.yml $(PROVISION_ARGS)
+	@if [[ -z "$(PROVISION_ARGS)" ]]; then mkdir -p .mesh && $(ANSIBLE_ENV) ansible-inventory -i $(LAB_INVENTORY) --list > .lab/inventory.json \
+		&& python3 hack/lab/topology.py .lab/inventory.json $(CURDIR)/.lab/.secrets/mesh-secret .mesh/topology.json; fi
+
+.PHONY: test-lab
+test-lab: ansible-venv ## Lab tier (root): 3 nspawn hosts, converge site.yml's runtime stage from the bundle, re-run must report changed=0.
+	hack/lab/test-lab.sh

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Writes .mesh/topology.json for a provisioned mesh, in the local mesh's format (scenarios/mesh
+src/topology.ts) plus "runtime": "faasd", so mesh clients and scenarios run against it.
+
+    topology.py INVENTORY_JSON MESH_SECRET_FILE OUT      (INVENTORY_JSON from ansible-inventory --list)
+"""
+import datetime
+import json
+import sys
+
+inventory_json, secret_file, out = sys.argv[1:4]
+inv = json.load(open(inventory_json))
+hostvars = inv["_meta"]["hostvars"]
+hosts = inv.get("syncmesh_nodes", {}).get("hosts", [])
+nodes = []
+for host in hosts:
+    hv = hostvars[host]
+    addr = hv.get("syncmesh_node_address", hv.get("ansible_host", host))
+    nodes.append({
+        "id": hv.get("syncmesh_node_id", host),
+        "function_url": f"http://{addr}:8080/function/syncmesh-fn",
+        "gateway_url": f"http://{addr}:8080",
+        # the gateway's credentials stay on the node (/var/lib/faasd/secrets); not copied here
+        "basic_auth_file": None,
+        # MongoDB listens inside faasd's network only
+        "mongodb_uri": None,
+        "agent_address": f"{addr}:7070",
+        "lat": hv.get("syncmesh_lat"),
+        "lon": hv.get("syncmesh_lon"),
+        "namespace": host if hv.get("lab_host") else None,
+        "address": addr,
+        "host_interface": f"{host}-h" if hv.get("lab_host") else None,
+        "peers": {},
+    })
+topology = {
+    "runtime": "faasd",
+    "mesh": "ansible",
+    "isolation": "netns",
+    "subnet": None,
+    "host_address": None,
+    "latency": "none",
+    "forward_mode": "parallel",
+    "toxiproxy_api": None,
+    "secret_file": secret_file,
+    "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    "nodes": nodes,
+}
+with open(out, "w") as f:
+    json.dump(topology, f, indent=2)
+print(f"topology: {len(nodes)} nodes in {out}")
