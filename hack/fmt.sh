@@ -3,9 +3,6 @@
 # (biome, config biome.json) and applies biome's safe lint fixes, then formats the Python scripts
 # and applies ruff's safe fixes (config ruff.toml). Lint findings without a safe fix are printed
 # at the end: fix those by hand.
-#
-# It ignores hack/format-pending.txt on purpose: after all branches are merged, `make fmt` once
-# brings the pending trees in line (see docs/reference/lint.md).
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 

@@ -3,8 +3,7 @@
 # check even when one fails, prints one line per check with its time, exits 1 if any failed.
 #
 #   types         tsc -b over every workspace
-#   lint+format   biome ci (lint rules and formatting of TS/JS/JSON; config: biome.json),
-#                 except the paths listed in hack/format-pending.txt (until the post-merge fmt)
+#   lint+format   biome ci (lint rules and formatting of TS/JS/JSON; config: biome.json)
 #   python        ruff check + ruff format --check (config: ruff.toml)
 #   errors table  hack/check-errors.mjs: docs/errors.md rows vs the EDGE_* codes in the code
 #   docs          mkdocs build --strict (broken links and missing pages fail; config: mkdocs.yml)
@@ -14,7 +13,6 @@ set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
 TOOLS_VENV=${TOOLS_VENV:-.cache/tools-venv}
-PENDING=hack/format-pending.txt
 failed=()
 
 step() {
@@ -29,23 +27,9 @@ step() {
   fi
 }
 
-# The TS/JS/JSON files biome checks: every tracked or new (not ignored) file outside the pending paths.
-biome_paths() {
-  local pending=()
-  if [ -f "$PENDING" ]; then mapfile -t pending < <(grep -v '^\s*\(#\|$\)' "$PENDING"); fi
-  git ls-files --cached --others --exclude-standard -- '*.ts' '*.js' '*.mjs' '*.json' |
-    while read -r f; do
-      [ -e "$f" ] || continue
-      local skip=0 p
-      for p in "${pending[@]}"; do case "$f" in "$p" | "$p"/*) skip=1 ;; esac; done
-      [ $skip = 1 ] || echo "$f"
-    done
-}
-
 lint_format() {
-  local files out rc=0
-  mapfile -t files < <(biome_paths)
-  out=$(hack/biome ci --colors=off --error-on-warnings --no-errors-on-unmatched "${files[@]}" 2>&1) || rc=$?
+  local out rc=0
+  out=$(hack/biome ci --colors=off --error-on-warnings --no-errors-on-unmatched . 2>&1) || rc=$?
   [ $rc = 0 ] || tail -n 60 <<<"$out"
   return $rc
 }

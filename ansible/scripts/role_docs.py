@@ -7,6 +7,7 @@
 The table sits between <!-- BEGIN_ROLE_VARIABLES --> and <!-- END_ROLE_VARIABLES -->; never edit
 it by hand. One table per entry point (main first).
 """
+
 from __future__ import annotations
 
 import pathlib

@@ -4,6 +4,7 @@ src/topology.ts) plus "runtime": "faasd", so mesh clients and scenarios run agai
 
     topology.py INVENTORY_JSON MESH_SECRET_FILE OUT      (INVENTORY_JSON from ansible-inventory --list)
 """
+
 import datetime
 import json
 import sys
@@ -16,22 +17,24 @@ nodes = []
 for host in hosts:
     hv = hostvars[host]
     addr = hv.get("syncmesh_node_address", hv.get("ansible_host", host))
-    nodes.append({
-        "id": hv.get("syncmesh_node_id", host),
-        "function_url": f"http://{addr}:8080/function/syncmesh-fn",
-        "gateway_url": f"http://{addr}:8080",
-        # the gateway's credentials stay on the node (/var/lib/faasd/secrets); not copied here
-        "basic_auth_file": None,
-        # MongoDB listens inside faasd's network only
-        "mongodb_uri": None,
-        "agent_address": f"{addr}:7070",
-        "lat": hv.get("syncmesh_lat"),
-        "lon": hv.get("syncmesh_lon"),
-        "namespace": host if hv.get("lab_host") else None,
-        "address": addr,
-        "host_interface": f"{host}-h" if hv.get("lab_host") else None,
-        "peers": {},
-    })
+    nodes.append(
+        {
+            "id": hv.get("syncmesh_node_id", host),
+            "function_url": f"http://{addr}:8080/function/syncmesh-fn",
+            "gateway_url": f"http://{addr}:8080",
+            # the gateway's credentials stay on the node (/var/lib/faasd/secrets); not copied here
+            "basic_auth_file": None,
+            # MongoDB listens inside faasd's network only
+            "mongodb_uri": None,
+            "agent_address": f"{addr}:7070",
+            "lat": hv.get("syncmesh_lat"),
+            "lon": hv.get("syncmesh_lon"),
+            "namespace": host if hv.get("lab_host") else None,
+            "address": addr,
+            "host_interface": f"{host}-h" if hv.get("lab_host") else None,
+            "peers": {},
+        }
+    )
 topology = {
     "runtime": "faasd",
     "mesh": "ansible",
@@ -42,7 +45,7 @@ topology = {
     "forward_mode": "parallel",
     "toxiproxy_api": None,
     "secret_file": secret_file,
-    "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    "created_at": datetime.datetime.now(datetime.UTC).isoformat(),
     "nodes": nodes,
 }
 with open(out, "w") as f:

@@ -31,16 +31,7 @@ const ENTRIES = {
  * client-side encryption). The driver loads each with require() inside try/catch and works
  * without it; they are not installed, so they stay outside the bundle.
  */
-const EXTERNAL = [
-  'kerberos',
-  'snappy',
-  '@mongodb-js/zstd',
-  'mongodb-client-encryption',
-  '@aws-sdk/credential-providers',
-  'gcp-metadata',
-  'socks',
-  'aws4',
-];
+const EXTERNAL = ['kerberos', 'snappy', '@mongodb-js/zstd', 'mongodb-client-encryption', '@aws-sdk/credential-providers', 'gcp-metadata', 'socks', 'aws4'];
 
 /** Inputs that must never reach an image: tests, test harnesses, scripts, the test server. */
 const FORBIDDEN = [
@@ -55,10 +46,7 @@ const FORBIDDEN = [
 ];
 
 /** ES module output still meets CommonJS packages that call require(): give them one. */
-const BANNER = [
-  "import { createRequire as __smiCreateRequire } from 'node:module';",
-  'const require = __smiCreateRequire(import.meta.url);',
-].join('\n');
+const BANNER = ["import { createRequire as __smiCreateRequire } from 'node:module';", 'const require = __smiCreateRequire(import.meta.url);'].join('\n');
 
 function fail(message) {
   process.stderr.write(`bundle: ${message}\n`);
@@ -124,4 +112,4 @@ async function main() {
   writeFileSync(join(out, 'packages.txt'), `${lines.join('\n')}\n`);
 }
 
-main().catch((err) => fail(err instanceof Error ? err.stack ?? err.message : String(err)));
+main().catch((err) => fail(err instanceof Error ? (err.stack ?? err.message) : String(err)));

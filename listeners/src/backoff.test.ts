@@ -31,7 +31,7 @@ test('backoff - stays within [cap/2, cap] and never exceeds the maximum', () => 
 
 test('backoff - jitter spreads retries of the same attempt', () => {
   let seed = 1;
-  const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
   const delays = new Set(Array.from({ length: 20 }, () => backoffDelayMs(5, { baseMs: 100, maxMs: 5_000, random })));
   assert.ok(delays.size > 10, `expected spread, got ${[...delays].join(',')}`);
 });

@@ -23,21 +23,22 @@ const USAGE = `usage:
   cli.js replay [--ns db.coll] [--id <letter id>] [--all] [--dry-run] [--no-resync]
                                                       re-deliver them, oldest first, then resync their namespaces`;
 
+const PARSE_CONFIG = {
+  allowPositionals: true,
+  options: {
+    ns: { type: 'string' },
+    id: { type: 'string' },
+    all: { type: 'boolean', default: false },
+    'dry-run': { type: 'boolean', default: false },
+    'no-resync': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+} as const;
+
 async function main(argv: string[]): Promise<number> {
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs<typeof PARSE_CONFIG>>;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        ns: { type: 'string' },
-        id: { type: 'string' },
-        all: { type: 'boolean', default: false },
-        'dry-run': { type: 'boolean', default: false },
-        'no-resync': { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-    });
+    parsed = parseArgs({ ...PARSE_CONFIG, args: argv });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
     return EXIT_USAGE;

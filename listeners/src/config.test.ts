@@ -50,11 +50,14 @@ test('config - rejects a missing secret, both secret sources, and bad values, na
     [{ SYNCMESH_MESH_SECRET: S, LISTENER_FUNCTION_NODE_ID: 'no spaces' }, /LISTENER_FUNCTION_NODE_ID 'no spaces' is not a valid node id/],
   ];
   for (const [env, message] of bad) {
-    assert.throws(() => loadConfig(env, noFile), (err: Error & { code?: string }) => {
-      assert.equal(err.code, ERROR_CODES.CONFIG);
-      assert.match(err.message, message);
-      return true;
-    });
+    assert.throws(
+      () => loadConfig(env, noFile),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, ERROR_CODES.CONFIG);
+        assert.match(err.message, message);
+        return true;
+      },
+    );
   }
 });
 

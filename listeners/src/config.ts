@@ -35,30 +35,45 @@ export const DEFAULT_POLL_MAX_MS = 250;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const name = z.string().trim().min(1).regex(/^[^$.\s/\\"]+$/, 'must be a plain MongoDB name (no $ . / \\ " or spaces)');
+const name = z
+  .string()
+  .trim()
+  .min(1)
+  .regex(/^[^$.\s/\\"]+$/, 'must be a plain MongoDB name (no $ . / \\ " or spaces)');
 
-const EnvSchema = z
-  .object({
-    MONGODB_URI: z.string().trim().regex(/^mongodb(\+srv)?:\/\//, 'must start with mongodb:// or mongodb+srv://').default(DEFAULT_MONGODB_URI),
-    LISTENER_DATABASE: name.default(DEFAULT_DATABASE),
-    LISTENER_COLLECTIONS: z.string().default(DEFAULT_COLLECTIONS),
-    LISTENER_META_DATABASE: name.default(DEFAULT_META_DATABASE),
-    SYNCMESH_FUNCTION_URL: z.string().trim().regex(/^https?:\/\/[^\s]+$/, 'must be an http(s) URL').default(DEFAULT_FUNCTION_URL),
-    SYNCMESH_MESH_SECRET: z.string().optional(),
-    SYNCMESH_MESH_SECRET_FILE: z.string().default(DEFAULT_MESH_SECRET_FILE),
-    LISTENER_NODE_ID: z.string().trim().min(1).optional(),
-    LISTENER_FUNCTION_NODE_ID: z.string().trim().min(1).optional(),
-    LISTENER_BATCH_SIZE: int(1, 10_000).default(DEFAULT_BATCH_SIZE),
-    LISTENER_BATCH_WAIT_MS: int(0, 60_000).default(DEFAULT_BATCH_WAIT_MS),
-    LISTENER_QUEUE_MAX: int(1, 1_000_000).default(DEFAULT_QUEUE_MAX),
-    LISTENER_RETRY_BASE_MS: int(1, 60_000).default(DEFAULT_RETRY_BASE_MS),
-    LISTENER_RETRY_MAX_MS: int(1, 600_000).default(DEFAULT_RETRY_MAX_MS),
-    LISTENER_DELIVERY_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_DELIVERY_TIMEOUT_MS),
-    LISTENER_POLL_MAX_MS: int(1, 10_000).default(DEFAULT_POLL_MAX_MS),
-    LISTENER_DRAIN_TIMEOUT_MS: int(0, 600_000).default(DEFAULT_DRAIN_TIMEOUT_MS),
-    LISTENER_HEALTH_ADDR: z.string().trim().regex(/^(\[[0-9a-fA-F:]+\]|[^\s:\[\]]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:9464').optional(),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  });
+const EnvSchema = z.object({
+  MONGODB_URI: z
+    .string()
+    .trim()
+    .regex(/^mongodb(\+srv)?:\/\//, 'must start with mongodb:// or mongodb+srv://')
+    .default(DEFAULT_MONGODB_URI),
+  LISTENER_DATABASE: name.default(DEFAULT_DATABASE),
+  LISTENER_COLLECTIONS: z.string().default(DEFAULT_COLLECTIONS),
+  LISTENER_META_DATABASE: name.default(DEFAULT_META_DATABASE),
+  SYNCMESH_FUNCTION_URL: z
+    .string()
+    .trim()
+    .regex(/^https?:\/\/[^\s]+$/, 'must be an http(s) URL')
+    .default(DEFAULT_FUNCTION_URL),
+  SYNCMESH_MESH_SECRET: z.string().optional(),
+  SYNCMESH_MESH_SECRET_FILE: z.string().default(DEFAULT_MESH_SECRET_FILE),
+  LISTENER_NODE_ID: z.string().trim().min(1).optional(),
+  LISTENER_FUNCTION_NODE_ID: z.string().trim().min(1).optional(),
+  LISTENER_BATCH_SIZE: int(1, 10_000).default(DEFAULT_BATCH_SIZE),
+  LISTENER_BATCH_WAIT_MS: int(0, 60_000).default(DEFAULT_BATCH_WAIT_MS),
+  LISTENER_QUEUE_MAX: int(1, 1_000_000).default(DEFAULT_QUEUE_MAX),
+  LISTENER_RETRY_BASE_MS: int(1, 60_000).default(DEFAULT_RETRY_BASE_MS),
+  LISTENER_RETRY_MAX_MS: int(1, 600_000).default(DEFAULT_RETRY_MAX_MS),
+  LISTENER_DELIVERY_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_DELIVERY_TIMEOUT_MS),
+  LISTENER_POLL_MAX_MS: int(1, 10_000).default(DEFAULT_POLL_MAX_MS),
+  LISTENER_DRAIN_TIMEOUT_MS: int(0, 600_000).default(DEFAULT_DRAIN_TIMEOUT_MS),
+  LISTENER_HEALTH_ADDR: z
+    .string()
+    .trim()
+    .regex(/^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:9464')
+    .optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
 
 export interface ListenerConfig {
   readonly mongoUri: string;
@@ -95,10 +110,7 @@ function configError(message: string): ListenerError {
  * Reads and validates the configuration. Throws a ListenerError (EDGE_LISTENER_CONFIG) naming
  * every offending variable. `readFile` is injectable so tests need no files.
  */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
-): ListenerConfig {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): ListenerConfig {
   // Empty variables count as unset, as in a compose file that lists a name without a value.
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = EnvSchema.safeParse(present);
@@ -126,19 +138,34 @@ export function loadConfig(
     throw configError(`the mesh secret is empty: fill ${e.SYNCMESH_MESH_SECRET_FILE} or set SYNCMESH_MESH_SECRET`);
   }
   if (Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES) {
-    throw configError(`the mesh secret has ${Buffer.byteLength(secret, 'utf8')} bytes; at least ${MIN_SECRET_BYTES} are required (generate one with: openssl rand -hex 32)`);
+    throw configError(
+      `the mesh secret has ${Buffer.byteLength(secret, 'utf8')} bytes; at least ${MIN_SECRET_BYTES} are required (generate one with: openssl rand -hex 32)`,
+    );
   }
   const nodeId = e.LISTENER_NODE_ID ?? hostname();
   const functionNodeId = e.LISTENER_FUNCTION_NODE_ID ?? nodeId;
-  for (const [name, id] of [['LISTENER_NODE_ID', nodeId], ['LISTENER_FUNCTION_NODE_ID', functionNodeId]] as const) {
+  for (const [name, id] of [
+    ['LISTENER_NODE_ID', nodeId],
+    ['LISTENER_FUNCTION_NODE_ID', functionNodeId],
+  ] as const) {
     try {
       checkNodeId(id);
     } catch (err) {
-      throw new ListenerError(ERROR_CODES.CONFIG, `invalid listener configuration: ${name} '${id.slice(0, 80)}' is not a valid node id (letters, digits and ._:- only, at most 64)`, { cause: err });
+      throw new ListenerError(
+        ERROR_CODES.CONFIG,
+        `invalid listener configuration: ${name} '${id.slice(0, 80)}' is not a valid node id (letters, digits and ._:- only, at most 64)`,
+        { cause: err },
+      );
     }
   }
 
-  const collections = [...new Set(e.LISTENER_COLLECTIONS.split(',').map((c) => c.trim()).filter(Boolean))];
+  const collections = [
+    ...new Set(
+      e.LISTENER_COLLECTIONS.split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (collections.length === 0) throw configError('LISTENER_COLLECTIONS names no collection');
   const bad = collections.filter((c) => !name.safeParse(c).success || c.startsWith('system.'));
   if (bad.length) throw configError(`LISTENER_COLLECTIONS has invalid names: ${bad.join(', ')}`);

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ObjectId } from 'mongodb';
 import { createFunctionClient } from './delivery.js';
-import { DeliveryError, ERROR_CODES } from './errors.js';
+import { type DeliveryError, ERROR_CODES } from './errors.js';
 import type { ChangeEnvelope } from './events.js';
 import { startFunctionStandIn } from './testing/standin.js';
 
@@ -55,10 +55,16 @@ test('delivery - 503, refused connections and timeouts are delivery failures', a
     fn.setMode('fail');
     await assert.rejects(client.postEvents([event(1)]), { code: ERROR_CODES.DELIVERY_FAILED, status: 503 });
     fn.setMode('hang');
-    await assert.rejects(client.postEvents([event(1)]), (err: DeliveryError) => err.code === ERROR_CODES.DELIVERY_FAILED && /no answer within 300 ms/.test(err.message));
+    await assert.rejects(
+      client.postEvents([event(1)]),
+      (err: DeliveryError) => err.code === ERROR_CODES.DELIVERY_FAILED && /no answer within 300 ms/.test(err.message),
+    );
     fn.setMode('ok');
     await fn.down();
-    await assert.rejects(client.postEvents([event(1)]), (err: DeliveryError) => err.code === ERROR_CODES.DELIVERY_FAILED && err.status === undefined && /ECONNREFUSED|UND_ERR_SOCKET/.test(err.message));
+    await assert.rejects(
+      client.postEvents([event(1)]),
+      (err: DeliveryError) => err.code === ERROR_CODES.DELIVERY_FAILED && err.status === undefined && /ECONNREFUSED|UND_ERR_SOCKET/.test(err.message),
+    );
     await fn.up();
     assert.equal((await client.postEvents([event(1)])).status, 200);
   } finally {

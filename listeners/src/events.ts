@@ -108,9 +108,7 @@ export function normaliseChange(raw: Document, ns: Namespace): Normalised {
         };
       }
       const updatedFields = isPlainObject(desc['updatedFields']) ? desc['updatedFields'] : {};
-      const removedFields = Array.isArray(desc['removedFields'])
-        ? desc['removedFields'].filter((f): f is string => typeof f === 'string')
-        : [];
+      const removedFields = Array.isArray(desc['removedFields']) ? desc['removedFields'].filter((f): f is string => typeof f === 'string') : [];
       // With fullDocument: 'updateLookup' the server adds the current document; it is null when
       // the document was deleted before the lookup (a delete event follows).
       const full = raw['fullDocument'];

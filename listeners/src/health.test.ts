@@ -4,7 +4,18 @@ import type { AddressInfo } from 'node:net';
 import { createHealthServer, parseAddr } from './health.js';
 import type { CollectionStats } from './listener.js';
 
-const base: CollectionStats = { ns: 'syncmesh.sensor_data', streamState: 'streaming', deliveryState: 'delivering', read: 0, acknowledged: 0, batches: 0, retries: 0, resyncs: 0, deadLetters: 0, queued: 0 };
+const base: CollectionStats = {
+  ns: 'syncmesh.sensor_data',
+  streamState: 'streaming',
+  deliveryState: 'delivering',
+  read: 0,
+  acknowledged: 0,
+  batches: 0,
+  retries: 0,
+  resyncs: 0,
+  deadLetters: 0,
+  queued: 0,
+};
 
 test('health - liveness always, readiness only while streaming and delivering', async () => {
   let stats = [base];

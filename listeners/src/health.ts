@@ -11,8 +11,7 @@ import type { CollectionStats } from './listener.js';
 
 export function createHealthServer(stats: () => CollectionStats[]): Server {
   return createServer((req, res) => {
-    const send = (status: number, body: unknown) =>
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (req.method !== 'GET') return send(405, { error: 'only GET' });
     switch (req.url) {
       case '/healthz':

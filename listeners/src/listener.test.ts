@@ -140,7 +140,10 @@ test('listener - retries failed deliveries with backoff and loses nothing', asyn
   };
   for (let i = 1; i <= 5; i++) server.insert(i);
   await until(() => fn.acked.length === 5, 'all five acknowledged');
-  assert.deepEqual(fn.acked.map((e) => e.key._id), ['id1', 'id2', 'id3', 'id4', 'id5']);
+  assert.deepEqual(
+    fn.acked.map((e) => e.key._id),
+    ['id1', 'id2', 'id3', 'id4', 'id5'],
+  );
   assert.equal(listener.stats()[0]!.retries, 3);
   await until(() => JSON.stringify(tokens.positions.get(NS)) === '{"_data":"T6"}', 'last token stored');
   await listener.stop();
@@ -243,7 +246,13 @@ test('listener - a server without change streams stops the listener with exit co
 });
 
 test('listener - stop gives up at the drain deadline without storing unacknowledged tokens', async () => {
-  const quick = loadConfig({ SYNCMESH_MESH_SECRET: 'listener-unit-test-mesh-secret-32-bytes+', LISTENER_DRAIN_TIMEOUT_MS: '50', LISTENER_BATCH_WAIT_MS: '0', LISTENER_RETRY_BASE_MS: '5', LISTENER_RETRY_MAX_MS: '10' });
+  const quick = loadConfig({
+    SYNCMESH_MESH_SECRET: 'listener-unit-test-mesh-secret-32-bytes+',
+    LISTENER_DRAIN_TIMEOUT_MS: '50',
+    LISTENER_BATCH_WAIT_MS: '0',
+    LISTENER_RETRY_BASE_MS: '5',
+    LISTENER_RETRY_MAX_MS: '10',
+  });
   const server = new FakeServer();
   server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
   const tokens = new MemoryTokens();

@@ -236,9 +236,14 @@ class CollectionListener {
                   ? { kind: 'resync', token: n.token, reason: n.reason }
                   : { kind: 'skip', token: n.token };
             if (n.kind === 'resync') {
-              this.log.warn({ code: ERROR_CODES.MALFORMED_EVENT, reason: n.reason, detail: n.detail }, 'change cannot be replicated as an event: requesting a resync');
+              this.log.warn(
+                { code: ERROR_CODES.MALFORMED_EVENT, reason: n.reason, detail: n.detail },
+                'change cannot be replicated as an event: requesting a resync',
+              );
             }
-            await this.queue.push(item, signal, () => this.log.warn({ queued: this.queue.size }, 'queue state: full, reading paused until the function catches up'));
+            await this.queue.push(item, signal, () =>
+              this.log.warn({ queued: this.queue.size }, 'queue state: full, reading paused until the function catches up'),
+            );
             idleMs = POLL_MIN_MS;
             lastChangeAt = Date.now();
           } else if (Date.now() - t0 < SERVER_WAITED_MS) {
@@ -450,10 +455,7 @@ export function createListener(deps: ListenerDeps): Listener {
   function run(): Promise<void> {
     running ??= (async () => {
       log.info({ db: config.database, collections: config.collections, functionUrl: config.functionUrl, node: config.nodeId }, 'listener starting');
-      const tasks = parts.flatMap((p) => [
-        p.read(readAbort.signal).finally(() => p.closeQueue()),
-        p.deliver(deliverAbort.signal),
-      ]);
+      const tasks = parts.flatMap((p) => [p.read(readAbort.signal).finally(() => p.closeQueue()), p.deliver(deliverAbort.signal)]);
       try {
         await Promise.all(tasks);
       } catch (err) {
@@ -492,7 +494,12 @@ export function createListener(deps: ListenerDeps): Listener {
       await Promise.race([running.catch(squashError), deadline]);
       clearTimeout(timer);
       const left = parts.reduce((n, p) => n + p.stats().queued, 0);
-      log.info({ drained, unacknowledged: left }, drained ? 'listener stopped: every read event was acknowledged' : 'listener stopped at the drain deadline: unacknowledged events will be delivered again on the next start');
+      log.info(
+        { drained, unacknowledged: left },
+        drained
+          ? 'listener stopped: every read event was acknowledged'
+          : 'listener stopped at the drain deadline: unacknowledged events will be delivered again on the next start',
+      );
       return { drained };
     })();
     return stopping;

@@ -80,9 +80,7 @@ export async function replayDeadLetters(meta: Db, client: FunctionClient, opts: 
     }
     try {
       const res =
-        l.kind === 'events'
-          ? await client.postEvents(l.events ?? [])
-          : await client.postResync({ db: l.resync!.db, coll: l.resync!.coll, reason: 'replay' });
+        l.kind === 'events' ? await client.postEvents(l.events ?? []) : await client.postResync({ db: l.resync!.db, coll: l.resync!.coll, reason: 'replay' });
       row.outcome = 'replayed';
       row.status = res.status;
       summary.replayed++;
@@ -112,7 +110,15 @@ export async function replayDeadLetters(meta: Db, client: FunctionClient, opts: 
       } catch (err) {
         if (!(err instanceof DeliveryError)) throw err;
         summary.ok = false;
-        summary.letters.push({ id: '-', ns, kind: 'resync', events: 0, outcome: 'rejected', status: err.status, message: `closing resync failed: ${err.message}` });
+        summary.letters.push({
+          id: '-',
+          ns,
+          kind: 'resync',
+          events: 0,
+          outcome: 'rejected',
+          status: err.status,
+          message: `closing resync failed: ${err.message}`,
+        });
       }
     }
   }

@@ -42,14 +42,21 @@ test('config - a mesh secret under 32 bytes is refused with the byte count and h
   for (const env of [{}, { MISO_MESH_SECRET: 'x'.repeat(31) }, { MISO_MESH_SECRET: 'é'.repeat(15) }]) {
     assert.throws(
       () => loadConfig(env),
-      (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_CONFIG' && /MISO_MESH_SECRET: .*at least 32 bytes|MISO_MESH_SECRET: has \d+ bytes; at least 32/.test(e.message) && /openssl rand -hex 32/.test(e.message),
+      (e: unknown) =>
+        e instanceof MisoError &&
+        e.code === 'EDGE_MISO_CONFIG' &&
+        /MISO_MESH_SECRET: .*at least 32 bytes|MISO_MESH_SECRET: has \d+ bytes; at least 32/.test(e.message) &&
+        /openssl rand -hex 32/.test(e.message),
       JSON.stringify(env),
     );
   }
   // 16 two-byte characters are 32 bytes
   assert.equal(loadConfig({ MISO_MESH_SECRET: 'é'.repeat(16) }).meshSecret.length, 16);
   // the secret never appears in the message
-  assert.throws(() => loadConfig({ MISO_MESH_SECRET: 'do-not-print-me' }), (e: unknown) => e instanceof Error && !e.message.includes('do-not-print-me'));
+  assert.throws(
+    () => loadConfig({ MISO_MESH_SECRET: 'do-not-print-me' }),
+    (e: unknown) => e instanceof Error && !e.message.includes('do-not-print-me'),
+  );
 });
 
 test('config - a static peer is host:port or node-id@host:port', () => {

@@ -53,7 +53,10 @@ export function parseStaticPeer(entry: string): StaticPeer {
 
 const schema = z
   .object({
-    MISO_NODE_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - (1-64)').optional(),
+    MISO_NODE_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - (1-64)')
+      .optional(),
     MISO_GRPC_ADDR: z.string().regex(hostPort, 'host:port').default('0.0.0.0:7650'),
     MISO_ADVERTISE_ADDR: z.string().regex(hostPort, 'host:port').optional(),
     MISO_SDK_SOCKET: z.string().min(1).default('/run/miso/agent.sock'),
@@ -67,7 +70,8 @@ const schema = z
     MISO_MESH_SECRET: z
       .string({ error: `required, at least ${MIN_SECRET_BYTES} bytes (generate one with: openssl rand -hex 32)` })
       .refine((v) => Buffer.byteLength(v, 'utf8') >= MIN_SECRET_BYTES, {
-        error: (i) => `has ${Buffer.byteLength(String(i.input), 'utf8')} bytes; at least ${MIN_SECRET_BYTES} are required (generate one with: openssl rand -hex 32)`,
+        error: (i) =>
+          `has ${Buffer.byteLength(String(i.input), 'utf8')} bytes; at least ${MIN_SECRET_BYTES} are required (generate one with: openssl rand -hex 32)`,
       }),
     MISO_DEBOUNCE_MS: intMs(DEFAULT_DEBOUNCE_MS),
     MISO_PERSIST_DELAY_MS: intMs(DEFAULT_PERSIST_DELAY_MS),
@@ -79,7 +83,10 @@ const schema = z
     MISO_MAX_MESSAGE_BYTES: z.coerce.number().int().min(65_536).default(DEFAULT_MAX_MESSAGE_BYTES),
     MISO_SEND_FULL_STATE: onOff(false),
     MONGODB_URI: z.string().optional(),
-    MISO_MONGO_DB: z.string().regex(/^[A-Za-z0-9_-]{1,60}$/).default('miso'),
+    MISO_MONGO_DB: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,60}$/)
+      .default('miso'),
     MISO_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
     MISO_METRICS_ADDR: z.string().default('127.0.0.1'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -128,7 +135,9 @@ function withSecretFromFile(env: Record<string, string | undefined>): Record<str
   try {
     return { ...env, MISO_MESH_SECRET: readFileSync(file, 'utf8').trim() };
   } catch (err) {
-    throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: MISO_MESH_SECRET_FILE: cannot read ${file}: ${(err as Error).message}`, { cause: err });
+    throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: MISO_MESH_SECRET_FILE: cannot read ${file}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

@@ -10,7 +10,7 @@ import { createLogger } from './logger.js';
 import { squashError } from './errors.js';
 
 async function main(): Promise<void> {
-  let config;
+  let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (err) {

@@ -231,11 +231,16 @@ export async function waitConverged(
 ): Promise<unknown> {
   let last: unknown[] = [];
   try {
-    await waitFor(`${name} to converge on ${agents.length} agents`, async () => {
-      last = await Promise.all(agents.map(async (a) => (await a.client.read(fn, object, name, type)).value));
-      const s = last.map((v) => JSON.stringify(v));
-      return s.every((x) => x === s[0]) && (expected === undefined || s[0] === JSON.stringify(expected));
-    }, timeoutMs, 50);
+    await waitFor(
+      `${name} to converge on ${agents.length} agents`,
+      async () => {
+        last = await Promise.all(agents.map(async (a) => (await a.client.read(fn, object, name, type)).value));
+        const s = last.map((v) => JSON.stringify(v));
+        return s.every((x) => x === s[0]) && (expected === undefined || s[0] === JSON.stringify(expected));
+      },
+      timeoutMs,
+      50,
+    );
   } catch (err) {
     throw new Error(`${(err as Error).message}; last values: ${JSON.stringify(last)}`, { cause: err });
   }

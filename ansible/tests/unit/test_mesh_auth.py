@@ -1,4 +1,5 @@
 """mesh_auth - v2 signatures match the golden vector pinned in lib/mesh-auth (stdlib unittest)."""
+
 import pathlib
 import sys
 import unittest
@@ -12,10 +13,17 @@ from mesh_auth import sign_v1, sign_v2  # noqa: E402
 
 class SignV2(unittest.TestCase):
     def test_golden_vector(self):
-        headers = sign_v2("golden-secret-golden-secret-golden-secret", "POST", "/replicate", "node-a", "node-b",
-                          b'{"a":1}', timestamp_ms=1700000000000, nonce="00112233445566778899aabbccddeeff")
-        self.assertEqual(headers["x-syncmesh-signature"],
-                         "v2=5f278904a1113ffd0378281b7939607162ed3ac1edb7daa0338701e94a6a9958")
+        headers = sign_v2(
+            "golden-secret-golden-secret-golden-secret",
+            "POST",
+            "/replicate",
+            "node-a",
+            "node-b",
+            b'{"a":1}',
+            timestamp_ms=1700000000000,
+            nonce="00112233445566778899aabbccddeeff",
+        )
+        self.assertEqual(headers["x-syncmesh-signature"], "v2=5f278904a1113ffd0378281b7939607162ed3ac1edb7daa0338701e94a6a9958")
 
     def test_v1_matches_the_function(self):
         h = sign_v1("s" * 32, b'{"a":1}', timestamp_ms=1700000000000)

@@ -1,11 +1,12 @@
 """mongodb_version_for_cpu - the MongoDB version choice from real /proc/cpuinfo texts (stdlib unittest)."""
+
 import pathlib
 import sys
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "collections/ansible_collections/syncmesh/edge/plugins/filter"))
-from mongodb import mongodb_version_for_cpu  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
+from mongodb import mongodb_version_for_cpu  # noqa: E402
 
 # Abbreviated from a Raspberry Pi 4 (Cortex-A72, ARMv8.0) and a Pi 5 (Cortex-A76, ARMv8.2).
 PI4 = """processor\t: 0

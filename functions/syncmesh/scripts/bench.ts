@@ -35,18 +35,30 @@ const AVERAGES = statsFor(METRICS.map((m) => `average_${m}`));
 const CASES: Case[] = [
   {
     name: 'collect 1 day',
-    body: { query: `{ sensors(start_time: "${iso(day.start)}", end_time: "${iso(day.end)}") { timestamp temperature humidity pressure } }`, request_type: 'collect' },
+    body: {
+      query: `{ sensors(start_time: "${iso(day.start)}", end_time: "${iso(day.end)}") { timestamp temperature humidity pressure } }`,
+      request_type: 'collect',
+    },
     direct: (c) =>
-      c.find(buildFilter(day), { projection: { timestamp: 1, temperature: 1, humidity: 1, pressure: 1 } }).sort({ timestamp: 1, _id: 1 }).toArray(),
+      c
+        .find(buildFilter(day), { projection: { timestamp: 1, temperature: 1, humidity: 1, pressure: 1 } })
+        .sort({ timestamp: 1, _id: 1 })
+        .toArray(),
   },
   {
     name: 'aggregate 1 day',
-    body: { query: `{ sensorsAggregate(start_time: "${iso(day.start)}", end_time: "${iso(day.end)}") { count average_temperature average_humidity average_pressure } }`, request_type: 'aggregate' },
+    body: {
+      query: `{ sensorsAggregate(start_time: "${iso(day.start)}", end_time: "${iso(day.end)}") { count average_temperature average_humidity average_pressure } }`,
+      request_type: 'aggregate',
+    },
     direct: (c) => c.aggregate(aggregatePipeline(day, undefined, AVERAGES)).toArray(),
   },
   {
     name: 'aggregate 30 days',
-    body: { query: `{ sensorsAggregate(start_time: "${iso(month.start)}", end_time: "${iso(month.end)}") { count average_temperature average_humidity average_pressure } }`, request_type: 'aggregate' },
+    body: {
+      query: `{ sensorsAggregate(start_time: "${iso(month.start)}", end_time: "${iso(month.end)}") { count average_temperature average_humidity average_pressure } }`,
+      request_type: 'aggregate',
+    },
     direct: (c) => c.aggregate(aggregatePipeline(month, undefined, AVERAGES)).toArray(),
   },
 ];
@@ -145,13 +157,22 @@ async function main(): Promise<void> {
       const direct = async () => {
         await c.direct(store.collection);
       };
-      for (const [path, fn] of [['direct', direct], ['function', viaFunction]] as const) {
+      for (const [path, fn] of [
+        ['direct', direct],
+        ['function', viaFunction],
+      ] as const) {
         process.stdout.write(`  ${c.name.padEnd(18)} ${path.padEnd(8)} warm-up ${warmup}s, measure ${seconds}s ... `);
         await run(concurrency, warmup, fn);
         ownMs.length = 0;
         const stats = await run(concurrency, seconds, fn);
         const own = [...ownMs].sort((a, b) => a - b);
-        results.push({ case: c.name, path, stats, bytes: path === 'function' ? bytes : 0, own_p50_ms: path === 'function' ? Math.round(percentile(own, 50) * 100) / 100 : 0 });
+        results.push({
+          case: c.name,
+          path,
+          stats,
+          bytes: path === 'function' ? bytes : 0,
+          own_p50_ms: path === 'function' ? Math.round(percentile(own, 50) * 100) / 100 : 0,
+        });
         console.log(`p50 ${stats.p50_ms} ms`);
       }
     }
@@ -174,7 +195,9 @@ async function main(): Promise<void> {
         answer_bytes: f.bytes,
       };
     });
-    console.log(`\nbench-function: ${count} readings, ${concurrency} concurrent clients, ${seconds} s per cell (targets: added p50 <= 2 ms, throughput lost <= 10%)`);
+    console.log(
+      `\nbench-function: ${count} readings, ${concurrency} concurrent clients, ${seconds} s per cell (targets: added p50 <= 2 ms, throughput lost <= 10%)`,
+    );
     console.table(rows);
     const out = {
       benchmark: 'function',

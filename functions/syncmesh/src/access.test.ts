@@ -24,19 +24,49 @@ test('access - the write key is checked exactly', () => {
 });
 
 test('access - writes need the write key or a signature; no key configured refuses every unsigned write', () => {
-  assert.equal(codeOf(() => assertMayWrite({ signed: false, authorization: `Bearer ${KEY}` }, { writeKey: KEY })), 'ok');
-  assert.equal(codeOf(() => assertMayWrite({ signed: true, authorization: undefined }, { writeKey: undefined })), 'ok');
-  assert.equal(codeOf(() => assertMayWrite({ signed: false, authorization: undefined }, { writeKey: KEY })), 'EDGE_SYNCMESH_CREDENTIALS_REQUIRED');
-  assert.equal(codeOf(() => assertMayWrite({ signed: false, authorization: 'Bearer nope' }, { writeKey: KEY })), 'EDGE_SYNCMESH_CREDENTIALS_REQUIRED');
-  assert.equal(codeOf(() => assertMayWrite({ signed: false, authorization: `Bearer ${KEY}` }, { writeKey: undefined })), 'EDGE_SYNCMESH_WRITES_DISABLED');
+  assert.equal(
+    codeOf(() => assertMayWrite({ signed: false, authorization: `Bearer ${KEY}` }, { writeKey: KEY })),
+    'ok',
+  );
+  assert.equal(
+    codeOf(() => assertMayWrite({ signed: true, authorization: undefined }, { writeKey: undefined })),
+    'ok',
+  );
+  assert.equal(
+    codeOf(() => assertMayWrite({ signed: false, authorization: undefined }, { writeKey: KEY })),
+    'EDGE_SYNCMESH_CREDENTIALS_REQUIRED',
+  );
+  assert.equal(
+    codeOf(() => assertMayWrite({ signed: false, authorization: 'Bearer nope' }, { writeKey: KEY })),
+    'EDGE_SYNCMESH_CREDENTIALS_REQUIRED',
+  );
+  assert.equal(
+    codeOf(() => assertMayWrite({ signed: false, authorization: `Bearer ${KEY}` }, { writeKey: undefined })),
+    'EDGE_SYNCMESH_WRITES_DISABLED',
+  );
 });
 
 test('access - reads are open unless a read key is set; then the read or write key, or a signature', () => {
   const open = { readKey: undefined, writeKey: KEY };
   const closed = { readKey: 'r'.repeat(40), writeKey: KEY };
-  assert.equal(codeOf(() => assertMayRead({ signed: false, authorization: undefined }, open)), 'ok');
-  assert.equal(codeOf(() => assertMayRead({ signed: false, authorization: undefined }, closed)), 'EDGE_SYNCMESH_CREDENTIALS_REQUIRED');
-  assert.equal(codeOf(() => assertMayRead({ signed: false, authorization: `Bearer ${'r'.repeat(40)}` }, closed)), 'ok');
-  assert.equal(codeOf(() => assertMayRead({ signed: false, authorization: `Bearer ${KEY}` }, closed)), 'ok');
-  assert.equal(codeOf(() => assertMayRead({ signed: true, authorization: undefined }, closed)), 'ok');
+  assert.equal(
+    codeOf(() => assertMayRead({ signed: false, authorization: undefined }, open)),
+    'ok',
+  );
+  assert.equal(
+    codeOf(() => assertMayRead({ signed: false, authorization: undefined }, closed)),
+    'EDGE_SYNCMESH_CREDENTIALS_REQUIRED',
+  );
+  assert.equal(
+    codeOf(() => assertMayRead({ signed: false, authorization: `Bearer ${'r'.repeat(40)}` }, closed)),
+    'ok',
+  );
+  assert.equal(
+    codeOf(() => assertMayRead({ signed: false, authorization: `Bearer ${KEY}` }, closed)),
+    'ok',
+  );
+  assert.equal(
+    codeOf(() => assertMayRead({ signed: true, authorization: undefined }, closed)),
+    'ok',
+  );
 });

@@ -35,13 +35,19 @@ export function assertMayWrite(caller: Caller, config: Pick<Config, 'writeKey'>)
   if (caller.signed) return;
   if (config.writeKey === undefined) {
     throw new SyncmeshError('EDGE_SYNCMESH_WRITES_DISABLED', 'this node accepts no data writes from clients: no write key is configured', {
-      details: { allowed: 'set SYNCMESH_WRITE_KEY or the write-key faasd secret (at least 32 bytes) on this node, then send Authorization: Bearer <write key>' },
+      details: {
+        allowed: 'set SYNCMESH_WRITE_KEY or the write-key faasd secret (at least 32 bytes) on this node, then send Authorization: Bearer <write key>',
+      },
     });
   }
   if (!bearerMatches(caller.authorization, config.writeKey)) {
-    throw new SyncmeshError('EDGE_SYNCMESH_CREDENTIALS_REQUIRED', `data writes need credentials: ${caller.authorization ? 'the Authorization header does not carry the write key' : 'no Authorization header'}`, {
-      details: { allowed: 'Authorization: Bearer <write key>, or a request signed with the mesh secret' },
-    });
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CREDENTIALS_REQUIRED',
+      `data writes need credentials: ${caller.authorization ? 'the Authorization header does not carry the write key' : 'no Authorization header'}`,
+      {
+        details: { allowed: 'Authorization: Bearer <write key>, or a request signed with the mesh secret' },
+      },
+    );
   }
 }
 
@@ -49,7 +55,11 @@ export function assertMayWrite(caller: Caller, config: Pick<Config, 'writeKey'>)
 export function assertMayRead(caller: Caller, config: Pick<Config, 'readKey' | 'writeKey'>): void {
   if (config.readKey === undefined || caller.signed) return;
   if (bearerMatches(caller.authorization, config.readKey) || bearerMatches(caller.authorization, config.writeKey)) return;
-  throw new SyncmeshError('EDGE_SYNCMESH_CREDENTIALS_REQUIRED', `reads on this node need credentials: ${caller.authorization ? 'the Authorization header carries neither the read nor the write key' : 'no Authorization header'}`, {
-    details: { allowed: 'Authorization: Bearer <read key or write key>, or a request signed with the mesh secret' },
-  });
+  throw new SyncmeshError(
+    'EDGE_SYNCMESH_CREDENTIALS_REQUIRED',
+    `reads on this node need credentials: ${caller.authorization ? 'the Authorization header carries neither the read nor the write key' : 'no Authorization header'}`,
+    {
+      details: { allowed: 'Authorization: Bearer <read key or write key>, or a request signed with the mesh secret' },
+    },
+  );
 }

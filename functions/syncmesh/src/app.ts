@@ -160,7 +160,10 @@ export function buildApp(deps: AppDeps): App {
   const selfPort = () => (server.address() as AddressInfo | null)?.port;
   const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), auth, selfPort });
   const httpLog = log.child({ module: 'http' });
-  if (config.acceptV1) httpLog.warn('SYNCMESH_AUTH_ACCEPT_V1 is on: deprecated v1 signatures (replayable, not bound to a node) are accepted; turn it off once every node signs v2');
+  if (config.acceptV1)
+    httpLog.warn(
+      'SYNCMESH_AUTH_ACCEPT_V1 is on: deprecated v1 signatures (replayable, not bound to a node) are accepted; turn it off once every node signs v2',
+    );
 
   /** Writes the answer; ends it at once, or after the rest of a refused body was read. */
   async function send(req: IncomingMessage, res: ServerResponse, reply: Reply): Promise<void> {
@@ -190,7 +193,10 @@ export function buildApp(deps: AppDeps): App {
   /** A refused signature: logged (who claims to send it, where, why; never the signature) and answered 401. */
   function refused(req: IncomingMessage, path: string, reason: string): SyncmeshError {
     const origin = req.headers['x-syncmesh-origin'];
-    httpLog.warn({ path, claimedOrigin: typeof origin === 'string' ? origin.slice(0, 64) : undefined, remote: req.socket.remoteAddress, reason }, 'refused a mesh-signed request');
+    httpLog.warn(
+      { path, claimedOrigin: typeof origin === 'string' ? origin.slice(0, 64) : undefined, remote: req.socket.remoteAddress, reason },
+      'refused a mesh-signed request',
+    );
     return new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `bad mesh signature: ${reason}`);
   }
 
@@ -217,7 +223,11 @@ export function buildApp(deps: AppDeps): App {
     const body = pending.version === 'v1' ? await decode(raw, encoding, maxBytes) : raw;
     const verdict = auth.verifier!.verifyBody(pending, body);
     if (!verdict.ok) throw refused(req, routeOf(req.url), verdict.reason);
-    return { body: pending.version === 'v1' ? body : await decode(raw, encoding, maxBytes), signedBy: verdict.version === 'v2' ? verdict.origin : undefined, version: verdict.version };
+    return {
+      body: pending.version === 'v1' ? body : await decode(raw, encoding, maxBytes),
+      signedBy: verdict.version === 'v2' ? verdict.origin : undefined,
+      version: verdict.version,
+    };
   }
 
   async function handleQuery(req: IncomingMessage): Promise<Reply> {
@@ -235,7 +245,11 @@ export function buildApp(deps: AppDeps): App {
   }
 
   /** Node-to-node and listener endpoints: signed JSON only, refused before the body is read otherwise. */
-  async function handleSigned(req: IncomingMessage, path: string, handler: (text: string, signedBy: string | undefined) => Promise<Record<string, unknown>>): Promise<Reply> {
+  async function handleSigned(
+    req: IncomingMessage,
+    path: string,
+    handler: (text: string, signedBy: string | undefined) => Promise<Record<string, unknown>>,
+  ): Promise<Reply> {
     const pending = checkSignatureHeaders(req, path);
     if (!pending) {
       throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `${path} accepts only requests signed with the mesh secret`);
@@ -306,7 +320,9 @@ export function buildApp(deps: AppDeps): App {
         },
       ],
     });
-    socket.end(`HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`,
+    );
   });
   return { config, server, service, registry, replication, auth };
 }

@@ -6,12 +6,15 @@ const SECRET = 'config-test-mesh-secret-of-32-bytes-or-more';
 const base = { SYNCMESH_NODE_ID: 'node-1', SYNCMESH_MESH_SECRET_FILE: '/nonexistent/mesh-secret' };
 
 test('config - a mesh secret shorter than 32 bytes stops the node before anything starts', () => {
-  assert.throws(() => loadConfig({ ...base, SYNCMESH_MESH_SECRET: 'integration-test-mesh-secret' }), (err: Error & { code?: string }) => {
-    assert.equal(err.code, 'EDGE_SYNCMESH_CONFIG');
-    assert.match(err.message, /has 28 bytes; at least 32 are required \(generate one with: openssl rand -hex 32\)/);
-    assert.doesNotMatch(err.message, /integration-test-mesh-secret/, 'the message never shows the secret');
-    return true;
-  });
+  assert.throws(
+    () => loadConfig({ ...base, SYNCMESH_MESH_SECRET: 'integration-test-mesh-secret' }),
+    (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'EDGE_SYNCMESH_CONFIG');
+      assert.match(err.message, /has 28 bytes; at least 32 are required \(generate one with: openssl rand -hex 32\)/);
+      assert.doesNotMatch(err.message, /integration-test-mesh-secret/, 'the message never shows the secret');
+      return true;
+    },
+  );
   assert.equal(loadConfig({ ...base, SYNCMESH_MESH_SECRET: SECRET }).meshSecret, SECRET);
   assert.equal(loadConfig(base).meshSecret, undefined, 'no secret: a standalone node');
 });
@@ -52,7 +55,10 @@ test('config - keys need 32 bytes and the write key must not be the mesh secret'
 
 test('config - a bad allow-list or deadline stops the start, naming the variable', () => {
   assert.throws(() => loadConfig({ ...BASE, SYNCMESH_ALLOWED_PEERS: '10.0.0.0/40' }), /SYNCMESH_ALLOWED_PEERS: '10.0.0.0\/40' is not a valid network/);
-  assert.throws(() => loadConfig({ ...BASE, SYNCMESH_REQUEST_DEADLINE_MS: '1000' }), /SYNCMESH_REQUEST_DEADLINE_MS \(1000\) must be at least SYNCMESH_DEADLINE_MS/);
+  assert.throws(
+    () => loadConfig({ ...BASE, SYNCMESH_REQUEST_DEADLINE_MS: '1000' }),
+    /SYNCMESH_REQUEST_DEADLINE_MS \(1000\) must be at least SYNCMESH_DEADLINE_MS/,
+  );
   // unset, it follows a long fan-out deadline
   assert.equal(loadConfig({ ...BASE, SYNCMESH_DEADLINE_MS: '120000' }).requestDeadlineMs, 125_000);
 });

@@ -53,8 +53,14 @@ const positiveInt = (def: number) => z.coerce.number().int().positive().default(
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(DEFAULT_PORT),
   HOST: z.string().min(1).default('0.0.0.0'),
-  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must start with mongodb:// or mongodb+srv://').default(DEFAULT_MONGODB_URI),
-  SYNCMESH_NODE_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, 'letters, digits and ._:- only, at most 64').optional(),
+  MONGODB_URI: z
+    .string()
+    .regex(/^mongodb(\+srv)?:\/\//, 'must start with mongodb:// or mongodb+srv://')
+    .default(DEFAULT_MONGODB_URI),
+  SYNCMESH_NODE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,64}$/, 'letters, digits and ._:- only, at most 64')
+    .optional(),
   SYNCMESH_MESH_SECRET: z.string().optional(),
   SYNCMESH_MESH_SECRET_FILE: z.string().default(DEFAULT_MESH_SECRET_FILE),
   SYNCMESH_DATABASES: z.string().default('syncmesh').transform(list),
@@ -80,7 +86,10 @@ const envSchema = z.object({
   SYNCMESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
   SYNCMESH_MAX_DELETE_RANGE_DAYS: z.coerce.number().positive().default(DEFAULT_MAX_DELETE_RANGE_DAYS),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  SYNCMESH_AUTH_ACCEPT_V1: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  SYNCMESH_AUTH_ACCEPT_V1: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .transform((v) => v === 'true' || v === '1'),
   SYNCMESH_TOMBSTONE_TTL_S: positiveInt(DEFAULT_TOMBSTONE_TTL_S),
   SYNCMESH_MAX_DISCARD_BYTES: z.coerce.number().int().min(0).default(DEFAULT_MAX_DISCARD_BYTES),
 });
@@ -159,11 +168,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const nodeId = e.SYNCMESH_NODE_ID ?? hostname();
   if (!/^[A-Za-z0-9._:-]{1,64}$/.test(nodeId)) {
-    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: the host name '${nodeId.slice(0, 80)}' is not a valid node id; set SYNCMESH_NODE_ID (letters, digits and ._:- only, at most 64)`);
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: the host name '${nodeId.slice(0, 80)}' is not a valid node id; set SYNCMESH_NODE_ID (letters, digits and ._:- only, at most 64)`,
+    );
   }
-  const writeKey = configured('SYNCMESH_WRITE_KEY', () => optionalKey(e.SYNCMESH_WRITE_KEY ?? readSecretFile(e.SYNCMESH_WRITE_KEY_FILE, 'write key'), 'the write key'));
+  const writeKey = configured('SYNCMESH_WRITE_KEY', () =>
+    optionalKey(e.SYNCMESH_WRITE_KEY ?? readSecretFile(e.SYNCMESH_WRITE_KEY_FILE, 'write key'), 'the write key'),
+  );
   if (writeKey !== undefined && writeKey === meshSecret) {
-    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', 'invalid configuration: SYNCMESH_WRITE_KEY must differ from the mesh secret (clients hold the write key; only nodes hold the mesh secret)');
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      'invalid configuration: SYNCMESH_WRITE_KEY must differ from the mesh secret (clients hold the write key; only nodes hold the mesh secret)',
+    );
   }
   return Object.freeze({
     port: e.PORT,

@@ -37,7 +37,10 @@ async function main(): Promise<void> {
 
   server.listen(config.port, config.host, () => {
     const addr = server.address();
-    log.info({ addr, mongodb: config.mongodbUri.replace(/\/\/[^@/]*@/, '//***@'), forwarding: config.meshSecret ? config.forwardMode : 'off (no mesh secret)' }, 'syncmesh function listening');
+    log.info(
+      { addr, mongodb: config.mongodbUri.replace(/\/\/[^@/]*@/, '//***@'), forwarding: config.meshSecret ? config.forwardMode : 'off (no mesh secret)' },
+      'syncmesh function listening',
+    );
   });
   server.on('error', (err) => {
     log.fatal({ err }, 'cannot listen');

@@ -63,7 +63,11 @@ const bad = (code: 'EDGE_SYNCMESH_BAD_REQUEST' | 'EDGE_SYNCMESH_BAD_REQUEST_TYPE
 /** Validates a parsed JSON body. Throws a SyncmeshError (HTTP 400) that names the problem and what is allowed. */
 export function parseEnvelope(body: unknown, config: Config): SyncmeshRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw bad('EDGE_SYNCMESH_BAD_REQUEST', 'the body must be a JSON object', '{query, variables, database, collection, request_type, external_nodes, use_meta_data, radius}');
+    throw bad(
+      'EDGE_SYNCMESH_BAD_REQUEST',
+      'the body must be a JSON object',
+      '{query, variables, database, collection, request_type, external_nodes, use_meta_data, radius}',
+    );
   }
   const parsed = envelopeSchema.safeParse(body);
   if (!parsed.success) {

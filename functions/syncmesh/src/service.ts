@@ -76,7 +76,13 @@ export interface ErrorBody {
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (e instanceof MongoNetworkError || e instanceof MongoServerSelectionError || e instanceof MongoTopologyClosedError || e instanceof MongoNotConnectedError) return true;
+    if (
+      e instanceof MongoNetworkError ||
+      e instanceof MongoServerSelectionError ||
+      e instanceof MongoTopologyClosedError ||
+      e instanceof MongoNotConnectedError
+    )
+      return true;
     if (e instanceof MongoError && (e.hasErrorLabel('ResetPool') || /ECONNREFUSED|ECONNRESET|connection \d+ to .* closed/.test(e.message))) return true;
   }
   return false;
@@ -95,13 +101,24 @@ export function errorBody(err: unknown, log: Logger): { status: number; error: E
   }
   if (original instanceof MongoError && original.code === MAX_TIME_MS_EXPIRED) {
     // the database stopped a read at the request deadline (maxTimeMS)
-    return { status: 504, error: { message: 'the request took longer than its deadline (SYNCMESH_REQUEST_DEADLINE_MS)', ...where, extensions: { code: 'EDGE_SYNCMESH_DEADLINE_EXCEEDED' } } };
+    return {
+      status: 504,
+      error: {
+        message: 'the request took longer than its deadline (SYNCMESH_REQUEST_DEADLINE_MS)',
+        ...where,
+        extensions: { code: 'EDGE_SYNCMESH_DEADLINE_EXCEEDED' },
+      },
+    };
   }
   if (isDatabaseUnavailable(original)) {
     log.error({ err: original }, 'database unreachable');
     return {
       status: 503,
-      error: { message: "this node's MongoDB is not reachable; check MONGODB_URI and the database process", ...where, extensions: { code: 'EDGE_SYNCMESH_DB_UNAVAILABLE' } },
+      error: {
+        message: "this node's MongoDB is not reachable; check MONGODB_URI and the database process",
+        ...where,
+        extensions: { code: 'EDGE_SYNCMESH_DB_UNAVAILABLE' },
+      },
     };
   }
   if (gql && !gql.originalError) {
@@ -188,7 +205,10 @@ export class SyncmeshService {
     assertNoOperators(req.variables);
     const operation = getOperationAST(document, req.operationName);
     if (!operation) {
-      throw fail('EDGE_SYNCMESH_BAD_REQUEST', req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName');
+      throw fail(
+        'EDGE_SYNCMESH_BAD_REQUEST',
+        req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName',
+      );
     }
     if (operation.operation === 'subscription') {
       throw fail('EDGE_SYNCMESH_GRAPHQL_VALIDATION', 'subscriptions are not supported', { allowed: ['query', 'mutation'] });
@@ -250,7 +270,12 @@ export class SyncmeshService {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(fail('EDGE_SYNCMESH_DEADLINE_EXCEEDED', `the request took longer than ${ms} ms`, { allowed: `at most ${ms} ms per request (SYNCMESH_REQUEST_DEADLINE_MS); ask for fewer readings or a shorter time range` })),
+        () =>
+          reject(
+            fail('EDGE_SYNCMESH_DEADLINE_EXCEEDED', `the request took longer than ${ms} ms`, {
+              allowed: `at most ${ms} ms per request (SYNCMESH_REQUEST_DEADLINE_MS); ask for fewer readings or a shorter time range`,
+            }),
+          ),
         ms,
       );
     });
@@ -408,14 +433,22 @@ export class SyncmeshService {
       const origin = registry.find((n) => n.id === failedNode.node || sameUrl(n.address, failedNode.url))?.id;
       if (!origin || failedNode.code === 'EDGE_SYNCMESH_PEER_UNREGISTERED') return undefined;
       if (own.includes(origin)) {
-        const partials = await this.localPartials(p, req, new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, origin, this.deps.config.requestDeadlineMs));
+        const partials = await this.localPartials(
+          p,
+          req,
+          new SensorStore(this.deps.client.db(req.database), `${req.collection}${REPLICA_SUFFIX}`, origin, this.deps.config.requestDeadlineMs),
+        );
         failedNode.covered_by = this.deps.config.nodeId;
         failover.push({ origin, by: this.deps.config.nodeId });
         return partials;
       }
       const holder = outcomes.find((o) => o.status === 'ok' && o.replicas?.includes(origin));
       if (!holder) return undefined;
-      const second = await fanOut([{ url: holder.url, nodeId: holder.node }], { ...body, mesh: { ...mesh, request_id: `${mesh.request_id.slice(0, 48)}-fo${i}`, on_behalf_of: origin } }, opts);
+      const second = await fanOut(
+        [{ url: holder.url, nodeId: holder.node }],
+        { ...body, mesh: { ...mesh, request_id: `${mesh.request_id.slice(0, 48)}-fo${i}`, on_behalf_of: origin } },
+        opts,
+      );
       if (second.outcomes[0]?.status !== 'ok') return undefined;
       failedNode.covered_by = holder.node;
       failover.push({ origin, by: holder.node });
@@ -440,7 +473,14 @@ export class SyncmeshService {
   /** Runs the query against one store of this node and returns its partials (no forwarding). */
   private async localPartials(p: Prepared, req: SyncmeshRequest, store: SensorStore): Promise<Record<string, PartialAnswer>> {
     const ctx = this.newContext(req, store, undefined);
-    const result = await execute({ schema: dataSchema, document: p.document, rootValue: dataRoot, contextValue: ctx, variableValues: p.variables, operationName: req.operationName });
+    const result = await execute({
+      schema: dataSchema,
+      document: p.document,
+      rootValue: dataRoot,
+      contextValue: ctx,
+      variableValues: p.variables,
+      operationName: req.operationName,
+    });
     if (result.errors?.length) throw result.errors[0];
     return ctx.partials;
   }
@@ -472,7 +512,10 @@ export class SyncmeshService {
     if (req.useMetaData) {
       const own = nodes.find((n) => n.own_node);
       if (req.radius !== undefined && !own) {
-        throw fail('EDGE_SYNCMESH_NO_OWN_NODE', 'radius needs this node\'s location, but the registry has no own node; add it with a meta request: addNode(node: {id, address, lat, lon, own_node: true})');
+        throw fail(
+          'EDGE_SYNCMESH_NO_OWN_NODE',
+          "radius needs this node's location, but the registry has no own node; add it with a meta request: addNode(node: {id, address, lat, lon, own_node: true})",
+        );
       }
       for (const n of nodes) {
         if (n.own_node) continue;

@@ -7,7 +7,7 @@
  *   proof = HMAC-SHA256(K(verifier, "agent"), "syncmesh-link-v1" \n role \n prover \n verifier \n verifier's nonce \n prover's nonce)
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { type MeshKeys } from './keys.js';
+import type { MeshKeys } from './keys.js';
 
 export type LinkRole = 'dialer' | 'acceptor';
 

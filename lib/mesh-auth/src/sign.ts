@@ -20,7 +20,7 @@
  * it from being replayed against the same one.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { type MeshKeys } from './keys.js';
+import type { MeshKeys } from './keys.js';
 
 export const ORIGIN_HEADER = 'x-syncmesh-origin';
 export const TARGET_HEADER = 'x-syncmesh-target';
@@ -49,11 +49,23 @@ export function bodyDigest(body: Uint8Array | string): string {
 
 /** The canonical string of v2 (exported for the golden tests and other-language peers). */
 export function canonicalV2(r: Omit<SignedRequest, 'body'>, timestampMs: string, nonce: string, digestHex: string): string {
-  return ['syncmesh-v2', r.method.toUpperCase(), r.path, (r.contentEncoding ?? 'identity').toLowerCase(), r.origin, r.target, timestampMs, nonce, digestHex].join('\n');
+  return [
+    'syncmesh-v2',
+    r.method.toUpperCase(),
+    r.path,
+    (r.contentEncoding ?? 'identity').toLowerCase(),
+    r.origin,
+    r.target,
+    timestampMs,
+    nonce,
+    digestHex,
+  ].join('\n');
 }
 
 export function macV2(keys: MeshKeys, r: Omit<SignedRequest, 'body'>, timestampMs: string, nonce: string, digestHex: string): Buffer {
-  return createHmac('sha256', keys.keyFor(r.target, 'http')).update(canonicalV2(r, timestampMs, nonce, digestHex)).digest();
+  return createHmac('sha256', keys.keyFor(r.target, 'http'))
+    .update(canonicalV2(r, timestampMs, nonce, digestHex))
+    .digest();
 }
 
 export function newNonce(): string {

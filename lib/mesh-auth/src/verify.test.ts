@@ -115,7 +115,11 @@ test('mesh auth - hasSignatureHeaders spots any signature header', () => {
 
 // Cross-checked with an independent Python implementation of the spec in README.md (hmac, hashlib).
 test('mesh auth v2 - golden vector pins the wire format', () => {
-  const golden = signV2(new MeshKeys('golden-secret-golden-secret-golden-secret'), { ...req, body: '{"a":1}' }, { nowMs: 1_700_000_000_000, nonce: '00112233445566778899aabbccddeeff' });
+  const golden = signV2(
+    new MeshKeys('golden-secret-golden-secret-golden-secret'),
+    { ...req, body: '{"a":1}' },
+    { nowMs: 1_700_000_000_000, nonce: '00112233445566778899aabbccddeeff' },
+  );
   assert.equal(
     canonicalV2({ ...req }, '1700000000000', '00112233445566778899aabbccddeeff', 'x'),
     'syncmesh-v2\nPOST\n/replicate\nidentity\nnode-a\nnode-b\n1700000000000\n00112233445566778899aabbccddeeff\nx',

@@ -11,16 +11,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { checkNodeId, checkSecret, type MeshKeys } from './keys.js';
-import {
-  bodyDigest,
-  macV2,
-  NONCE_HEADER,
-  ORIGIN_HEADER,
-  SIGNATURE_HEADER,
-  TARGET_HEADER,
-  TIMESTAMP_HEADER,
-  V2,
-} from './sign.js';
+import { bodyDigest, macV2, NONCE_HEADER, ORIGIN_HEADER, SIGNATURE_HEADER, TARGET_HEADER, TIMESTAMP_HEADER, V2 } from './sign.js';
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
@@ -114,7 +105,17 @@ export class Verifier {
       if (!HEX_MAC.test(hex)) return { ok: false, reason: 'signature must be 64 lowercase hex digits' };
       return {
         ok: true,
-        pending: { version: 'v1', method, path, contentEncoding, origin: 'v1-peer', target: this.#nodeId, timestamp: ts, nonce: '', signature: Buffer.from(hex, 'hex') },
+        pending: {
+          version: 'v1',
+          method,
+          path,
+          contentEncoding,
+          origin: 'v1-peer',
+          target: this.#nodeId,
+          timestamp: ts,
+          nonce: '',
+          signature: Buffer.from(hex, 'hex'),
+        },
       };
     }
     if (scheme !== V2) return { ok: false, reason: `signature scheme must be ${V2}${this.#v1Secret !== undefined ? ' or v1' : ''}` };
@@ -136,7 +137,9 @@ export class Verifier {
     if (p.version === 'v1') {
       // v1 signed the decompressed body with the raw secret; callers pass the decompressed body for v1.
       const expected = createHmac('sha256', this.#v1Secret!).update(`v1:${p.timestamp}:`).update(body).digest();
-      return timingSafeEqual(expected, p.signature) ? { ok: true, origin: p.origin, version: 'v1' } : { ok: false, reason: 'signature does not match the body (wrong mesh secret?)' };
+      return timingSafeEqual(expected, p.signature)
+        ? { ok: true, origin: p.origin, version: 'v1' }
+        : { ok: false, reason: 'signature does not match the body (wrong mesh secret?)' };
     }
     const expected = macV2(this.#keys, p, p.timestamp, p.nonce, bodyDigest(body));
     if (!timingSafeEqual(expected, p.signature)) {

@@ -67,7 +67,11 @@ export function startListener(env: Record<string, string>): ListenerProcess {
         if (ended || Date.now() > until) {
           throw new Error(
             `${ended ? 'listener exited' : `timed out after ${timeoutMs} ms`} waiting for ${what}; last log lines:\n` +
-              lines.slice(-15).map((l) => JSON.stringify(l)).join('\n') + `\nstderr: ${stderr.join('')}`,
+              lines
+                .slice(-15)
+                .map((l) => JSON.stringify(l))
+                .join('\n') +
+              `\nstderr: ${stderr.join('')}`,
           );
         }
         await new Promise((r) => setTimeout(r, 20));

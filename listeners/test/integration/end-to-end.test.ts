@@ -76,7 +76,11 @@ async function closeFn(n: FnNode): Promise<void> {
 
 async function registry(at: FnNode, mutation: string): Promise<void> {
   const body = JSON.stringify({ request_type: 'meta', query: `mutation { ${mutation} }` });
-  const res = await fetch(at.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signV2(new MeshKeys(SECRET), { method: 'POST', path: '/', origin: 'test-client', target: at.id, body }) }, body });
+  const res = await fetch(at.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signV2(new MeshKeys(SECRET), { method: 'POST', path: '/', origin: 'test-client', target: at.id, body }) },
+    body,
+  });
   assert.equal(res.status, 200, await res.text());
 }
 
@@ -112,7 +116,9 @@ async function insertOnA(total: number, first: number, progress: { n: number }):
 }
 
 async function replicaIdsOnB(): Promise<string[]> {
-  const docs = await replicasOnB().find({ _origin: 'node-a' }, { projection: { _origin_id: 1 } }).toArray();
+  const docs = await replicasOnB()
+    .find({ _origin: 'node-a' }, { projection: { _origin_id: 1 } })
+    .toArray();
   return docs.map((d) => String(d['_origin_id'])).sort();
 }
 

@@ -38,7 +38,12 @@ test('main - MongoDB down at start is retried, not ready, and SIGTERM still exit
     const url = `http://${String(listening['addr'])}`;
     const get = (path: string) =>
       fetch(`${url}${path}`).catch((err: Error) => {
-        throw new Error(`GET ${path} failed (${String((err.cause as Error | undefined)?.message)}); listener log:\n${p.lines.slice(-8).map((l) => JSON.stringify(l)).join('\n')}`);
+        throw new Error(
+          `GET ${path} failed (${String((err.cause as Error | undefined)?.message)}); listener log:\n${p.lines
+            .slice(-8)
+            .map((l) => JSON.stringify(l))
+            .join('\n')}`,
+        );
       });
     assert.equal((await get('/healthz')).status, 200);
     assert.equal((await get('/readyz')).status, 503);

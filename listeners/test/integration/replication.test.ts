@@ -65,7 +65,10 @@ async function insertInBatches(dbName: string, total: number, batch: number, pro
 }
 
 async function storedToken(name: string): Promise<string | undefined> {
-  const doc = await client.db(`lt_${name}_meta`).collection<{ _id: string; token: { _data: string } | null }>('listener_state').findOne({ _id: `lt_${name}.sensor_data` });
+  const doc = await client
+    .db(`lt_${name}_meta`)
+    .collection<{ _id: string; token: { _data: string } | null }>('listener_state')
+    .findOne({ _id: `lt_${name}.sensor_data` });
   return doc?.token?._data;
 }
 
@@ -89,7 +92,9 @@ test('replication - kill -9 mid-way through 1,000 inserts, restart: every insert
     const got = insertedIds(fn);
     assert.deepEqual([...got].sort(), [...ids].sort(), 'the delivered set of _ids is exactly the inserted set');
     const inserts = fn.events.filter((e) => e.op === 'insert').length;
-    t.diagnostic(`killed after ${deliveredAtKill} delivered / ${insertedAtKill} inserted; ${inserts} insert events received, ${inserts - 1_000} duplicates (at-least-once)`);
+    t.diagnostic(
+      `killed after ${deliveredAtKill} delivered / ${insertedAtKill} inserted; ${inserts} insert events received, ${inserts - 1_000} duplicates (at-least-once)`,
+    );
     await listener.waitForLog((l) => l.msg === 'resuming after the stored token', 5_000, 'resume from the stored token');
   } finally {
     await listener.kill('SIGTERM');
@@ -135,7 +140,9 @@ test('replication - function down for a while, then up: nothing lost', async (t)
   await outage('outage', (retries) => retries() >= 4, t);
 });
 
-test('replication - function down for 30 seconds, then up: nothing lost', { skip: process.env['LISTENER_LONG_TESTS'] !== '1' && 'set LISTENER_LONG_TESTS=1 to run the 30 s outage' }, async (t) => {
+test('replication - function down for 30 seconds, then up: nothing lost', {
+  skip: process.env['LISTENER_LONG_TESTS'] !== '1' && 'set LISTENER_LONG_TESTS=1 to run the 30 s outage',
+}, async (t) => {
   await outage('outage30', (_r, downAt) => Date.now() - downAt >= 30_000, t);
 });
 
@@ -160,7 +167,11 @@ test('replication - 503 and hanging answers are retried and the token waits for 
 
     fn.setMode('ok');
     await fn.waitFor(() => fn.events.length >= 2, 10_000, 'second event after recovery');
-    await waitUntil(async () => (await storedToken('flaky')) === (fn.events[fn.events.length - 1]!.token as { _data: string })._data, 10_000, 'token advanced after the acknowledgement');
+    await waitUntil(
+      async () => (await storedToken('flaky')) === (fn.events[fn.events.length - 1]!.token as { _data: string })._data,
+      10_000,
+      'token advanced after the acknowledgement',
+    );
   } finally {
     await listener.kill('SIGTERM');
     await fn.close();
@@ -212,8 +223,11 @@ test('replication - a rejected batch is resynced at once, and `cli.js replay` re
     // Asynchronously: the stand-in answering it lives in this process.
     const run = (args: string[]) =>
       new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [CLI_JS, ...args], { env: { PATH: process.env['PATH'] ?? '', SYNCMESH_MESH_SECRET: SECRET, ...env }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) =>
-          resolve({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+        execFile(
+          process.execPath,
+          [CLI_JS, ...args],
+          { env: { PATH: process.env['PATH'] ?? '', SYNCMESH_MESH_SECRET: SECRET, ...env }, encoding: 'utf8', timeout: 30_000 },
+          (err, stdout, stderr) => resolve({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
         );
       });
     const listed = await run(['dead-letters']);
@@ -224,8 +238,14 @@ test('replication - a rejected batch is resynced at once, and `cli.js replay` re
     const summary = JSON.parse(replayed.stdout);
     assert.equal(summary.replayed, 1);
     assert.deepEqual(summary.resynced, ['lt_replay.sensor_data']);
-    assert.ok(fn.events.some((e) => e.doc?.['n'] === 1), 'the rejected event arrived');
-    assert.ok(fn.resyncs.some((r) => r.reason === 'replay'), 'followed by a resync to the current state');
+    assert.ok(
+      fn.events.some((e) => e.doc?.['n'] === 1),
+      'the rejected event arrived',
+    );
+    assert.ok(
+      fn.resyncs.some((r) => r.reason === 'replay'),
+      'followed by a resync to the current state',
+    );
     assert.ok((await dead.findOne({ kind: 'events' }))?.['replayedAt'] instanceof Date);
     const again = JSON.parse((await run(['replay'])).stdout);
     assert.equal(again.replayed, 0, 'a replayed letter is not sent twice');
@@ -261,7 +281,8 @@ test('logs - a debug-level listener logs no secret, key or signature, also when 
   for (const sig of new Set(fn.signatures)) assert.ok(!text.includes(sig.slice(3)), 'a signature is in the log');
   assert.doesNotMatch(text, /v[12]=[0-9a-f]{64}/);
   const key = new MeshKeys(SECRET).keyFor('node-a', 'http');
-  for (const s of [SECRET, Buffer.from(SECRET).toString('base64'), key.toString('hex'), key.toString('base64')]) assert.ok(!text.includes(s), 'the secret or its key is in the log');
+  for (const s of [SECRET, Buffer.from(SECRET).toString('base64'), key.toString('hex'), key.toString('base64')])
+    assert.ok(!text.includes(s), 'the secret or its key is in the log');
 });
 
 test('replication - SIGTERM drains the queue and exits 0', async () => {
@@ -269,7 +290,10 @@ test('replication - SIGTERM drains the queue and exits 0', async () => {
   const listener = startListener(envFor('drain', fn));
   try {
     await listener.waitForLog(isStreaming, 30_000, 'stream open');
-    await client.db('lt_drain').collection('sensor_data').insertMany(Array.from({ length: 50 }, (_, n) => ({ n })));
+    await client
+      .db('lt_drain')
+      .collection('sensor_data')
+      .insertMany(Array.from({ length: 50 }, (_, n) => ({ n })));
     await fn.waitFor(() => fn.events.length >= 1, 10_000, 'first delivery');
     assert.equal(await listener.kill('SIGTERM'), 0);
     assert.ok(listener.lines.some((l) => l.msg.startsWith('listener stopped')));

@@ -201,7 +201,11 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
       return written.then(
         () => (returnValue ? JSON.stringify(t.value(entry.state)) : ''),
         (err: unknown) => {
-          throw new MisoError('EDGE_MISO_NOT_DURABLE', `the op on '${name}' was applied and is being replicated, but persisting it failed (retried in the background); do not retry the op`, { cause: err });
+          throw new MisoError(
+            'EDGE_MISO_NOT_DURABLE',
+            `the op on '${name}' was applied and is being replicated, but persisting it failed (retried in the background); do not retry the op`,
+            { cause: err },
+          );
         },
       );
     }
@@ -546,7 +550,10 @@ export class MisoAgent implements SdkHandlers, PeerHandlers {
   onMessage(link: Link, m: ReceivedPeerMessage, bytes: number): void {
     if (this.closed) return;
     const body = m.body ?? Object.keys(m)[0];
-    if (body === 'hello' && 'hello' in m) return this.onHello(link, m.hello, bytes);
+    if (body === 'hello' && 'hello' in m) {
+      this.onHello(link, m.hello, bytes);
+      return;
+    }
     const p = link.peerId ? this.peers.get(link.peerId) : undefined;
     if (!p) {
       this.log.warn({ address: link.address, body }, 'message before Hello; closing the stream');

@@ -21,7 +21,7 @@ export class BufferedCounter<L extends string> {
         for (const [key, n] of pending) {
           const values = key.split('\u0000');
           const labels = {} as Record<L, string>;
-          labelNames.forEach((l, i) => (labels[l] = values[i]!));
+          for (const [i, l] of labelNames.entries()) labels[l] = values[i]!;
           this.inc(labels, n);
         }
         pending.clear();
@@ -41,7 +41,12 @@ export class AgentMetrics {
   /** Labels: method, result. */
   readonly ops = new BufferedCounter('edge_miso_sdk_calls_total', 'SDK calls by method and result', ['method', 'result'] as const, this.registry);
   /** Labels: peer, direction. */
-  readonly replicationBytes = new BufferedCounter('edge_miso_replication_bytes_total', 'Peer protocol bytes by peer and direction', ['peer', 'direction'] as const, this.registry);
+  readonly replicationBytes = new BufferedCounter(
+    'edge_miso_replication_bytes_total',
+    'Peer protocol bytes by peer and direction',
+    ['peer', 'direction'] as const,
+    this.registry,
+  );
   /** Labels: peer, direction, kind. */
   readonly replicationMessages = new BufferedCounter(
     'edge_miso_replication_messages_total',
@@ -76,7 +81,12 @@ export class AgentMetrics {
     registers: [this.registry],
   });
   /** Labels: code (EDGE_MISO_AUTH, EDGE_MISO_PEER_ID, EDGE_MISO_PEER_PROTOCOL). */
-  readonly authFailures = new BufferedCounter('edge_miso_peer_auth_failures_total', 'Peer links refused by the handshake or a message MAC, by code', ['code'] as const, this.registry);
+  readonly authFailures = new BufferedCounter(
+    'edge_miso_peer_auth_failures_total',
+    'Peer links refused by the handshake or a message MAC, by code',
+    ['code'] as const,
+    this.registry,
+  );
 
   constructor(withDefaults = true) {
     // Event-loop delay sampled every 100 ms instead of prom-client's 10 ms: the sampling timer

@@ -41,7 +41,14 @@ function parseArgs(argv: string[], env: Record<string, string | undefined>): Opt
 function table(head: string[], rows: (string | number | boolean)[][]): string {
   const cells = [head, ...rows.map((r) => r.map(String))];
   const w = head.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells.map((r) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(w[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function kb(n: number): string {
@@ -84,7 +91,10 @@ async function run(o: Opts, out: (s: string) => void): Promise<void> {
       case 'functions': {
         const st = await c.status();
         return print(st.functions, () =>
-          table(['FUNCTION', 'LOCAL REPLICAS', 'NODES'], st.functions.map((f) => [f.function, f.local_replicas, f.nodes.join(',')])),
+          table(
+            ['FUNCTION', 'LOCAL REPLICAS', 'NODES'],
+            st.functions.map((f) => [f.function, f.local_replicas, f.nodes.join(',')]),
+          ),
         );
       }
       case 'objects': {
@@ -104,7 +114,12 @@ async function run(o: Opts, out: (s: string) => void): Promise<void> {
           return print(r, () => `${name} (${r.type}) = ${JSON.stringify(r.value)}`);
         }
         const all = await c.readObject(fn, object);
-        return print(all, () => table(['CRDT', 'TYPE', 'VALUE'], all.map((x) => [x.name, x.type, JSON.stringify(x.value)])));
+        return print(all, () =>
+          table(
+            ['CRDT', 'TYPE', 'VALUE'],
+            all.map((x) => [x.name, x.type, JSON.stringify(x.value)]),
+          ),
+        );
       }
       case 'apply': {
         const [fn, object, name, type, opJson] = rest;

@@ -12,9 +12,19 @@ const dots = fc.array(fc.tuple(fc.constantFrom('A', 'B', 'C'), fc.integer({ min:
 
 describe('dots', () => {
   test('dots - a context compacts contiguous dots into the version vector', () => {
-    const ctx = ctxFromDots([['A', 1], ['A', 2], ['A', 4], ['B', 3], ['A', 3], ['A', 6]]);
+    const ctx = ctxFromDots([
+      ['A', 1],
+      ['A', 2],
+      ['A', 4],
+      ['B', 3],
+      ['A', 3],
+      ['A', 6],
+    ]);
     assert.deepEqual([...ctx.vv], [['A', 4]]);
-    assert.deepEqual([...ctx.cloud].sort(), [['A', [6]], ['B', [3]]]);
+    assert.deepEqual([...ctx.cloud].sort(), [
+      ['A', [6]],
+      ['B', [3]],
+    ]);
     assert.deepEqual(ctxNextDot(ctx, 'A'), ['A', 7]);
     assert.deepEqual(ctxNextDot(ctx, 'B'), ['B', 4]);
     assert.deepEqual(ctxNextDot(ctx, 'C'), ['C', 1]);
@@ -22,7 +32,10 @@ describe('dots', () => {
 
   test('dots - a replica whose counter is exhausted cannot make a new dot', () => {
     const ctx = ctxFromDots([['A', Number.MAX_SAFE_INTEGER]]);
-    assert.throws(() => ctxNextDot(ctx, 'A'), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_REPLICA');
+    assert.throws(
+      () => ctxNextDot(ctx, 'A'),
+      (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_REPLICA',
+    );
   });
 
   test('dots - context join is set union and has a unique normal form (property)', () => {

@@ -38,7 +38,7 @@ export function compareDots(a: Dot, b: Dot): number {
 export function ctxHas(ctx: CausalContext, d: Dot): boolean {
   if (d[1] <= (ctx.vv.get(d[0]) ?? 0)) return true;
   const extra = ctx.cloud.get(d[0]);
-  return extra !== undefined && extra.includes(d[1]);
+  return extra?.includes(d[1]) ?? false;
 }
 
 /** The next dot `replica` may generate given everything it has seen. */
@@ -113,13 +113,7 @@ export function dotFunDots<V>(f: DotFun<V>): Dot[] {
  * Returns `a` itself when the join equals it, so merging a small delta into a
  * large state allocates only for what changes.
  */
-export function dotFunJoin<V>(
-  a: DotFun<V>,
-  ca: CausalContext,
-  b: DotFun<V>,
-  cb: CausalContext,
-  pick: (x: V, y: V) => V,
-): DotFun<V> {
+export function dotFunJoin<V>(a: DotFun<V>, ca: CausalContext, b: DotFun<V>, cb: CausalContext, pick: (x: V, y: V) => V): DotFun<V> {
   let out: Map<string, readonly [Dot, V]> | undefined;
   for (const [k, entry] of a) {
     const other = b.get(k);

@@ -193,14 +193,21 @@ describe('encoding', () => {
         const out = [...bytes];
         for (const [pos, b] of edits) {
           const i = pos % (out.length + 1);
-          if (mode === 0) out[i % out.length] = b; // overwrite
-          else if (mode === 1) out.splice(i, 0, b); // insert
-          else if (mode === 2) out.splice(i, 1); // delete
+          if (mode === 0)
+            out[i % out.length] = b; // overwrite
+          else if (mode === 1)
+            out.splice(i, 0, b); // insert
+          else if (mode === 2)
+            out.splice(i, 1); // delete
           else out.length = i; // truncate
         }
         return Uint8Array.from(out);
       });
-      const garbage = fc.oneof(mutated, fc.uint8Array({ maxLength: 64 }), fc.uint8Array({ maxLength: 64 }).map((b) => Uint8Array.from([1, ...b])));
+      const garbage = fc.oneof(
+        mutated,
+        fc.uint8Array({ maxLength: 64 }),
+        fc.uint8Array({ maxLength: 64 }).map((b) => Uint8Array.from([1, ...b])),
+      );
       fc.assert(
         fc.property(garbage, (bytes) => {
           let state: unknown;

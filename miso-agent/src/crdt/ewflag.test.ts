@@ -48,6 +48,9 @@ describe('ewflag', () => {
   });
 
   test('ewflag - rejects unknown ops', () => {
-    assert.throws(() => ewflag.parseOp({ op: 'toggle' }), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP' && /toggle/.test(e.message));
+    assert.throws(
+      () => ewflag.parseOp({ op: 'toggle' }),
+      (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP' && /toggle/.test(e.message),
+    );
   });
 });

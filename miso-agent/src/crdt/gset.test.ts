@@ -17,7 +17,10 @@ describe('gset', () => {
   });
 
   test('gset - rejects objects and oversize values with distinct codes', () => {
-    assert.throws(() => gset.parseOp({ op: 'add', value: { a: 1 } }), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP');
+    assert.throws(
+      () => gset.parseOp({ op: 'add', value: { a: 1 } }),
+      (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP',
+    );
     assert.throws(
       () => gset.parseOp({ op: 'add', value: 'x'.repeat(MAX_VALUE_BYTES) }),
       (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_VALUE_TOO_LARGE',

@@ -5,7 +5,10 @@ import { CrdtError } from './errors.js';
 import { canonicalJson, MAX_VALUE_BYTES, MAX_VALUE_DEPTH } from './json.js';
 import { fcParams } from './testkit.js';
 
-const code = (c: string) => (e: unknown): boolean => e instanceof CrdtError && e.code === c;
+const code =
+  (c: string) =>
+  (e: unknown): boolean =>
+    e instanceof CrdtError && e.code === c;
 
 describe('canonical JSON', () => {
   test('json - sorts object keys at every level and normalises -0', () => {
@@ -17,7 +20,9 @@ describe('canonical JSON', () => {
       fc.property(fc.jsonValue(), (v) => {
         const s = canonicalJson(v);
         assert.equal(canonicalJson(JSON.parse(s)), s);
-        const reordered = JSON.parse(JSON.stringify(v, (_k, x: unknown) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x))) as unknown;
+        const reordered = JSON.parse(
+          JSON.stringify(v, (_k, x: unknown) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x)),
+        ) as unknown;
         assert.equal(canonicalJson(reordered), s);
       }),
       fcParams(),
@@ -25,12 +30,18 @@ describe('canonical JSON', () => {
   });
 
   test('json - rejects what is not JSON, naming the path', () => {
-    assert.throws(() => canonicalJson({ a: [1, Number.NaN] }), (e: unknown) => code('EDGE_MISO_BAD_OP')(e) && /value\.a\[1\] is NaN/.test((e as Error).message));
+    assert.throws(
+      () => canonicalJson({ a: [1, Number.NaN] }),
+      (e: unknown) => code('EDGE_MISO_BAD_OP')(e) && /value\.a\[1\] is NaN/.test((e as Error).message),
+    );
     assert.throws(() => canonicalJson({ a: undefined }), code('EDGE_MISO_BAD_OP'));
-    assert.throws(() => canonicalJson(new Date(0)), (e: unknown) => code('EDGE_MISO_BAD_OP')(e) && /Date/.test((e as Error).message));
+    assert.throws(
+      () => canonicalJson(new Date(0)),
+      (e: unknown) => code('EDGE_MISO_BAD_OP')(e) && /Date/.test((e as Error).message),
+    );
     assert.throws(() => canonicalJson(10n), code('EDGE_MISO_BAD_OP'));
     assert.throws(() => canonicalJson(Number.POSITIVE_INFINITY), code('EDGE_MISO_BAD_OP'));
-    // eslint-disable-next-line no-sparse-arrays
+    // biome-ignore lint/suspicious/noSparseArray: a hole is the bad input under test
     assert.throws(() => canonicalJson([1, , 3]), code('EDGE_MISO_BAD_OP'));
   });
 

@@ -42,10 +42,7 @@ export function canonicalJson(value: unknown, where = 'value'): string {
 }
 
 function tooLarge(where: string, bytes: number | string): CrdtError {
-  return new CrdtError(
-    'EDGE_MISO_VALUE_TOO_LARGE',
-    `${where} is ${bytes} bytes as canonical JSON; the limit is MAX_VALUE_BYTES=${MAX_VALUE_BYTES}`,
-  );
+  return new CrdtError('EDGE_MISO_VALUE_TOO_LARGE', `${where} is ${bytes} bytes as canonical JSON; the limit is MAX_VALUE_BYTES=${MAX_VALUE_BYTES}`);
 }
 
 function write(v: unknown, path: string, depth: number, budget: { units: number }): string {

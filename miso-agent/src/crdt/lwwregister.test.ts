@@ -56,7 +56,10 @@ describe('lwwregister', () => {
 
   test('lwwregister - rejects negative, fractional and non-numeric ts', () => {
     for (const ts of [-1, 0.5, '1', Number.MAX_SAFE_INTEGER + 2]) {
-      assert.throws(() => lwwregister.parseOp({ op: 'set', value: 1, ts }), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP');
+      assert.throws(
+        () => lwwregister.parseOp({ op: 'set', value: 1, ts }),
+        (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP',
+      );
     }
     assert.doesNotThrow(() => lwwregister.parseOp({ op: 'set', value: 1, ts: undefined }));
   });

@@ -9,9 +9,7 @@ import type { CrdtTypeName } from './types.js';
 export function parseWith<T>(type: CrdtTypeName, schema: z.ZodType<T>, op: unknown): T {
   const res = schema.safeParse(op);
   if (res.success) return res.data;
-  const problems = res.error.issues
-    .map((i) => `${i.path.length > 0 ? `${i.path.join('.')}: ` : ''}${i.message}`)
-    .join('; ');
+  const problems = res.error.issues.map((i) => `${i.path.length > 0 ? `${i.path.join('.')}: ` : ''}${i.message}`).join('; ');
   throw new CrdtError('EDGE_MISO_BAD_OP', `${type} op ${preview(op)} is invalid: ${problems}`, { cause: res.error });
 }
 
@@ -45,10 +43,7 @@ export function opValue(type: CrdtTypeName, v: unknown, scalarOnly: boolean): st
   if (v === undefined) throw new CrdtError('EDGE_MISO_BAD_OP', `${type} op: value is required`);
   if (scalarOnly && !isScalar(v)) {
     const kind = Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : typeof v === 'number' ? String(v) : typeof v;
-    throw new CrdtError(
-      'EDGE_MISO_BAD_OP',
-      `${type} op: value is ${kind}; ${type} elements must be JSON scalars (string, finite number, boolean, null)`,
-    );
+    throw new CrdtError('EDGE_MISO_BAD_OP', `${type} op: value is ${kind}; ${type} elements must be JSON scalars (string, finite number, boolean, null)`);
   }
   return canonicalJson(v, `${type} op: value`);
 }

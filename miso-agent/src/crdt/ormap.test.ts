@@ -59,7 +59,11 @@ describe('ormap', () => {
       { op: 'remove', key: 'k', value: 1 },
       { op: 'set', key: '\udc00', value: 1 },
     ]) {
-      assert.throws(() => ormap.parseOp(bad), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP', JSON.stringify(bad));
+      assert.throws(
+        () => ormap.parseOp(bad),
+        (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP',
+        JSON.stringify(bad),
+      );
     }
   });
 });

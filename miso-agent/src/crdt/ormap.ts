@@ -21,7 +21,6 @@ import {
   writeContext,
   writeDotFun,
   type CausalContext,
-  type DotFun,
   DotMap,
 } from './dots.js';
 import { compareStrings, MAX_ID_BYTES, utf8Length } from './json.js';

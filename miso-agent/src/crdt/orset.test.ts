@@ -67,7 +67,10 @@ describe('orset', () => {
     assert.deepEqual(b.value(), ['x']);
     const live = a.state.store.get('"x"');
     assert.equal(live?.size, 1);
-    assert.deepEqual([...(live?.values() ?? [])].map(([d]) => d), [['B', 1]]);
+    assert.deepEqual(
+      [...(live?.values() ?? [])].map(([d]) => d),
+      [['B', 1]],
+    );
   });
 
   test('orset - a remove after seeing both concurrent adds removes the element everywhere', () => {
@@ -113,7 +116,11 @@ describe('orset', () => {
       null,
       'add',
     ]) {
-      assert.throws(() => orset.parseOp(bad), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP', JSON.stringify(bad));
+      assert.throws(
+        () => orset.parseOp(bad),
+        (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP',
+        JSON.stringify(bad),
+      );
     }
   });
 });

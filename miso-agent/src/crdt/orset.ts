@@ -23,7 +23,6 @@ import {
   writeContext,
   writeDotFun,
   type CausalContext,
-  type DotFun,
   DotMap,
 } from './dots.js';
 import { compareStrings, parseCanonical } from './json.js';

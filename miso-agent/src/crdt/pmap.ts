@@ -142,7 +142,7 @@ export class PMapEditor<V> {
 
   set(key: string, value: V): this {
     const cur = this.peek(key);
-    if (cur !== undefined && cur.has(key) && cur.get(key) === value) return this;
+    if (cur?.has(key) && cur.get(key) === value) return this;
     const leaf = this.writableLeaf(key);
     if (!leaf.has(key)) this.size++;
     leaf.set(key, value);

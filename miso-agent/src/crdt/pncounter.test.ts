@@ -24,7 +24,10 @@ describe('pncounter', () => {
 
   test('pncounter - rejects fractional and non-numeric n', () => {
     for (const n of [0.5, 'x', null, Number.NaN]) {
-      assert.throws(() => pncounter.parseOp({ op: 'add', n }), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP');
+      assert.throws(
+        () => pncounter.parseOp({ op: 'add', n }),
+        (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_BAD_OP',
+      );
     }
   });
 });

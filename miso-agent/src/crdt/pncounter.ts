@@ -25,16 +25,12 @@ export const pncounter: CrdtType<PNCounterState, PNCounterOp, number> = {
   name: 'pncounter',
   empty: () => ({ p: new Map(), n: new Map() }),
   parseOp: (op) =>
-    isPlainWithKeys(op, 2) && op['op'] === 'add' && Number.isSafeInteger(op['n'])
-      ? (op as unknown as PNCounterOp)
-      : parseWith('pncounter', opSchema, op),
+    isPlainWithKeys(op, 2) && op['op'] === 'add' && Number.isSafeInteger(op['n']) ? (op as unknown as PNCounterOp) : parseWith('pncounter', opSchema, op),
   apply(state, op, replica) {
     const { n } = pncounter.parseOp(op);
     const r = checkReplica(replica);
     const delta: PNCounterState =
-      n >= 0
-        ? { p: gcounterIncrement(state.p, n, r, 'pncounter add'), n: EMPTY }
-        : { p: EMPTY, n: gcounterIncrement(state.n, -n, r, 'pncounter add') };
+      n >= 0 ? { p: gcounterIncrement(state.p, n, r, 'pncounter add'), n: EMPTY } : { p: EMPTY, n: gcounterIncrement(state.n, -n, r, 'pncounter add') };
     return [pncounter.join(state, delta), delta];
   },
   join: (a, b) => ({ p: gcounterJoin(a.p, b.p), n: gcounterJoin(a.n, b.n) }),

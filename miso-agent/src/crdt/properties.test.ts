@@ -71,7 +71,8 @@ for (const [name, t] of allTypes()) {
     });
 
     test(`${name} - without concurrency the value follows the sequential specification`, () => {
-      const op = name === 'lwwregister' ? fc.record({ op: fc.constant('set'), value: fc.constantFrom<Json>('a', 1, { b: [2], a: null }) }) : opArbitraries[name];
+      const op =
+        name === 'lwwregister' ? fc.record({ op: fc.constant('set'), value: fc.constantFrom<Json>('a', 1, { b: [2], a: null }) }) : opArbitraries[name];
       fc.assert(
         fc.property(fc.array(fc.tuple(fc.nat(4), op), { maxLength: 30 }), fc.integer({ min: 2, max: 5 }), (ops, n) => {
           const states = Array.from({ length: n }, () => t.empty());
@@ -80,7 +81,10 @@ for (const [name, t] of allTypes()) {
             states[at % n] = next;
             for (let i = 0; i < n; i++) if (i !== at % n) states[i] = t.join(states[i], delta);
           }
-          const expected = sequentialModel(name, ops.map(([, o]) => o));
+          const expected = sequentialModel(
+            name,
+            ops.map(([, o]) => o),
+          );
           for (const s of states) assert.deepEqual(t.value(s), expected);
         }),
         fcParams(),

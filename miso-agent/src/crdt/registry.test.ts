@@ -15,7 +15,10 @@ describe('registry', () => {
       () => getCrdtType('counter'),
       (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_UNKNOWN_TYPE' && /"counter".*gcounter, pncounter/.test(e.message),
     );
-    assert.throws(() => getCrdtType('toString'), (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_UNKNOWN_TYPE');
+    assert.throws(
+      () => getCrdtType('toString'),
+      (e: unknown) => e instanceof CrdtError && e.code === 'EDGE_MISO_UNKNOWN_TYPE',
+    );
   });
 
   test('registry - digest is the hex SHA-256 of the encoding and tells states apart', () => {

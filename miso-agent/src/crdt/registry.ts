@@ -10,8 +10,11 @@ import { orset } from './orset.js';
 import { pncounter } from './pncounter.js';
 import { CRDT_TYPE_NAMES, type CrdtType, type CrdtTypeName } from './types.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- the registry is heterogeneous by design */
-export const crdtTypes: Readonly<Record<CrdtTypeName, CrdtType<any, any, any>>> = Object.freeze({
+/** Any CRDT type: the registry is heterogeneous by design (states are handled opaquely). */
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds types of different state shapes
+type SomeCrdtType = CrdtType<any, any, any>;
+
+export const crdtTypes: Readonly<Record<CrdtTypeName, SomeCrdtType>> = Object.freeze({
   ewflag,
   gcounter,
   pncounter,
@@ -27,18 +30,15 @@ export function isCrdtTypeName(name: unknown): name is CrdtTypeName {
 }
 
 /** Looks a type up by name; throws CrdtError('EDGE_MISO_UNKNOWN_TYPE') listing the allowed names. */
-export function getCrdtType(name: string): CrdtType<any, any, any> {
+export function getCrdtType(name: string): SomeCrdtType {
   if (!isCrdtTypeName(name)) {
-    throw new CrdtError(
-      'EDGE_MISO_UNKNOWN_TYPE',
-      `unknown CRDT type ${JSON.stringify(name)}; allowed: ${CRDT_TYPE_NAMES.join(', ')}`,
-    );
+    throw new CrdtError('EDGE_MISO_UNKNOWN_TYPE', `unknown CRDT type ${JSON.stringify(name)}; allowed: ${CRDT_TYPE_NAMES.join(', ')}`);
   }
   return crdtTypes[name];
 }
 
 /** Hex SHA-256 of encode(state): equal digests mean equal states (anti-entropy). */
-export function digest(type: CrdtTypeName | CrdtType<any, any, any>, state: unknown): string {
+export function digest(type: CrdtTypeName | SomeCrdtType, state: unknown): string {
   const t = typeof type === 'string' ? getCrdtType(type) : type;
   return createHash('sha256').update(t.encode(state)).digest('hex');
 }

@@ -26,10 +26,7 @@ export const REPLICAS = ['r0', 'r1', 'r2', 'r3', 'r4'] as const;
 
 /** A small pool so that ops collide often (same element, same key). */
 const scalar = fc.constantFrom<Json>('a', 'b', 'c', 1, 2.5, -0, true, null, 'é', '');
-const value = fc.oneof(
-  { weight: 4, arbitrary: scalar },
-  { weight: 1, arbitrary: fc.constantFrom<Json>({ b: 1, a: [1, 'x'] }, [null, { z: false }], {}) },
-);
+const value = fc.oneof({ weight: 4, arbitrary: scalar }, { weight: 1, arbitrary: fc.constantFrom<Json>({ b: 1, a: [1, 'x'] }, [null, { z: false }], {}) });
 const key = fc.constantFrom('k1', 'k2', 'k3', '__proto__');
 
 /** Random (valid) ops for each type. */
@@ -40,14 +37,8 @@ export const opArbitraries: Record<CrdtTypeName, fc.Arbitrary<unknown>> = {
   gset: fc.record({ op: fc.constant('add'), value: scalar }),
   mvregister: fc.record({ op: fc.constant('set'), value }),
   orset: fc.record({ op: fc.constantFrom('add', 'add', 'remove'), value: scalar }),
-  lwwregister: fc.oneof(
-    fc.record({ op: fc.constant('set'), value }),
-    fc.record({ op: fc.constant('set'), value, ts: fc.nat(4) }),
-  ),
-  ormap: fc.oneof(
-    fc.record({ op: fc.constant('set'), key, value }),
-    fc.record({ op: fc.constant('remove'), key }),
-  ),
+  lwwregister: fc.oneof(fc.record({ op: fc.constant('set'), value }), fc.record({ op: fc.constant('set'), value, ts: fc.nat(4) })),
+  ormap: fc.oneof(fc.record({ op: fc.constant('set'), key, value }), fc.record({ op: fc.constant('remove'), key })),
 };
 
 /** One step of a replica history. Indexes are taken modulo what exists at that point. */

@@ -1,24 +1,7 @@
 /** The names of the CRDT types the core implements (the registry keys). */
-export type CrdtTypeName =
-  | 'ewflag'
-  | 'gcounter'
-  | 'pncounter'
-  | 'gset'
-  | 'mvregister'
-  | 'orset'
-  | 'lwwregister'
-  | 'ormap';
+export type CrdtTypeName = 'ewflag' | 'gcounter' | 'pncounter' | 'gset' | 'mvregister' | 'orset' | 'lwwregister' | 'ormap';
 
-export const CRDT_TYPE_NAMES: readonly CrdtTypeName[] = [
-  'ewflag',
-  'gcounter',
-  'pncounter',
-  'gset',
-  'mvregister',
-  'orset',
-  'lwwregister',
-  'ormap',
-];
+export const CRDT_TYPE_NAMES: readonly CrdtTypeName[] = ['ewflag', 'gcounter', 'pncounter', 'gset', 'mvregister', 'orset', 'lwwregister', 'ormap'];
 
 /** A plain JSON value (what value() returns and what ops carry). */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

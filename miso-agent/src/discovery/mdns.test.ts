@@ -5,7 +5,19 @@ import { once } from 'node:events';
 import { pino } from 'pino';
 import { MisoError } from '../errors.js';
 import makeMdns from 'multicast-dns';
-import { announcement, answersFor, dnsLabel, EXPIRE_AFTER_QUERIES, hostName, MdnsDiscovery, peersIn, QUERY_INTERVAL_MS, SERVICE_TYPE, SERVICES_ENUMERATION, type MdnsRecord } from './mdns.js';
+import {
+  announcement,
+  answersFor,
+  dnsLabel,
+  EXPIRE_AFTER_QUERIES,
+  hostName,
+  MdnsDiscovery,
+  peersIn,
+  QUERY_INTERVAL_MS,
+  SERVICE_TYPE,
+  SERVICES_ENUMERATION,
+  type MdnsRecord,
+} from './mdns.js';
 
 test('mdns - an announcement is DNS-SD shaped (PTR, SRV, TXT, A)', () => {
   const recs = announcement('node-a', 7650, ['10.1.0.2']);
@@ -58,7 +70,16 @@ test('mdns - questions are answered the way DNS-SD resolvers ask (PTR, SRV, TXT,
   // service type enumeration (RFC 6763 §9): avahi-browse -a
   assert.deepEqual(types(answersFor([{ name: SERVICES_ENUMERATION, type: 'PTR' }], own).answers), [`PTR ${SERVICES_ENUMERATION}`]);
   // somebody else's names: no answer
-  assert.deepEqual(answersFor([{ name: '_http._tcp.local', type: 'PTR' }, { name: 'node-b.miso.local', type: 'A' }], own), { answers: [], additionals: [] });
+  assert.deepEqual(
+    answersFor(
+      [
+        { name: '_http._tcp.local', type: 'PTR' },
+        { name: 'node-b.miso.local', type: 'A' },
+      ],
+      own,
+    ),
+    { answers: [], additionals: [] },
+  );
 });
 
 test('mdns - peers are read back from answers, goodbyes are flagged', () => {
@@ -84,13 +105,19 @@ test('mdns - two agents find each other and see the goodbye (unicast loopback, n
   const seen: string[] = [];
   const gone: string[] = [];
   const a = new MdnsDiscovery({
-    nodeId: 'na', port: 7001, addresses: ['127.0.0.1'], log,
+    nodeId: 'na',
+    port: 7001,
+    addresses: ['127.0.0.1'],
+    log,
     onPeer: (addr, id) => seen.push(`a saw ${id} at ${addr}`),
     onGone: (addr, id) => gone.push(`a lost ${id} at ${addr}`),
     mdnsOptions: { multicast: false, socket: sa, port: pb, ip: '127.0.0.1', bind: false },
   });
   const b = new MdnsDiscovery({
-    nodeId: 'nb', port: 7002, addresses: ['127.0.0.1'], log,
+    nodeId: 'nb',
+    port: 7002,
+    addresses: ['127.0.0.1'],
+    log,
     onPeer: (addr, id) => seen.push(`b saw ${id} at ${addr}`),
     onGone: () => undefined,
     mdnsOptions: { multicast: false, socket: sb, port: pa, ip: '127.0.0.1', bind: false },
@@ -118,7 +145,10 @@ async function pair(nodeId: string) {
   sp.bind(0, '127.0.0.1');
   await Promise.all([once(sa, 'listening'), once(sp, 'listening')]);
   const agent = new MdnsDiscovery({
-    nodeId, port: 7001, addresses: ['127.0.0.1'], log: pino({ level: 'silent' }),
+    nodeId,
+    port: 7001,
+    addresses: ['127.0.0.1'],
+    log: pino({ level: 'silent' }),
     onPeer: () => undefined,
     onGone: () => undefined,
     mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },
@@ -154,8 +184,18 @@ test('mdns - a resolver gets the answers over the wire, with cache-flush bits, f
 });
 
 test('mdns - an interface without an IPv4 address is a configuration error, not a silent fallback to all interfaces', () => {
-  const d = new MdnsDiscovery({ nodeId: 'na', port: 7001, interface: 'no-such-if0', log: pino({ level: 'silent' }), onPeer: () => undefined, onGone: () => undefined });
-  assert.throws(() => d.start(), (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_CONFIG' && /no-such-if0/.test(e.message));
+  const d = new MdnsDiscovery({
+    nodeId: 'na',
+    port: 7001,
+    interface: 'no-such-if0',
+    log: pino({ level: 'silent' }),
+    onPeer: () => undefined,
+    onGone: () => undefined,
+  });
+  assert.throws(
+    () => d.start(),
+    (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_CONFIG' && /no-such-if0/.test(e.message),
+  );
 });
 
 test('mdns - a record is a claim: its node id is handed to the dialer, a changed id re-dials, our own id is ignored', async () => {
@@ -166,7 +206,10 @@ test('mdns - a record is a claim: its node id is handed to the dialer, a changed
   await Promise.all([once(sa, 'listening'), once(sp, 'listening')]);
   const events: string[] = [];
   const agent = new MdnsDiscovery({
-    nodeId: 'na', port: 7001, addresses: ['127.0.0.1'], log: pino({ level: 'silent' }),
+    nodeId: 'na',
+    port: 7001,
+    addresses: ['127.0.0.1'],
+    log: pino({ level: 'silent' }),
     onPeer: (addr, id) => events.push(`peer ${id} at ${addr}`),
     onGone: (addr, id) => events.push(`gone ${id} at ${addr}`),
     mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },

@@ -210,7 +210,10 @@ export class MdnsDiscovery {
     const iface = this.opts.interface;
     const ip = iface ? localIPv4(iface)[0] : undefined;
     if (iface && !ip && !this.opts.mdnsOptions?.socket) {
-      throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: MISO_MDNS_INTERFACE: interface '${iface}' has no IPv4 address (interfaces with one: ${localIPv4().join(', ') || 'none'})`);
+      throw new MisoError(
+        'EDGE_MISO_CONFIG',
+        `invalid agent configuration: MISO_MDNS_INTERFACE: interface '${iface}' has no IPv4 address (interfaces with one: ${localIPv4().join(', ') || 'none'})`,
+      );
     }
     // bind 0.0.0.0: multicast-dns binds to the interface address by default, which receives no multicast
     this.mdns = makeMdns({ ...(ip ? { interface: ip, bind: '0.0.0.0' } : {}), ...this.opts.mdnsOptions });

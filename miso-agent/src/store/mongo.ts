@@ -77,7 +77,9 @@ export class MongoStateStore implements StateStore {
       await this.meta.replaceOne({ _id: 'node' }, { nodeId, incarnation }, { upsert: true });
       return { nodeId, incarnation };
     } catch (err) {
-      throw new MisoError('EDGE_MISO_STORE', `cannot read the node identity from MongoDB (${this.db.databaseName}.meta): ${(err as Error).message}`, { cause: err });
+      throw new MisoError('EDGE_MISO_STORE', `cannot read the node identity from MongoDB (${this.db.databaseName}.meta): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 
@@ -132,10 +134,13 @@ export class MongoStateStore implements StateStore {
         // Put the keys back (unless changed again meanwhile) and retry later.
         for (const [k, v] of batch) if (!this.dirty.has(k)) this.dirty.set(k, v);
         if (!this.closed && !this.timer) {
-          this.timer = setTimeout(() => {
-            this.timer = undefined;
-            this.flush().catch((e: unknown) => this.log.error({ err: e }, 'persisting CRDTs failed; retrying'));
-          }, Math.max(RETRY_DELAY_MS, this.delayMs));
+          this.timer = setTimeout(
+            () => {
+              this.timer = undefined;
+              this.flush().catch((e: unknown) => this.log.error({ err: e }, 'persisting CRDTs failed; retrying'));
+            },
+            Math.max(RETRY_DELAY_MS, this.delayMs),
+          );
         }
         throw new MisoError('EDGE_MISO_STORE', `writing ${ops.length} CRDTs to MongoDB failed: ${(err as Error).message}`, { cause: err });
       }

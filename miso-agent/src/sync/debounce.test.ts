@@ -24,7 +24,10 @@ test('debounce - keys keep their own deadlines and are grouped by function', () 
   d.add('f', 'o', 'a', s.applyLocal('f', 'o', 'a', 'gcounter', { op: 'add', n: 1 }, 'r').delta, 0);
   d.add('g', 'o', 'b', s.applyLocal('g', 'o', 'b', 'gcounter', { op: 'add', n: 1 }, 'r').delta, 50);
   d.add('f', 'o', 'c', s.applyLocal('f', 'o', 'c', 'gcounter', { op: 'add', n: 1 }, 'r').delta, 60);
-  assert.deepEqual(d.takeDue(100).map((b) => [b.fn, b.entries.map((e) => e.name)]), [['f', ['a']]]);
+  assert.deepEqual(
+    d.takeDue(100).map((b) => [b.fn, b.entries.map((e) => e.name)]),
+    [['f', ['a']]],
+  );
   assert.deepEqual(
     d.takeDue(160).map((b) => [b.fn, b.entries.map((e) => e.name)]),
     [

@@ -41,7 +41,11 @@ export class PeerSync {
   private nextSeq = 1;
   private readonly inflight = new Map<number, number>();
 
-  constructor(readonly nodeId: string, address: string, now: number) {
+  constructor(
+    readonly nodeId: string,
+    address: string,
+    now: number,
+  ) {
     this.address = address;
     this.lastHeardMs = now;
   }

@@ -38,7 +38,10 @@ test('protocol - equal states answer a digest with nothing', () => {
 
 test('protocol - chunks stay under the byte budget', () => {
   const e = { object: 'o', name: 'n', type: 'gset', gen: 0, state: new Uint8Array(100) };
-  const chunks = chunkEntries(Array.from({ length: 10 }, () => e), 300);
+  const chunks = chunkEntries(
+    Array.from({ length: 10 }, () => e),
+    300,
+  );
   assert.equal(chunks.length, 5);
   assert.ok(chunks.every((c) => c.length === 2));
 });

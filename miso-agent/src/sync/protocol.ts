@@ -65,11 +65,7 @@ export function answerDigest(state: ReplicaState, d: Digest): DigestKeys | undef
  * Answer to DigestKeys: our entries that differ from (or are missing at) the peer, and a Want
  * for the keys the peer has that we lack or that differ.
  */
-export function answerDigestKeys(
-  state: ReplicaState,
-  dk: DigestKeys,
-  maxBytes: number,
-): { updates: Updates[]; want: Want | undefined } {
+export function answerDigestKeys(state: ReplicaState, dk: DigestKeys, maxBytes: number): { updates: Updates[]; want: Want | undefined } {
   const theirs = new Map<string, string>();
   for (const k of dk.keys) theirs.set(`${k.object}\u0000${k.name}`, k.digest);
   const send: WireEntry[] = [];

@@ -20,7 +20,7 @@ import { digest as crdtDigest, getCrdtType, type CrdtType, type CrdtTypeName } f
 import { MisoError } from '../errors.js';
 
 // The registry holds types of different state shapes; the agent handles states opaquely.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: states are opaque to the agent
 export type AnyCrdt = CrdtType<any, any, any>;
 
 export interface Entry {
@@ -216,8 +216,14 @@ export function wrongType(fn: string, object: string, name: string, has: string,
 
 function typeMethod(type: string): string {
   const m: Record<string, string> = {
-    ewflag: 'EWFlag', gcounter: 'GCounter', pncounter: 'PNCounter', gset: 'GSet',
-    mvregister: 'MVRegister', orset: 'ORSet', lwwregister: 'LWWRegister', ormap: 'ORMap',
+    ewflag: 'EWFlag',
+    gcounter: 'GCounter',
+    pncounter: 'PNCounter',
+    gset: 'GSet',
+    mvregister: 'MVRegister',
+    orset: 'ORSet',
+    lwwregister: 'LWWRegister',
+    ormap: 'ORMap',
   };
   return m[type] ?? type;
 }

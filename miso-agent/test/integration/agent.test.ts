@@ -75,7 +75,12 @@ test('agent - delete removes a CRDT or a whole object', async () => {
 
 test('agent - bad requests get clear gRPC errors', async () => {
   const c = agent.client;
-  await rejects(c.apply('fn', 'o', 'x', 'nope', { op: 'add', n: 1 }), 'EDGE_MISO_UNKNOWN_TYPE', grpc.status.INVALID_ARGUMENT, /unknown CRDT type "nope"; allowed: ewflag, gcounter/);
+  await rejects(
+    c.apply('fn', 'o', 'x', 'nope', { op: 'add', n: 1 }),
+    'EDGE_MISO_UNKNOWN_TYPE',
+    grpc.status.INVALID_ARGUMENT,
+    /unknown CRDT type "nope"; allowed: ewflag, gcounter/,
+  );
   await c.apply('fn', 'o', 'count', 'gcounter', { op: 'add', n: 1 });
   await rejects(
     c.apply('fn', 'o', 'count', 'orset', { op: 'add', value: 1 }),
@@ -113,8 +118,14 @@ test('sdk - concurrent operations on one client share batches and keep their own
     c.read('fn', 'batched', 'n', 'gcounter'),
   ];
   const rs = await Promise.allSettled(ps);
-  const values = rs.slice(0, 50).concat(rs.slice(51, 101)).map((r) => (r.status === 'fulfilled' ? r.value : r.reason));
-  assert.deepEqual(values, Array.from({ length: 100 }, (_, i) => i + 1));
+  const values = rs
+    .slice(0, 50)
+    .concat(rs.slice(51, 101))
+    .map((r) => (r.status === 'fulfilled' ? r.value : r.reason));
+  assert.deepEqual(
+    values,
+    Array.from({ length: 100 }, (_, i) => i + 1),
+  );
   const bad = rs[50]!;
   assert.equal(bad.status, 'rejected');
   assert.ok(bad.reason instanceof MisoSdkError && bad.reason.code === 'EDGE_MISO_BAD_OP', String(bad.reason));
@@ -204,10 +215,16 @@ test('agent - a peer with another mesh secret is refused both ways, and nothing 
   try {
     await intruder.client.apply('intruder-fn', 'o', 'n', 'gcounter', { op: 'add', n: 1000 });
     // The intruder cannot check the agent's proof and leaves; the agent logs why (no secret in either log).
-    await waitFor('the refusal to be logged on both sides', () => agent.stderr.join('').includes('left during the handshake') && intruder.stderr.join('').includes('EDGE_MISO_AUTH'));
+    await waitFor(
+      'the refusal to be logged on both sides',
+      () => agent.stderr.join('').includes('left during the handshake') && intruder.stderr.join('').includes('EDGE_MISO_AUTH'),
+    );
     assert.match(intruder.stderr.join(''), /the agent at [^ ]+ failed to prove the mesh key for node id 'solo'/);
     assert.match(agent.stderr.join(''), /"code":"EDGE_MISO_AUTH".*the dialer at [^ ]+ \('intruder'\) left during the handshake/);
-    assert.deepEqual((await agent.client.status()).peers.filter((p) => p.node_id === 'intruder'), []);
+    assert.deepEqual(
+      (await agent.client.status()).peers.filter((p) => p.node_id === 'intruder'),
+      [],
+    );
     assert.equal((await intruder.client.status()).peers.length, 0);
     assert.deepEqual(await agent.client.read('intruder-fn', 'o', 'n', 'gcounter'), { type: 'gcounter', value: 0, exists: false });
     for (const log of [agent.stderr.join(''), intruder.stderr.join('')]) {

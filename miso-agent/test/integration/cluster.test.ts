@@ -127,7 +127,15 @@ test('cluster - an agent killed with kill -9 comes back with its state (disk, th
   assert.equal((await alone.client.read(FN, 'obj', 'total')).value, 1000);
   await alone.stop();
   // 2) Restart on its old address with its peers: it catches up on what it missed.
-  const back = await spawnAgent({ ...specFor('c', all().filter((a) => a !== c).map((a) => a.peerAddress)), grpcAddr: c.boundAddress });
+  const back = await spawnAgent({
+    ...specFor(
+      'c',
+      all()
+        .filter((a) => a !== c)
+        .map((a) => a.peerAddress),
+    ),
+    grpcAddr: c.boundAddress,
+  });
   agents.set('c', back);
   await back.client.register(FN, 'c-r1');
   await waitConverged(all(), FN, 'k9', 'n', 'gcounter', 12);

@@ -16,7 +16,12 @@ let agent: AgentProc;
 
 before(async () => {
   mongo = await resolveMongo();
-  agent = await spawnAgent({ nodeId: 'durable', mongoUri: mongo.uri, db: `miso_it_durable_${process.pid}`, env: { MISO_PERSIST_DELAY_MS: '0', MISO_METRICS_PORT: '0' } });
+  agent = await spawnAgent({
+    nodeId: 'durable',
+    mongoUri: mongo.uri,
+    db: `miso_it_durable_${process.pid}`,
+    env: { MISO_PERSIST_DELAY_MS: '0', MISO_METRICS_PORT: '0' },
+  });
 });
 
 after(async () => {

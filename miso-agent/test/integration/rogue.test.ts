@@ -98,7 +98,19 @@ test('rogue agent - a dialer with a wrong key is refused by the acceptor, and wh
   assert.equal(challenge.body, 'auth_challenge', 'only the challenge before authentication');
   // A rogue ignores that it cannot check the challenge, sends a proof made with its key, then state.
   const { linkProof } = await import('@syncmesh-edge/mesh-auth');
-  r.call.write(encodePeerMessage({ auth_proof: { proof: linkProof(wrongKeys, { role: 'dialer', prover: 'rogue-dialer', verifier: 'target', verifierNonce: challenge.auth_challenge.nonce, proverNonce: d.nonce }) } }));
+  r.call.write(
+    encodePeerMessage({
+      auth_proof: {
+        proof: linkProof(wrongKeys, {
+          role: 'dialer',
+          prover: 'rogue-dialer',
+          verifier: 'target',
+          verifierNonce: challenge.auth_challenge.nonce,
+          proverNonce: d.nonce,
+        }),
+      },
+    }),
+  );
   r.call.write(encodePeerMessage({ hello: { node_id: 'rogue-dialer', address: '', functions: [FN], incarnation: '1' } }));
   r.call.write(encodePeerMessage(poison()));
   const end = await r.ended;
@@ -169,15 +181,21 @@ test('rogue agent - a wrong-key acceptor, a v1 acceptor and an address pinned to
   await mallory.client.apply(FN, 'o', 'n', 'gcounter', { op: 'add', n: 1000 });
   const victim = await spawnAgent({ nodeId: 'victim', peers: [wrongKey, v1, `victim-peer@${mallory.peerAddress}`] });
   others.push(victim);
-  await waitFor('three refusals in the victim log', () => {
-    const l = log(victim);
-    return (
-      new RegExp(`"code":"EDGE_MISO_AUTH".*the agent at ${wrongKey} failed to prove the mesh key for node id 'rogue-acceptor'`).test(l) &&
-      new RegExp(`"code":"EDGE_MISO_PEER_PROTOCOL".*the agent at ${v1} sent 'hello' instead of the handshake's challenge`).test(l) &&
-      // mallory itself refuses a dialer that expects another node (if it lied, the victim's own check would: see auth.test.ts)
-      new RegExp(`"code":"EDGE_MISO_PEER_ID".*the agent at ${mallory.peerAddress} refused this agent: EDGE_MISO_PEER_ID: .* expects node 'victim-peer' here, but this is 'mallory'`).test(l)
-    );
-  }, 15_000).catch((err: Error) => assert.fail(`${err.message}; victim log:\n${log(victim)}`));
+  await waitFor(
+    'three refusals in the victim log',
+    () => {
+      const l = log(victim);
+      return (
+        new RegExp(`"code":"EDGE_MISO_AUTH".*the agent at ${wrongKey} failed to prove the mesh key for node id 'rogue-acceptor'`).test(l) &&
+        new RegExp(`"code":"EDGE_MISO_PEER_PROTOCOL".*the agent at ${v1} sent 'hello' instead of the handshake's challenge`).test(l) &&
+        // mallory itself refuses a dialer that expects another node (if it lied, the victim's own check would: see auth.test.ts)
+        new RegExp(
+          `"code":"EDGE_MISO_PEER_ID".*the agent at ${mallory.peerAddress} refused this agent: EDGE_MISO_PEER_ID: .* expects node 'victim-peer' here, but this is 'mallory'`,
+        ).test(l)
+      );
+    },
+    15_000,
+  ).catch((err: Error) => assert.fail(`${err.message}; victim log:\n${log(victim)}`));
   assert.ok(pushed >= 2, 'both rogue acceptors pushed their state');
   await nothingMerged(victim);
   // mallory is refused before Hello, so it never learns the victim's address either
@@ -215,9 +233,11 @@ test('rogue agent - an impostor that relays a genuine handshake and then injects
   });
   const victim = await spawnAgent({ nodeId: 'relay-victim', peers: [`target@${relay}`] });
   others.push(victim);
-  await waitFor('the victim to cut the relayed stream', () => /"code":"EDGE_MISO_AUTH".*a message from 'target' at [^ ]+ has a missing or wrong MAC/.test(log(victim)), 15_000).catch((err: Error) =>
-    assert.fail(`${err.message}; victim log:\n${log(victim)}`),
-  );
+  await waitFor(
+    'the victim to cut the relayed stream',
+    () => /"code":"EDGE_MISO_AUTH".*a message from 'target' at [^ ]+ has a missing or wrong MAC/.test(log(victim)),
+    15_000,
+  ).catch((err: Error) => assert.fail(`${err.message}; victim log:\n${log(victim)}`));
   assert.ok(injected.length >= 2, 'the impostor injected');
   // the handshake itself passed: both proofs were genuine (the relay only forwarded them)
   assert.ok(!/failed to prove/.test(log(victim)), 'the relayed proofs verified');
@@ -247,7 +267,9 @@ async function recordingRelay(target: string): Promise<{ server: Server; address
     c.on('close', () => up.destroy());
     up.on('close', () => c.destroy());
   });
-  server.on('close', () => sockets.forEach((s) => s.destroy()));
+  server.on('close', () => {
+    for (const s of sockets) s.destroy();
+  });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { server, address: `127.0.0.1:${(server.address() as { port: number }).port}`, recorded };
@@ -271,7 +293,11 @@ test('rogue agent - a recorded connection replayed byte for byte to another agen
     s.on('error', () => s.destroy());
     await once(s, 'connect');
     s.write(Buffer.concat(relay.recorded));
-    await waitFor('the replay to be refused', () => /"code":"EDGE_MISO_AUTH".*failed to prove the mesh key for node id 'replayed' \(wrong MISO_MESH_SECRET, a replayed handshake, or an impostor\)/.test(log(fresh)));
+    await waitFor('the replay to be refused', () =>
+      /"code":"EDGE_MISO_AUTH".*failed to prove the mesh key for node id 'replayed' \(wrong MISO_MESH_SECRET, a replayed handshake, or an impostor\)/.test(
+        log(fresh),
+      ),
+    );
     s.destroy();
     assert.deepEqual(await fresh.client.read(FN, 'o', 'n', 'gcounter'), { type: 'gcounter', value: 0, exists: false }, 'the replayed state was not merged');
     assert.deepEqual((await fresh.client.status()).peers, []);

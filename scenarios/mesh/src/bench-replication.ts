@@ -55,7 +55,14 @@ const reading = (i: number, sensorId = 9000): Document => ({
 });
 
 /** Polls each subscriber for the replica by its _id (an index lookup, also on the test server). */
-async function waitVisible(replicas: Collection<{ _id: string }>[], origin: string, id: ObjectId, timeoutMs: number, signal: AbortSignal, pollMs = POLL_MS): Promise<void> {
+async function waitVisible(
+  replicas: Collection<{ _id: string }>[],
+  origin: string,
+  id: ObjectId,
+  timeoutMs: number,
+  signal: AbortSignal,
+  pollMs = POLL_MS,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const rid = replicaId(origin, id);
   for (const c of replicas) {
@@ -148,7 +155,17 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
     await down(cfg.stateRoot, cfg.name, progress);
   }
   console.log('\nbench-replication: insert on node-1 -> replica readable on every subscriber (latency profile none)');
-  console.table(rows.map((r) => ({ subscribers: r.subscribers, 'p50 ms': r.latency.p50_ms, 'p99 ms': r.latency.p99_ms, 'max ms': r.latency.max_ms, 'burst events': r.burst_readings, 'burst s': r.burst_seconds, 'events/s': r.events_per_s })));
+  console.table(
+    rows.map((r) => ({
+      subscribers: r.subscribers,
+      'p50 ms': r.latency.p50_ms,
+      'p99 ms': r.latency.p99_ms,
+      'max ms': r.latency.max_ms,
+      'burst events': r.burst_readings,
+      'burst s': r.burst_seconds,
+      'events/s': r.events_per_s,
+    })),
+  );
   console.log('targets: p50 <= 50 ms, >= 1,000 events/s sustained');
   mkdirSync(join(values.out!, '..'), { recursive: true });
   writeFileSync(values.out!, JSON.stringify({ date: new Date().toISOString(), rows }, null, 2));

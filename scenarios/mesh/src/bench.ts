@@ -184,12 +184,16 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   const first = sizes[0]!;
   const last = sizes[sizes.length - 1]!;
   for (const q of QUERIES) {
-    lines.push(`${q}: parallel grows ${(get(last, 'parallel', q) / get(first, 'parallel', q)).toFixed(1)}x from ${first} to ${last} nodes, sequential ${(get(last, 'sequential', q) / get(first, 'sequential', q)).toFixed(1)}x`);
+    lines.push(
+      `${q}: parallel grows ${(get(last, 'parallel', q) / get(first, 'parallel', q)).toFixed(1)}x from ${first} to ${last} nodes, sequential ${(get(last, 'sequential', q) / get(first, 'sequential', q)).toFixed(1)}x`,
+    );
   }
   for (const r of partial) lines.push(`note: ${r.nodes} nodes ${r.mode} ${r.query}: only ${r.answered} of ${r.nodes} nodes answered in some runs`);
   for (const s of startups) {
     const m = memory.find((x) => x.nodes === s.nodes);
-    lines.push(`start of ${s.nodes} nodes: ${s.seconds} s; PSS ${m?.total_pss_mb} MB total (RSS ${m?.total_rss_mb}), max ${Math.max(...(m?.per_node_pss_mb ?? [0]))} MB PSS per node (RSS ${Math.max(...(m?.per_node_rss_mb ?? [0]))})`);
+    lines.push(
+      `start of ${s.nodes} nodes: ${s.seconds} s; PSS ${m?.total_pss_mb} MB total (RSS ${m?.total_rss_mb}), max ${Math.max(...(m?.per_node_pss_mb ?? [0]))} MB PSS per node (RSS ${Math.max(...(m?.per_node_rss_mb ?? [0]))})`,
+    );
   }
   process.stdout.write(`\n${lines.join('\n')}\n`);
   save();

@@ -115,7 +115,21 @@ export async function startCapture(plan: MeshPlan): Promise<Capture> {
   const targets: { iface: string; node: number | null; filter: string[] }[] =
     plan.isolation === 'netns'
       ? plan.nodes.map((n) => ({ iface: n.hostIf!, node: n.index, filter: [] }))
-      : [{ iface: 'lo', node: null, filter: ['tcp', 'and', 'portrange', `${plan.portBase! + 1}-${plan.portBase! + 99}`, 'or', 'portrange', `${plan.portBase! + 1000}-${plan.portBase! + 1999}`] }];
+      : [
+          {
+            iface: 'lo',
+            node: null,
+            filter: [
+              'tcp',
+              'and',
+              'portrange',
+              `${plan.portBase! + 1}-${plan.portBase! + 99}`,
+              'or',
+              'portrange',
+              `${plan.portBase! + 1000}-${plan.portBase! + 1999}`,
+            ],
+          },
+        ];
   const t0 = performance.now();
   let dropped = 0;
   const procs: ChildProcess[] = [];
@@ -125,11 +139,16 @@ export async function startCapture(plan: MeshPlan): Promise<Capture> {
       targets.map(
         (t) =>
           new Promise<void>((ready, fail) => {
-            const p = spawn('tcpdump', ['-i', t.iface, '--immediate-mode', '-nn', '-e', '-l', '-q', '-s', String(SNAPLEN_BYTES), ...t.filter], { stdio: ['ignore', 'pipe', 'pipe'] });
+            const p = spawn('tcpdump', ['-i', t.iface, '--immediate-mode', '-nn', '-e', '-l', '-q', '-s', String(SNAPLEN_BYTES), ...t.filter], {
+              stdio: ['ignore', 'pipe', 'pipe'],
+            });
             procs.push(p);
             exited.push(new Promise((r) => p.once('close', () => r())));
             createInterface({ input: p.stdout! }).on('line', (line) => account(plan, counters, t.node, line));
-            const timer = setTimeout(() => fail(new MeshError('EDGE_MESH_COMMAND_FAILED', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)), TCPDUMP_READY_TIMEOUT_MS);
+            const timer = setTimeout(
+              () => fail(new MeshError('EDGE_MESH_COMMAND_FAILED', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
+              TCPDUMP_READY_TIMEOUT_MS,
+            );
             createInterface({ input: p.stderr! }).on('line', (line) => {
               if (/listening on/.test(line)) {
                 clearTimeout(timer);
@@ -160,7 +179,9 @@ export async function startCapture(plan: MeshPlan): Promise<Capture> {
         for (const p of procs) p.kill('SIGINT');
         await Promise.all(exited);
         const links = [...counters.links.values()];
-        const pairs = [...counters.pairs.values()].sort((a, b) => a.from.localeCompare(b.from, 'en', { numeric: true }) || a.to.localeCompare(b.to, 'en', { numeric: true }));
+        const pairs = [...counters.pairs.values()].sort(
+          (a, b) => a.from.localeCompare(b.from, 'en', { numeric: true }) || a.to.localeCompare(b.to, 'en', { numeric: true }),
+        );
         const total = plan.isolation === 'netns' ? links.reduce((s, l) => s + l.bytes_in + l.bytes_out, 0) : links.reduce((s, l) => s + l.bytes_out, 0);
         return { mesh: plan.name, duration_ms: Math.round(performance.now() - t0), links, pairs, total_bytes: total, dropped_packets: dropped };
       })();

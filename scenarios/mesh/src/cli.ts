@@ -69,12 +69,21 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       const out: string[] = [];
-      out.push(`mesh ${s.mesh}: ${s.phase}, ${s.isolation}, latency ${s.latency}, ${s.nodes.length} nodes, total PSS ${(s.totalPssBytes / MB).toFixed(0)} MB (RSS ${(s.totalRssBytes / MB).toFixed(0)} MB; RSS counts shared code once per process)`);
-      if (s.toxiproxy) out.push(`toxiproxy pid ${s.toxiproxy.pid} ${s.toxiproxy.alive ? 'running' : 'DEAD'} ${((s.toxiproxy.rssBytes ?? 0) / MB).toFixed(0)} MB`);
-      out.push(`${'node'.padEnd(8)} ${'address'.padEnd(15)} ${'ready'.padEnd(5)} ${'cut'.padEnd(4)} ${'PSS MB'.padStart(7)} ${'RSS MB'.padStart(7)}  processes (role pid PSS/RSS MB)`);
+      out.push(
+        `mesh ${s.mesh}: ${s.phase}, ${s.isolation}, latency ${s.latency}, ${s.nodes.length} nodes, total PSS ${(s.totalPssBytes / MB).toFixed(0)} MB (RSS ${(s.totalRssBytes / MB).toFixed(0)} MB; RSS counts shared code once per process)`,
+      );
+      if (s.toxiproxy)
+        out.push(`toxiproxy pid ${s.toxiproxy.pid} ${s.toxiproxy.alive ? 'running' : 'DEAD'} ${((s.toxiproxy.rssBytes ?? 0) / MB).toFixed(0)} MB`);
+      out.push(
+        `${'node'.padEnd(8)} ${'address'.padEnd(15)} ${'ready'.padEnd(5)} ${'cut'.padEnd(4)} ${'PSS MB'.padStart(7)} ${'RSS MB'.padStart(7)}  processes (role pid PSS/RSS MB)`,
+      );
       for (const n of s.nodes) {
-        const procs = n.processes.map((p) => `${p.role} ${p.pid} ${p.alive ? `${((p.pssBytes ?? 0) / MB).toFixed(0)}/${((p.rssBytes ?? 0) / MB).toFixed(0)}` : 'DEAD'}`).join(', ');
-        out.push(`${n.id.padEnd(8)} ${n.addr.padEnd(15)} ${(n.ready ? 'yes' : 'NO').padEnd(5)} ${(n.cut ? 'CUT' : '-').padEnd(4)} ${(n.pssBytes / MB).toFixed(0).padStart(7)} ${(n.rssBytes / MB).toFixed(0).padStart(7)}  ${procs}`);
+        const procs = n.processes
+          .map((p) => `${p.role} ${p.pid} ${p.alive ? `${((p.pssBytes ?? 0) / MB).toFixed(0)}/${((p.rssBytes ?? 0) / MB).toFixed(0)}` : 'DEAD'}`)
+          .join(', ');
+        out.push(
+          `${n.id.padEnd(8)} ${n.addr.padEnd(15)} ${(n.ready ? 'yes' : 'NO').padEnd(5)} ${(n.cut ? 'CUT' : '-').padEnd(4)} ${(n.pssBytes / MB).toFixed(0).padStart(7)} ${(n.rssBytes / MB).toFixed(0).padStart(7)}  ${procs}`,
+        );
       }
       process.stdout.write(`${out.join('\n')}\n`);
       return 0;

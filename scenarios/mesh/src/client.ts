@@ -73,7 +73,11 @@ export interface TimedAnswer {
  * node's id; learnt from the node when absent). Data writes (addSensors, update, deleteSensor,
  * deleteInTimeRange) need `writeKey`: the mesh's `write_key_file`.
  */
-export async function postFunction(url: string, body: unknown, opts: { secret?: string; target?: string; timeoutMs?: number; writeKey?: string } = {}): Promise<TimedAnswer> {
+export async function postFunction(
+  url: string,
+  body: unknown,
+  opts: { secret?: string; target?: string; timeoutMs?: number; writeKey?: string } = {},
+): Promise<TimedAnswer> {
   const text = JSON.stringify(body);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.secret) {

@@ -58,20 +58,40 @@ const envSchema = z.object({
   MESH_MONGO_HEAP_MB: z.coerce.number().int().min(32).max(4096).default(DEFAULT_MONGO_HEAP_MB),
   MESH_READY_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_READY_TIMEOUT_MS),
   MESH_START_CONCURRENCY: z.coerce.number().int().min(1).max(MAX_NODES).default(DEFAULT_START_CONCURRENCY),
-  MESH_FUNCTION_MAIN: z.string().min(1).default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js')),
-  MESH_LOAD_CLI: z.string().min(1).default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'load', 'cli.js')),
-  MESH_LISTENER_MAIN: z.string().min(1).default(join(REPO_ROOT, 'listeners', 'dist', 'src', 'main.js')),
-  MESH_AGENT_MAIN: z.string().min(1).default(join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js')),
+  MESH_FUNCTION_MAIN: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js')),
+  MESH_LOAD_CLI: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'load', 'cli.js')),
+  MESH_LISTENER_MAIN: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, 'listeners', 'dist', 'src', 'main.js')),
+  MESH_AGENT_MAIN: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js')),
   MESH_SERVICES: z
     .string()
     .default(NODE_ROLES.join(','))
-    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.enum(NODE_ROLES)).refine((r) => r.includes('function'), 'must include function')),
   MESH_MISO_DISCOVERY: z.enum(MISO_DISCOVERY_MODES).default('static'),
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   MESH_MISO_PERSIST_DELAY_MS: z.coerce.number().int().min(0).optional(),
   MESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
-  TOXIPROXY_BIN: z.string().min(1).default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
+  TOXIPROXY_BIN: z
+    .string()
+    .min(1)
+    .default(join(REPO_ROOT, '.cache', 'bin', 'toxiproxy-server')),
 });
 
 export type Isolation = 'netns' | 'loopback';

@@ -31,7 +31,12 @@ function fmt(n: unknown, digits: number): string {
 
 export async function runDemo(base: MeshConfig, progress: Progress): Promise<number> {
   // a busy 2-core machine runs three cold JVMs: give each node time to answer
-  const cfg: MeshConfig = { ...base, nodes: DEMO_NODES, nodeTimeoutMs: Math.max(base.nodeTimeoutMs, DEMO_NODE_TIMEOUT_MS), deadlineMs: Math.max(base.deadlineMs, 2 * DEMO_NODE_TIMEOUT_MS) };
+  const cfg: MeshConfig = {
+    ...base,
+    nodes: DEMO_NODES,
+    nodeTimeoutMs: Math.max(base.nodeTimeoutMs, DEMO_NODE_TIMEOUT_MS),
+    deadlineMs: Math.max(base.deadlineMs, 2 * DEMO_NODE_TIMEOUT_MS),
+  };
   const ac = new AbortController();
   const onSignal = () => ac.abort();
   process.on('SIGINT', onSignal);
@@ -46,7 +51,9 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
     };
     // the first query on a fresh JVM is slow (JIT): warm every node's database once, alone
     progress('warming up every node (one local aggregate each)');
-    await Promise.all(mesh.topology.nodes.map((n) => postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), { timeoutMs: 120_000 })));
+    await Promise.all(
+      mesh.topology.nodes.map((n) => postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), { timeoutMs: 120_000 })),
+    );
     progress(`collect (1 day) and aggregate (July) via ${entry.id}, radius ${DEFAULT_RADIUS_KM} km`);
     const [collect, collectWire] = await measure(collectRequest(undefined, undefined, { radius: DEFAULT_RADIUS_KM }));
     const [aggregate, aggWire] = await measure(aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }));
@@ -68,7 +75,17 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
       row('collect', collect, collectWire, Array.isArray(sensors) ? sensors.length : undefined),
       row('aggregate', aggregate, aggWire, agg?.['count'], agg),
     ];
-    const header: Row = { query: 'query', asked: 'nodes asked', answered: 'answered', documents: 'documents', avgT: 'avg temp °C', avgH: 'avg hum %', avgP: 'avg press Pa', rttMs: 'RTT ms', wireBytes: 'bytes on links' };
+    const header: Row = {
+      query: 'query',
+      asked: 'nodes asked',
+      answered: 'answered',
+      documents: 'documents',
+      avgT: 'avg temp °C',
+      avgH: 'avg hum %',
+      avgP: 'avg press Pa',
+      rttMs: 'RTT ms',
+      wireBytes: 'bytes on links',
+    };
     const cols = Object.keys(header) as (keyof Row)[];
     const width = (k: keyof Row) => Math.max(...[header, ...rows].map((r) => String(r[k]).length));
     const line = (r: Row) => cols.map((k) => String(r[k]).padStart(width(k))).join('  ');
@@ -78,14 +95,25 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
       ['collect', collect],
       ['aggregate', aggregate],
     ] as const) {
-      for (const n of a.answer.extensions?.nodes ?? []) out.push(`  ${name}: ${n.node} ${n.status} ${fmt(n.ms, 1)} ms${n['reason'] ? ` (${String(n['reason'])})` : ''}`);
+      for (const n of a.answer.extensions?.nodes ?? [])
+        out.push(`  ${name}: ${n.node} ${n.status} ${fmt(n.ms, 1)} ms${n['reason'] ? ` (${String(n['reason'])})` : ''}`);
       for (const e of a.answer.errors ?? []) out.push(`  ${name}: error ${e.message}`);
     }
     const expected = cfg.dataDir
-      ? await expectedFromCsv(mesh.plan.nodes.map((n) => join(cfg.dataDir!, `${n.index}.csv`)), MONTH_START, MONTH_END)
-      : await expectedFromMongo(mesh.topology.nodes.map((n) => n.mongodb_uri), MONTH_START, MONTH_END);
+      ? await expectedFromCsv(
+          mesh.plan.nodes.map((n) => join(cfg.dataDir!, `${n.index}.csv`)),
+          MONTH_START,
+          MONTH_END,
+        )
+      : await expectedFromMongo(
+          mesh.topology.nodes.map((n) => n.mongodb_uri),
+          MONTH_START,
+          MONTH_END,
+        );
     const ok = agg !== undefined && agg['count'] === expected.count && relDiff(agg['average_temperature'] as number, expected.average_temperature) <= 1e-9;
-    out.push(`  aggregate vs ${cfg.dataDir ? 'the CSV files' : "the nodes' databases"} computed directly: count ${expected.count}, avg temp ${fmt(expected.average_temperature, 3)} -> ${ok ? 'equal' : 'DIFFERENT'}`);
+    out.push(
+      `  aggregate vs ${cfg.dataDir ? 'the CSV files' : "the nodes' databases"} computed directly: count ${expected.count}, avg temp ${fmt(expected.average_temperature, 3)} -> ${ok ? 'equal' : 'DIFFERENT'}`,
+    );
     process.stdout.write(`\n${out.join('\n')}\n\n`);
     return ok ? 0 : 1;
   } finally {

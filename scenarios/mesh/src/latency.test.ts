@@ -40,13 +40,22 @@ test('latency - a file sets explicit pairs, a default, bandwidth and loss', () =
   const dir = mkdtempSync(join(tmpdir(), 'mesh-lat-'));
   try {
     const file = join(dir, 'l.json');
-    writeFileSync(file, JSON.stringify({ default: { latency_ms: 3 }, links: [{ from: 'node-1', to: 'node-2', latency_ms: 40, jitter_ms: 4, bandwidth_kbit_s: 800, loss: 0.1, symmetric: false }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        default: { latency_ms: 3 },
+        links: [{ from: 'node-1', to: 'node-2', latency_ms: 40, jitter_ms: 4, bandwidth_kbit_s: 800, loss: 0.1, symmetric: false }],
+      }),
+    );
     const shapes = linkShapes(file, 3, new Map());
     const ab = shapes.find((s) => s.from === 1 && s.to === 2)!;
     assert.deepEqual(ab.upstream, { latencyMs: 40, jitterMs: 4, bandwidthKbitS: 800, loss: 0.1 });
     assert.equal(ab.downstream.latencyMs, 3, 'not symmetric: the way back uses the default');
     const toxics = toxicsFor(ab.upstream, 'upstream');
-    assert.deepEqual(toxics.map((t) => t.type), ['latency', 'bandwidth', 'latency']);
+    assert.deepEqual(
+      toxics.map((t) => t.type),
+      ['latency', 'bandwidth', 'latency'],
+    );
     assert.equal(toxics[1]!.attributes['rate'], 100);
     assert.equal(toxics[2]!.toxicity, 0.1);
   } finally {
@@ -55,7 +64,10 @@ test('latency - a file sets explicit pairs, a default, bandwidth and loss', () =
 });
 
 test('latency - an unknown profile or a bad file fails before anything starts', () => {
-  assert.throws(() => validateProfile('/nonexistent/lat.json', 3), (e: unknown) => e instanceof MeshError && e.code === 'EDGE_MESH_LATENCY_FILE');
+  assert.throws(
+    () => validateProfile('/nonexistent/lat.json', 3),
+    (e: unknown) => e instanceof MeshError && e.code === 'EDGE_MESH_LATENCY_FILE',
+  );
   const dir = mkdtempSync(join(tmpdir(), 'mesh-lat-'));
   try {
     const file = join(dir, 'l.json');

@@ -164,13 +164,22 @@ export function linkShapes(profile: string, nodes: number, coords: ReadonlyMap<n
 }
 
 /** toxiproxy toxics for one direction ("upstream"/"downstream") of a link. */
-export function toxicsFor(shape: Shape, stream: 'upstream' | 'downstream'): { name: string; type: string; stream: string; toxicity: number; attributes: Record<string, number> }[] {
+export function toxicsFor(
+  shape: Shape,
+  stream: 'upstream' | 'downstream',
+): { name: string; type: string; stream: string; toxicity: number; attributes: Record<string, number> }[] {
   const toxics: { name: string; type: string; stream: string; toxicity: number; attributes: Record<string, number> }[] = [];
   if (shape.latencyMs > 0 || shape.jitterMs > 0) {
     toxics.push({ name: `latency_${stream}`, type: 'latency', stream, toxicity: 1, attributes: { latency: shape.latencyMs, jitter: shape.jitterMs } });
   }
   if (shape.bandwidthKbitS !== null) {
-    toxics.push({ name: `bandwidth_${stream}`, type: 'bandwidth', stream, toxicity: 1, attributes: { rate: Math.max(1, Math.round(shape.bandwidthKbitS / 8)) } });
+    toxics.push({
+      name: `bandwidth_${stream}`,
+      type: 'bandwidth',
+      stream,
+      toxicity: 1,
+      attributes: { rate: Math.max(1, Math.round(shape.bandwidthKbitS / 8)) },
+    });
   }
   if (shape.loss > 0) {
     toxics.push({ name: `loss_${stream}`, type: 'latency', stream, toxicity: shape.loss, attributes: { latency: LOSS_RETRANSMIT_MS, jitter: 0 } });

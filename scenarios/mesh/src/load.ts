@@ -20,7 +20,9 @@ export async function loadNodeData(cfg: MeshConfig, node: NodePlan, csv: string 
   try {
     out = (await run(process.execPath, args, { timeoutMs: LOAD_TIMEOUT_MS })).stdout;
   } catch (err) {
-    throw new MeshError('EDGE_MESH_DATA', `loading ${csv ?? `generated data for sensor ${node.index}`} into ${node.id} failed: ${(err as Error).message}`, { cause: err });
+    throw new MeshError('EDGE_MESH_DATA', `loading ${csv ?? `generated data for sensor ${node.index}`} into ${node.id} failed: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   // the loader prints one JSON line: {"loaded": N, ...}
   const last = out.trim().split('\n').pop() ?? '';

@@ -15,31 +15,11 @@ import { MeshError, squashError } from './errors.js';
 import { linkShapes, validateProfile } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
-import {
-  createBridge,
-  createNodeNetwork,
-  cutNodeFirewall,
-  preflightNetwork,
-  removeMeshNetwork,
-  restoreNodeFirewall,
-} from './network.js';
+import { createBridge, createNodeNetwork, cutNodeFirewall, preflightNetwork, removeMeshNetwork, restoreNodeFirewall } from './network.js';
 import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
 import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, writeKeyFileFor, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
-import {
-  hostListeners,
-  httpOk,
-  isAlive,
-  pool,
-  portTaken,
-  rssBytes,
-  pssBytes,
-  startDetached,
-  stopProcess,
-  tail,
-  waitFor,
-  type ProcessRecord,
-} from './sys.js';
+import { hostListeners, httpOk, isAlive, pool, portTaken, rssBytes, pssBytes, startDetached, stopProcess, tail, waitFor, type ProcessRecord } from './sys.js';
 import { buildTopology, type Topology } from './topology.js';
 import { faasdNodeMemory, stopFaasdNodes, upFaasd } from './runtime-faasd.js';
 import { ToxiproxyClient } from './toxiproxy.js';
@@ -122,7 +102,9 @@ export async function preflight(cfg: MeshConfig, plan: MeshPlan, opts: UpOptions
       `cannot start mesh '${plan.name}': ports already in use: ${taken
         .slice(0, 5)
         .map((p) => `${p.host}:${p.port} (${p.what})`)
-        .join(', ')}${taken.length > 5 ? ` and ${taken.length - 5} more` : ''}; stop what listens there, or set ${plan.isolation === 'loopback' ? 'MESH_PORT_BASE' : 'MESH_NAME'}`,
+        .join(
+          ', ',
+        )}${taken.length > 5 ? ` and ${taken.length - 5} more` : ''}; stop what listens there, or set ${plan.isolation === 'loopback' ? 'MESH_PORT_BASE' : 'MESH_NAME'}`,
     );
   }
 }
@@ -204,12 +186,16 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
     writeState(state);
     const topology = buildTopology(state);
     writeTopology(plan, topology);
-    progress(`mesh '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`);
+    progress(
+      `mesh '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`,
+    );
     return { plan, topology, secret };
   } catch (err) {
     state.phase = 'failed';
     writeState(state);
-    const failure = opts.signal?.aborted ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err }) : err;
+    const failure = opts.signal?.aborted
+      ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err })
+      : err;
     log.info({ err }, 'mesh start failed; removing what was created');
     progress(opts.signal?.aborted ? 'interrupted; removing what was created' : `start failed; removing what was created`);
     await down(cfg.stateRoot, plan.name, progress);
@@ -219,17 +205,31 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
 
 export async function startToxiproxy(cfg: MeshConfig, plan: MeshPlan, state: MeshState): Promise<ToxiproxyClient> {
   const logFile = join(plan.stateDir, 'logs', 'toxiproxy.log');
-  const rec = startDetached('toxiproxy', null, [cfg.toxiproxyBin, '-host', plan.toxiproxyApi.host, '-port', String(plan.toxiproxyApi.port)], logFile, baseEnv());
+  const rec = startDetached(
+    'toxiproxy',
+    null,
+    [cfg.toxiproxyBin, '-host', plan.toxiproxyApi.host, '-port', String(plan.toxiproxyApi.port)],
+    logFile,
+    baseEnv(),
+  );
   state.processes.push(rec);
   writeState(state);
   const client = new ToxiproxyClient(plan.toxiproxyApi.host, plan.toxiproxyApi.port);
-  await waitFor('toxiproxy', () => httpOk(`${client.base}/version`), cfg.readyTimeoutMs, () => assertAlive(rec));
+  await waitFor(
+    'toxiproxy',
+    () => httpOk(`${client.base}/version`),
+    cfg.readyTimeoutMs,
+    () => assertAlive(rec),
+  );
   return client;
 }
 
 function assertAlive(rec: ProcessRecord): void {
   if (!isAlive(rec)) {
-    throw new MeshError('EDGE_MESH_NODE_START', `${rec.role}${rec.node ? ` of ${rec.node}` : ''} exited during start; last log lines (${rec.log}):\n${tail(rec.log)}`);
+    throw new MeshError(
+      'EDGE_MESH_NODE_START',
+      `${rec.role}${rec.node ? ` of ${rec.node}` : ''} exited during start; last log lines (${rec.log}):\n${tail(rec.log)}`,
+    );
   }
 }
 
@@ -241,10 +241,15 @@ async function startService(svc: NodeService, ctx: ServiceContext, state: MeshSt
   const rec = startDetached(svc.role, node.id, full, logFile, { ...baseEnv(), ...svc.env(ctx) });
   state.processes.push(rec);
   writeState(state);
-  await waitFor(`${svc.role} of ${node.id}`, () => svc.ready(ctx), ctx.cfg.readyTimeoutMs, () => {
-    if (signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);
-    assertAlive(rec);
-  });
+  await waitFor(
+    `${svc.role} of ${node.id}`,
+    () => svc.ready(ctx),
+    ctx.cfg.readyTimeoutMs,
+    () => {
+      if (signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);
+      assertAlive(rec);
+    },
+  );
 }
 
 /** Each node learns its own location (set by the loader) and every peer at its proxied address. */
@@ -429,7 +434,6 @@ export async function status(stateRoot: string, name: string): Promise<StatusRep
     totalPssBytes: nodes.reduce((s, n) => s + n.pssBytes, 0) + (toxiproxy?.pssBytes ?? 0),
   };
 }
-
 
 /**
  * Restarts every node's function with another forwarding mode (the benchmark compares them on

@@ -40,7 +40,10 @@ export async function preflightNetwork(plan: MeshPlan): Promise<void> {
   const wanted = kernelNames(plan);
   const takenNs = new Set(await listNetns());
   const takenLinks = new Set(await listLinks());
-  const clashes = [...wanted.netns.filter((n) => takenNs.has(n)).map((n) => `namespace ${n}`), ...wanted.links.filter((l) => takenLinks.has(l)).map((l) => `interface ${l}`)];
+  const clashes = [
+    ...wanted.netns.filter((n) => takenNs.has(n)).map((n) => `namespace ${n}`),
+    ...wanted.links.filter((l) => takenLinks.has(l)).map((l) => `interface ${l}`),
+  ];
   if (clashes.length > 0) {
     throw new MeshError(
       'EDGE_MESH_NAME_TAKEN',

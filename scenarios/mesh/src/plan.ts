@@ -146,7 +146,18 @@ export function planMesh(input: PlanInput): MeshPlan {
         links.push(link(a, b, hostAddr, port));
       }
     }
-    return { name, isolation, subnet, bridge, hostAddr, portBase: null, toxiproxyApi: { host: hostAddr, port: TOXIPROXY_API_PORT }, stateDir, nodes: nodeList, links };
+    return {
+      name,
+      isolation,
+      subnet,
+      bridge,
+      hostAddr,
+      portBase: null,
+      toxiproxyApi: { host: hostAddr, port: TOXIPROXY_API_PORT },
+      stateDir,
+      nodes: nodeList,
+      links,
+    };
   }
   const base = input.portBase ?? defaultPortBase(name);
   const host = '127.0.0.1';
@@ -175,7 +186,18 @@ export function planMesh(input: PlanInput): MeshPlan {
       links.push(link(a, b, host, base + 1000 + a.index * 32 + b.index));
     }
   }
-  return { name, isolation, subnet: null, bridge: null, hostAddr: host, portBase: base, toxiproxyApi: { host, port: base + 999 }, stateDir, nodes: nodeList, links };
+  return {
+    name,
+    isolation,
+    subnet: null,
+    bridge: null,
+    hostAddr: host,
+    portBase: base,
+    toxiproxyApi: { host, port: base + 999 },
+    stateDir,
+    nodes: nodeList,
+    links,
+  };
 }
 
 function link(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number): LinkPlan {
@@ -216,7 +238,7 @@ export function overlaps(subnet: string, cidr: string): boolean {
   const [bAddr, bLen] = splitCidr(cidr);
   const len = Math.min(aLen, bLen);
   const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
-  return ((aAddr & mask) >>> 0) === ((bAddr & mask) >>> 0);
+  return (aAddr & mask) >>> 0 === (bAddr & mask) >>> 0;
 }
 
 function splitCidr(cidr: string): [number, number] {

@@ -47,10 +47,18 @@ functions:
 `;
   assert.throws(
     () => renderStack(bad, {}),
-    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && /secrets\.0/.test(err.message) && /limits\.memory/.test(err.message) && /replicas/.test(err.message),
+    (err: unknown) =>
+      err instanceof MeshError &&
+      err.code === 'EDGE_MESH_FAASD_DEPLOY' &&
+      /secrets\.0/.test(err.message) &&
+      /limits\.memory/.test(err.message) &&
+      /replicas/.test(err.message),
   );
 });
 
 test('faasd stack - text that is not YAML is EDGE_MESH_FAASD_DEPLOY', () => {
-  assert.throws(() => renderStack('functions: [unclosed', {}), (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY');
+  assert.throws(
+    () => renderStack('functions: [unclosed', {}),
+    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY',
+  );
 });

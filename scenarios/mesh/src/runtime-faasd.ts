@@ -101,7 +101,8 @@ export interface FunctionDeployment {
 export function substitute(text: string, vars: Readonly<Record<string, string>>): string {
   return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
     const v = vars[name];
-    if (v === undefined) throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `stack.yml uses \${${name}}, which is not set (known: ${Object.keys(vars).sort().join(', ')})`);
+    if (v === undefined)
+      throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `stack.yml uses \${${name}}, which is not set (known: ${Object.keys(vars).sort().join(', ')})`);
     return v;
   });
 }
@@ -199,7 +200,10 @@ export class GatewayClient {
     if (r.status === 200 || r.status === 201 || r.status === 202) return;
     const u = await this.request('PUT', '/system/secrets', { name, value });
     if (u.status >= 200 && u.status < 300) return;
-    throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `the gateway refused secret '${name}': HTTP ${r.status} ${r.text.trim().slice(0, 200)}; update: HTTP ${u.status} ${u.text.trim().slice(0, 200)}`);
+    throw new MeshError(
+      'EDGE_MESH_FAASD_DEPLOY',
+      `the gateway refused secret '${name}': HTTP ${r.status} ${r.text.trim().slice(0, 200)}; update: HTTP ${u.status} ${u.text.trim().slice(0, 200)}`,
+    );
   }
 
   /** Deploys (POST) or updates (PUT) a function; a refusal is EDGE_MESH_FAASD_DEPLOY with the gateway's message. */
@@ -207,7 +211,10 @@ export class GatewayClient {
     const exists = (await this.functions()).some((f) => f.name === fn.service);
     const r = await this.request(exists ? 'PUT' : 'POST', '/system/functions', fn, 120_000);
     if (r.status >= 200 && r.status < 300) return exists ? 'updated' : 'created';
-    throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `the gateway refused to ${exists ? 'update' : 'deploy'} ${fn.service} (image ${fn.image}): HTTP ${r.status}: ${r.text.trim().slice(0, 300)}`);
+    throw new MeshError(
+      'EDGE_MESH_FAASD_DEPLOY',
+      `the gateway refused to ${exists ? 'update' : 'deploy'} ${fn.service} (image ${fn.image}): HTTP ${r.status}: ${r.text.trim().slice(0, 300)}`,
+    );
   }
 
   /** The function's log lines through /system/logs (journald on the node). */
@@ -246,7 +253,14 @@ export function stackVars(cfg: MeshConfig, node: NodePlan, forwardMode: string):
 }
 
 /** Deploys the node's functions from stack.yml (image present in the node, secrets named well), then waits until it answers. */
-export async function deployFunctions(cfg: MeshConfig, node: NodePlan, nodePid: number, forwardMode: string, stackText = readFileSync(FAASD_PATHS.stack, 'utf8'), readyTimeoutMs = 120_000): Promise<FunctionDeployment[]> {
+export async function deployFunctions(
+  cfg: MeshConfig,
+  node: NodePlan,
+  nodePid: number,
+  forwardMode: string,
+  stackText = readFileSync(FAASD_PATHS.stack, 'utf8'),
+  readyTimeoutMs = 120_000,
+): Promise<FunctionDeployment[]> {
   const fns = renderStack(stackText, stackVars(cfg, node, forwardMode));
   const gw = GatewayClient.forNode(node);
   const have = (await inNode(nodePid, ['ctr', '-n', 'openfaas-fn', 'images', 'ls', '-q'])).stdout.split('\n').map((s) => s.trim());
@@ -254,10 +268,16 @@ export async function deployFunctions(cfg: MeshConfig, node: NodePlan, nodePid: 
   for (const fn of fns) {
     const missing = fn.secrets.filter((x) => !secrets.includes(x));
     if (missing.length > 0) {
-      throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `${fn.service} needs secret(s) ${missing.join(', ')}, which ${node.id}'s secret store does not have (it has: ${secrets.join(', ') || 'none'}); create them first (POST /system/secrets)`);
+      throw new MeshError(
+        'EDGE_MESH_FAASD_DEPLOY',
+        `${fn.service} needs secret(s) ${missing.join(', ')}, which ${node.id}'s secret store does not have (it has: ${secrets.join(', ') || 'none'}); create them first (POST /system/secrets)`,
+      );
     }
     if (!have.includes(fn.image)) {
-      throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `image ${fn.image} of ${fn.service} is not in ${node.id}'s containerd (namespace openfaas-fn; it has: ${have.filter(Boolean).join(', ') || 'none'}); import it first`);
+      throw new MeshError(
+        'EDGE_MESH_FAASD_DEPLOY',
+        `image ${fn.image} of ${fn.service} is not in ${node.id}'s containerd (namespace openfaas-fn; it has: ${have.filter(Boolean).join(', ') || 'none'}); import it first`,
+      );
     }
   }
   // everything checked before anything changes: a bad input leaves the running function serving
@@ -268,24 +288,54 @@ export async function deployFunctions(cfg: MeshConfig, node: NodePlan, nodePid: 
   return fns;
 }
 
-async function startNode(cfg: MeshConfig, plan: MeshPlan, node: NodePlan, state: MeshState, secretFile: string, secret: string, signal?: AbortSignal): Promise<ProcessRecord> {
+async function startNode(
+  cfg: MeshConfig,
+  plan: MeshPlan,
+  node: NodePlan,
+  state: MeshState,
+  secretFile: string,
+  secret: string,
+  signal?: AbortSignal,
+): Promise<ProcessRecord> {
   const stateDir = faasdStateDir(node);
   mkdirSync(stateDir, { recursive: true });
-  const peers = plan.nodes.filter((n) => n.index !== node.index).map((n) => `${n.addr}:${n.agentPort}`).join(',');
-  const env = { NODE_STATE: stateDir, NODE_ID: node.id, NODE_ADDR: node.addr, MISO_PEERS: peers, MESH_SECRET_FILE: secretFile, MONGODB_PUBLISH: '0.0.0.0', LOG_LEVEL: cfg.nodeLogLevel, IMAGES_DIR: FAASD_PATHS.images };
+  const peers = plan.nodes
+    .filter((n) => n.index !== node.index)
+    .map((n) => `${n.addr}:${n.agentPort}`)
+    .join(',');
+  const env = {
+    NODE_STATE: stateDir,
+    NODE_ID: node.id,
+    NODE_ADDR: node.addr,
+    MISO_PEERS: peers,
+    MESH_SECRET_FILE: secretFile,
+    MONGODB_PUBLISH: '0.0.0.0',
+    LOG_LEVEL: cfg.nodeLogLevel,
+    IMAGES_DIR: FAASD_PATHS.images,
+  };
   await run('env', [...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'bash', FAASD_PATHS.prepare], { timeoutMs: 60_000 });
   const logFile = join(plan.stateDir, 'logs', `${node.id}.faasd.log`);
-  const rec = startDetached(FAASD_NODE_ROLE, node.id, ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run], logFile, {
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-    NODE_STATE: stateDir,
-    NODE_CGROUP: node.netns!,
-    NODE_IMAGES: join(stateDir, 'images.list'),
-  });
+  const rec = startDetached(
+    FAASD_NODE_ROLE,
+    node.id,
+    ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run],
+    logFile,
+    {
+      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+      NODE_STATE: stateDir,
+      NODE_CGROUP: node.netns!,
+      NODE_IMAGES: join(stateDir, 'images.list'),
+    },
+  );
   state.processes.push(rec);
   writeState(state);
   const alive = () => {
     if (signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);
-    if (!isAlive(rec)) throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during start; last lines of ${logFile}:\n${tail(logFile, 8)}\nfaasd up: ${tail(join(stateDir, 'logs', 'faasd-up.log'), 5)}`);
+    if (!isAlive(rec))
+      throw new MeshError(
+        'EDGE_MESH_NODE_START',
+        `faasd node ${node.id} stopped during start; last lines of ${logFile}:\n${tail(logFile, 8)}\nfaasd up: ${tail(join(stateDir, 'logs', 'faasd-up.log'), 5)}`,
+      );
   };
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
   await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
@@ -317,12 +367,14 @@ export async function mongoReady(uri: string, timeoutMs = 2_000): Promise<boolea
 export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHandle> {
   const progress = opts.progress ?? (() => undefined);
   const plan = planFor(cfg);
-  if (plan.isolation !== 'netns') throw new MeshError('EDGE_MESH_CONFIG', 'invalid configuration: MESH_RUNTIME=faasd needs network namespaces (run as root, MESH_ISOLATION=netns)');
+  if (plan.isolation !== 'netns')
+    throw new MeshError('EDGE_MESH_CONFIG', 'invalid configuration: MESH_RUNTIME=faasd needs network namespaces (run as root, MESH_ISOLATION=netns)');
   await preflight(cfg, plan, opts);
   for (const f of [FAASD_PATHS.prepare, FAASD_PATHS.run, FAASD_PATHS.stack]) {
     if (!existsSync(f)) throw new MeshError('EDGE_MESH_TOOL_MISSING', `${f} is missing`);
   }
-  if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar'))) throw new MeshError('EDGE_MESH_TOOL_MISSING', `the node images are missing in ${FAASD_PATHS.images} (run: make images faasd-bins)`);
+  if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar')))
+    throw new MeshError('EDGE_MESH_TOOL_MISSING', `the node images are missing in ${FAASD_PATHS.images} (run: make images faasd-bins)`);
 
   mkdirSync(join(plan.stateDir, 'logs'), { recursive: true });
   const secret = cfg.secret ?? randomBytes(32).toString('hex');
@@ -367,7 +419,9 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
       if (opts.loadData !== false) loaded = `, ${await loadNodeData(cfg, node, cfg.dataDir ? join(cfg.dataDir, `${node.index}.csv`) : undefined)} readings`;
       await deployFunctions(cfg, node, rec.pid, cfg.forwardMode);
       started++;
-      progress(`${node.id} ready at ${gatewayUrl(node)} (faasd up ${((tNode - t) / 1000).toFixed(1)} s, total ${((performance.now() - t) / 1000).toFixed(1)} s${loaded}) [${started}/${plan.nodes.length}]`);
+      progress(
+        `${node.id} ready at ${gatewayUrl(node)} (faasd up ${((tNode - t) / 1000).toFixed(1)} s, total ${((performance.now() - t) / 1000).toFixed(1)} s${loaded}) [${started}/${plan.nodes.length}]`,
+      );
     });
     aborted();
 
@@ -384,7 +438,9 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
     writeState(state);
     const topology = buildTopology(state);
     writeTopology(plan, topology);
-    progress(`faasd mesh '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`);
+    progress(
+      `faasd mesh '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`,
+    );
     return { plan, topology, secret };
   } catch (err) {
     state.phase = 'failed';
@@ -393,7 +449,9 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
     progress(opts.signal?.aborted ? 'interrupted; removing what was created' : 'start failed; removing what was created');
     const { down } = await import('./mesh.js');
     await down(cfg.stateRoot, plan.name, progress);
-    throw opts.signal?.aborted ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err }) : err;
+    throw opts.signal?.aborted
+      ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err })
+      : err;
   }
 }
 
@@ -431,21 +489,30 @@ export async function restartFaasdNode(state: MeshState, nodeId: string): Promis
   const node = state.plan.nodes.find((n) => n.id === nodeId);
   if (!node) throw new MeshError('EDGE_MESH_UNKNOWN_NODE', `'${nodeId}' is not a node of mesh '${state.name}'`);
   const old = state.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === nodeId);
-  await run('env', [`NODE_STOP_TIMEOUT_S=${NODE_STOP_TIMEOUT_S}`, 'bash', FAASD_PATHS.down, node.netns!, ...(old && isAlive(old) ? [String(old.pid)] : [])], { timeoutMs: (NODE_STOP_TIMEOUT_S + 30) * 1000 });
+  await run('env', [`NODE_STOP_TIMEOUT_S=${NODE_STOP_TIMEOUT_S}`, 'bash', FAASD_PATHS.down, node.netns!, ...(old && isAlive(old) ? [String(old.pid)] : [])], {
+    timeoutMs: (NODE_STOP_TIMEOUT_S + 30) * 1000,
+  });
   const t0 = performance.now();
   const stateDir = faasdStateDir(node);
   const logFile = join(state.plan.stateDir, 'logs', `${node.id}.faasd.log`);
-  const rec = startDetached(FAASD_NODE_ROLE, node.id, ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run], logFile, {
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-    NODE_STATE: stateDir,
-    NODE_CGROUP: node.netns!,
-    NODE_IMAGES: join(stateDir, 'images.list'),
-  });
+  const rec = startDetached(
+    FAASD_NODE_ROLE,
+    node.id,
+    ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run],
+    logFile,
+    {
+      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+      NODE_STATE: stateDir,
+      NODE_CGROUP: node.netns!,
+      NODE_IMAGES: join(stateDir, 'images.list'),
+    },
+  );
   state.processes = state.processes.filter((p) => p !== old);
   state.processes.push(rec);
   writeState(state);
   const alive = () => {
-    if (!isAlive(rec)) throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during restart; last lines of ${logFile}:\n${tail(logFile, 8)}`);
+    if (!isAlive(rec))
+      throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during restart; last lines of ${logFile}:\n${tail(logFile, 8)}`);
   };
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
   await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
@@ -471,7 +538,9 @@ export async function restartFaasdNode(state: MeshState, nodeId: string): Promis
 /** The memory hierarchy's directory of a node's cgroup (below this process's own memory cgroup). */
 function nodeMemoryCgroup(node: NodePlan): string | null {
   try {
-    const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:memory:/.test(l));
+    const own = readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => /^\d+:memory:/.test(l));
     const rel = own ? own.split(':').slice(2).join(':') : '';
     const dir = join('/sys/fs/cgroup/memory', rel, node.netns!);
     return existsSync(dir) ? dir : null;

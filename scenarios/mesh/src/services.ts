@@ -37,7 +37,13 @@ function bindAddr(ctx: ServiceContext): string {
 
 export const mongoService: NodeService = {
   role: 'mongo',
-  argv: (ctx) => testServerCommand({ bind: bindAddr(ctx), port: ctx.node.mongoPort, ...(ctx.cfg.mongoStorage === 'disk' ? { dataDir: join(ctx.node.dir, 'db') } : {}), heapMb: ctx.cfg.mongoHeapMb }),
+  argv: (ctx) =>
+    testServerCommand({
+      bind: bindAddr(ctx),
+      port: ctx.node.mongoPort,
+      ...(ctx.cfg.mongoStorage === 'disk' ? { dataDir: join(ctx.node.dir, 'db') } : {}),
+      heapMb: ctx.cfg.mongoHeapMb,
+    }),
   env: () => ({ ...LEAN_ENV }),
   ready: (ctx) => tcpOpen(ctx.node.addr, ctx.node.mongoPort),
 };
@@ -123,7 +129,12 @@ export const agentService: NodeService = {
 function agentDiscoveryEnv(ctx: ServiceContext): Record<string, string> {
   assertDiscoveryAllowed(ctx.plan.isolation, ctx.cfg.misoDiscovery);
   if (ctx.cfg.misoDiscovery === 'mdns') return { MISO_MDNS: 'on', MISO_MDNS_INTERFACE: NODE_IF };
-  return { MISO_PEERS: ctx.plan.nodes.filter((n) => n.index !== ctx.node.index).map((n) => `${n.addr}:${n.agentPort}`).join(',') };
+  return {
+    MISO_PEERS: ctx.plan.nodes
+      .filter((n) => n.index !== ctx.node.index)
+      .map((n) => `${n.addr}:${n.agentPort}`)
+      .join(','),
+  };
 }
 
 const BY_ROLE: Record<string, NodeService> = { function: functionService, listener: listenerService, agent: agentService };

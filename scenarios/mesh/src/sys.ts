@@ -26,7 +26,9 @@ export function run(cmd: string, args: readonly string[], opts: { timeoutMs?: nu
         const how = e.signal ? `was killed by ${e.signal}` : `exited with ${e.code}`;
         const shown = [cmd, ...args].join(' ');
         const why = String(stderr).trim().split('\n').slice(-3).join(' | ');
-        reject(new MeshError('EDGE_MESH_COMMAND_FAILED', `${shown.length > 160 ? `${shown.slice(0, 160)}…` : shown} ${how}${why ? `: ${why}` : ''}`, { cause: err }));
+        reject(
+          new MeshError('EDGE_MESH_COMMAND_FAILED', `${shown.length > 160 ? `${shown.slice(0, 160)}…` : shown} ${how}${why ? `: ${why}` : ''}`, { cause: err }),
+        );
         return;
       }
       resolveRun({ stdout: String(stdout), stderr: String(stderr) });
@@ -61,7 +63,10 @@ export function parseProcNetTcp(text: string): Listener[] {
     const [hexAddr, hexPort] = (f[1] ?? '').split(':');
     if (!hexAddr || !hexPort) continue;
     if (hexAddr.length === 8) {
-      const b = hexAddr.match(/../g)!.map((x) => parseInt(x, 16)).reverse();
+      const b = hexAddr
+        .match(/../g)!
+        .map((x) => parseInt(x, 16))
+        .reverse();
       out.push({ addr: b.join('.'), port: parseInt(hexPort, 16) });
     } else {
       // IPv6: only the unspecified address matters to us (it also takes the IPv4 port)

@@ -1,16 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import {
-  emptyAggregate,
-  finishAggregate,
-  mergeAggregate,
-  mergeDocs,
-  METRICS,
-  statsFor,
-  type AggregatePartial,
-  type SensorDoc,
-} from './partials.js';
+import { emptyAggregate, finishAggregate, mergeAggregate, mergeDocs, METRICS, statsFor, type AggregatePartial, type SensorDoc } from './partials.js';
 
 type Reading = Record<(typeof METRICS)[number], number | null>;
 
@@ -98,7 +89,10 @@ test('partials - mergeDocs keeps timestamp order and applies the limit mesh-wide
 });
 
 test('partials - mergeDocs equals sorting everything and cutting', () => {
-  const docArb = fc.record({ _id: fc.integer({ min: 0, max: 0xffff }).map((n) => n.toString(16).padStart(4, '0')), timestamp: fc.integer({ min: 0, max: 1e6 }).map((n) => new Date(1.5e12 + n * 1000).toISOString()) });
+  const docArb = fc.record({
+    _id: fc.integer({ min: 0, max: 0xffff }).map((n) => n.toString(16).padStart(4, '0')),
+    timestamp: fc.integer({ min: 0, max: 1e6 }).map((n) => new Date(1.5e12 + n * 1000).toISOString()),
+  });
   fc.assert(
     fc.property(fc.uniqueArray(docArb, { selector: (d) => d._id }), fc.nat(30), fc.nat(100), (docs, limit, split) => {
       const sorted = [...docs].sort((p, q) => (p.timestamp < q.timestamp ? -1 : p.timestamp > q.timestamp ? 1 : p._id < q._id ? -1 : 1));

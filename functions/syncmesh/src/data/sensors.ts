@@ -138,7 +138,12 @@ export class SensorStore {
     const projection: Document | undefined = fields ? Object.fromEntries(fields.map((k) => [k, 1])) : undefined;
     // Sorting needs the timestamp even when the caller did not ask for it.
     if (projection) projection['timestamp'] = 1;
-    let cursor = this.collection.find(buildFilter(f, this.origin), { ...(projection ? { projection: { ...projection, _origin_id: 1 } } : {}), ...(this.maxTimeMs ? { maxTimeMS: this.maxTimeMs } : {}) }).sort(this.origin === undefined ? { timestamp: 1, _id: 1 } : { timestamp: 1, _origin_id: 1 });
+    let cursor = this.collection
+      .find(buildFilter(f, this.origin), {
+        ...(projection ? { projection: { ...projection, _origin_id: 1 } } : {}),
+        ...(this.maxTimeMs ? { maxTimeMS: this.maxTimeMs } : {}),
+      })
+      .sort(this.origin === undefined ? { timestamp: 1, _id: 1 } : { timestamp: 1, _origin_id: 1 });
     if (limit !== null) cursor = cursor.limit(limit);
     const docs = await cursor.toArray();
     return docs.map(toSensorDoc);

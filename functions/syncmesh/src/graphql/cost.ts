@@ -22,9 +22,13 @@ export interface RootField {
 /** Throws EDGE_SYNCMESH_QUERY_TOO_COSTLY naming what is over and what is allowed. */
 export function checkCost(fields: readonly RootField[], collect: boolean, limits: CostLimits): void {
   if (fields.length > limits.maxRootFields) {
-    throw new SyncmeshError('EDGE_SYNCMESH_QUERY_TOO_COSTLY', `the operation has ${fields.length} root fields (aliases count); at most ${limits.maxRootFields} are allowed`, {
-      details: { allowed: `at most ${limits.maxRootFields} root fields per request (SYNCMESH_MAX_ROOT_FIELDS)` },
-    });
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_QUERY_TOO_COSTLY',
+      `the operation has ${fields.length} root fields (aliases count); at most ${limits.maxRootFields} are allowed`,
+      {
+        details: { allowed: `at most ${limits.maxRootFields} root fields per request (SYNCMESH_MAX_ROOT_FIELDS)` },
+      },
+    );
   }
   if (!collect) return;
   let total = 0;
@@ -34,10 +38,14 @@ export function checkCost(fields: readonly RootField[], collect: boolean, limits
     total += typeof limit === 'number' ? limit : limits.maxLimit;
   }
   if (total > limits.maxTotalLimit) {
-    throw new SyncmeshError('EDGE_SYNCMESH_QUERY_TOO_COSTLY', `the sensors fields ask for ${total} readings in total; at most ${limits.maxTotalLimit} are allowed`, {
-      details: {
-        allowed: `the limits of all sensors fields together at most ${limits.maxTotalLimit} (SYNCMESH_MAX_TOTAL_LIMIT); a sensors field without limit counts as ${limits.maxLimit}`,
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_QUERY_TOO_COSTLY',
+      `the sensors fields ask for ${total} readings in total; at most ${limits.maxTotalLimit} are allowed`,
+      {
+        details: {
+          allowed: `the limits of all sensors fields together at most ${limits.maxTotalLimit} (SYNCMESH_MAX_TOTAL_LIMIT); a sensors field without limit counts as ${limits.maxLimit}`,
+        },
       },
-    });
+    );
   }
 }

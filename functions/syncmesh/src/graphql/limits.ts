@@ -53,7 +53,7 @@ export function depthLimitRule(maxDepth: number) {
  */
 export function assertNoOperators(value: unknown, path = 'variables'): void {
   if (Array.isArray(value)) {
-    value.forEach((v, i) => assertNoOperators(v, `${path}[${i}]`));
+    for (const [i, v] of value.entries()) assertNoOperators(v, `${path}[${i}]`);
     return;
   }
   if (value !== null && typeof value === 'object') {

@@ -45,7 +45,7 @@ export function* generateSensorData(sensor: number, opts: GenerateOptions = {}):
   const basePressure = 93_600 + rand() * 800;
   let t = start + Math.floor(rand() * intervalMs);
   while (t < end) {
-    const hour = ((t / 3_600_000) % 24 + 24) % 24;
+    const hour = (((t / 3_600_000) % 24) + 24) % 24;
     const day = Math.cos(((hour - 15) / 24) * 2 * Math.PI); // warmest at 15:00 UTC+0
     const temperature = 24 + offsetT + 8 * day + (rand() - 0.5) * 1.5;
     const humidity = Math.min(95, Math.max(20, 55 - 22 * day + (rand() - 0.5) * 6));

@@ -164,7 +164,10 @@ async function callOne(
   const elapsed = () => Math.round((performance.now() - started) * 10) / 10;
   const timeout = AbortSignal.timeout(opts.nodeTimeoutMs);
   const signal = AbortSignal.any([timeout, opts.deadline]);
-  const fail = (code: FailureCode, extra: Partial<NodeOutcome> = {}): [NodeOutcome, undefined] => [{ ...failedOutcome(target, code), ...extra, ms: elapsed() }, undefined];
+  const fail = (code: FailureCode, extra: Partial<NodeOutcome> = {}): [NodeOutcome, undefined] => [
+    { ...failedOutcome(target, code), ...extra, ms: elapsed() },
+    undefined,
+  ];
   try {
     const { status, text, bytes } = await post(target.url, payload, await headers(target), signal, target.address ? { address: target.address } : {});
     if (status !== 200) return fail('EDGE_SYNCMESH_PEER_HTTP_ERROR', { bytes, http_status: status, ...remoteCode(text) });

@@ -46,27 +46,32 @@ export function post(url: string, payload: Buffer, headers: Record<string, strin
     }
     const pinned = opts.address;
     const lookup = pinned ? pinnedLookup(pinned) : undefined;
-    const req = client.request(u, { method: 'POST', agent, signal, ...(lookup ? { lookup } : {}), headers: { ...headers, 'content-length': String(payload.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      let received = 0;
-      res.on('data', (c: Buffer) => {
-        received += c.length;
-        if (received > MAX_ANSWER_BYTES) {
-          req.destroy(new AnswerError(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
-          return;
-        }
-        chunks.push(c);
-      });
-      res.on('error', reject);
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
-        (gzipped ? gunzip(raw, { maxOutputLength: MAX_ANSWER_BYTES }) : Promise.resolve(raw)).then(
-          (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
-          (err: Error) => reject(new AnswerError(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip')),
-        );
-      });
-    });
+    const req = client.request(
+      u,
+      { method: 'POST', agent, signal, ...(lookup ? { lookup } : {}), headers: { ...headers, 'content-length': String(payload.length) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let received = 0;
+        res.on('data', (c: Buffer) => {
+          received += c.length;
+          if (received > MAX_ANSWER_BYTES) {
+            req.destroy(new AnswerError(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('error', reject);
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
+          (gzipped ? gunzip(raw, { maxOutputLength: MAX_ANSWER_BYTES }) : Promise.resolve(raw)).then(
+            (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
+            (err: Error) =>
+              reject(new AnswerError(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip')),
+          );
+        });
+      },
+    );
     req.on('error', reject);
     // settles the call even if the socket gives no event after an abort mid-answer
     signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });

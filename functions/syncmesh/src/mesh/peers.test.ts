@@ -18,11 +18,20 @@ const table =
   };
 
 const ctx = (over: Partial<PeerContext> = {}): PeerContext => ({
-  registry: [node('n1', 'http://10.0.0.1:8080/function/syncmesh-fn', true), node('n2', 'http://10.0.0.2:8080/function/syncmesh-fn'), node('n3', 'http://node-3.mesh:8080/function/syncmesh-fn')],
+  registry: [
+    node('n1', 'http://10.0.0.1:8080/function/syncmesh-fn', true),
+    node('n2', 'http://10.0.0.2:8080/function/syncmesh-fn'),
+    node('n3', 'http://node-3.mesh:8080/function/syncmesh-fn'),
+  ],
   ownNodeId: 'n1',
   selfPort: 3000,
   allowed: parseAllowedPeers(''),
-  resolve: table({ 'node-3.mesh': ['10.0.0.3'], 'evil.example': ['127.0.0.1'], 'metadata.internal': ['169.254.169.254'], 'mixed.example': ['10.0.0.9', '127.0.0.1'] }),
+  resolve: table({
+    'node-3.mesh': ['10.0.0.3'],
+    'evil.example': ['127.0.0.1'],
+    'metadata.internal': ['169.254.169.254'],
+    'mixed.example': ['10.0.0.9', '127.0.0.1'],
+  }),
   ...over,
 });
 
@@ -40,7 +49,7 @@ test('peers - a registry node is admitted by its URL or its origin, and goes to 
   const exact = await admitPeer('http://10.0.0.2:8080/function/syncmesh-fn/', ctx());
   assert.deepEqual([exact.url, exact.nodeId, exact.address.address], ['http://10.0.0.2:8080/function/syncmesh-fn', 'n2', '10.0.0.2']);
   const otherPath = await admitPeer('http://10.0.0.2:8080/system/functions', ctx());
-  assert.equal(otherPath.url, 'http://10.0.0.2:8080/function/syncmesh-fn', 'never a path of the caller\'s choosing');
+  assert.equal(otherPath.url, 'http://10.0.0.2:8080/function/syncmesh-fn', "never a path of the caller's choosing");
   const byName = await admitPeer('http://node-3.mesh:8080/function/syncmesh-fn', ctx());
   assert.deepEqual([byName.nodeId, byName.address.address], ['n3', '10.0.0.3']);
 });
@@ -63,7 +72,10 @@ test('peers - the own node, its own port and credentials in URLs are refused', a
 });
 
 test('peers - the allow-list admits host:port, host and CIDR entries, and maps them to registry ids', async () => {
-  const c = ctx({ allowed: parseAllowedPeers('10.0.0.0/24, node-3.mesh:8080, 192.168.5.5'), resolve: table({ 'node-3.mesh': ['10.0.0.3'], 'alias-of-2': ['10.0.0.2'] }) });
+  const c = ctx({
+    allowed: parseAllowedPeers('10.0.0.0/24, node-3.mesh:8080, 192.168.5.5'),
+    resolve: table({ 'node-3.mesh': ['10.0.0.3'], 'alias-of-2': ['10.0.0.2'] }),
+  });
   const viaAlias = await admitPeer('http://alias-of-2:8080/function/syncmesh-fn', c);
   assert.deepEqual([viaAlias.nodeId, viaAlias.address.address], ['n2', '10.0.0.2']);
   const unregistered = await admitPeer('http://10.0.0.44:8080/function/syncmesh-fn', c);
@@ -85,14 +97,27 @@ test('peers - names resolving to loopback, link-local or a mix are refused even 
 });
 
 test('peers - special addresses are recognised', () => {
-  for (const a of ['127.0.0.1', '127.8.9.1', '0.0.0.0', '169.254.169.254', '224.0.0.251', '255.255.255.255', '::1', '::', 'fe80::1', 'ff02::fb', '::ffff:127.0.0.1']) {
+  for (const a of [
+    '127.0.0.1',
+    '127.8.9.1',
+    '0.0.0.0',
+    '169.254.169.254',
+    '224.0.0.251',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'ff02::fb',
+    '::ffff:127.0.0.1',
+  ]) {
     assert.ok(isSpecialAddress(canonicalAddress(a)), a);
   }
   for (const a of ['10.0.0.2', '192.168.1.1', '8.8.8.8', 'fd00::1', '2001:db8::1']) assert.ok(!isSpecialAddress(canonicalAddress(a)), a);
 });
 
 test('peers - SYNCMESH_ALLOWED_PEERS rejects malformed entries', () => {
-  for (const bad of ['10.0.0.0/33', 'host:99999', 'not a host', 'http://', '::1/200']) assert.throws(() => parseAllowedPeers(bad), /use host:port, host, or address\/prefix/, bad);
+  for (const bad of ['10.0.0.0/33', 'host:99999', 'not a host', 'http://', '::1/200'])
+    assert.throws(() => parseAllowedPeers(bad), /use host:port, host, or address\/prefix/, bad);
   const ok = parseAllowedPeers('http://10.0.0.2:8080/function/syncmesh-fn, [fd00::2]:8080, fd00::/64');
   assert.ok(ok.hostPorts.has('10.0.0.2:8080'));
   assert.ok(ok.hostPorts.has('fd00::2:8080'));

@@ -213,10 +213,9 @@ export async function admitPeer(url: string, ctx: PeerContext): Promise<Admitted
 
   // 1. A registry node: same URL, else same scheme, host and port.
   if (self && URL.canParse(self.address) && originOf(new URL(self.address)) === originOf(u)) {
-    throw notAllowed(url, "is this node itself (its own readings are always part of the answer)", ctx.allowed);
+    throw notAllowed(url, 'is this node itself (its own readings are always part of the answer)', ctx.allowed);
   }
-  const member =
-    others.find((n) => trimSlash(n.address) === trimSlash(url)) ?? others.find((n) => originOf(new URL(n.address)) === originOf(u));
+  const member = others.find((n) => trimSlash(n.address) === trimSlash(url)) ?? others.find((n) => originOf(new URL(n.address)) === originOf(u));
   if (member) {
     const target = new URL(member.address);
     const addresses = await resolveOrRefuse(url, target, ctx);

@@ -5,7 +5,13 @@ import { replicateJson } from './outbox.js';
 
 test('outbox - a /replicate body built from cached batch encodings is the EJSON of the body', () => {
   const batches = [
-    { _id: new ObjectId(), db: 'syncmesh', coll: 'sensor_data', seq: 1, ops: [{ op: 'upsert' as const, doc: { _id: new ObjectId(), timestamp: new Date('2017-07-01T00:00:00Z'), temperature: 21.5 } }] },
+    {
+      _id: new ObjectId(),
+      db: 'syncmesh',
+      coll: 'sensor_data',
+      seq: 1,
+      ops: [{ op: 'upsert' as const, doc: { _id: new ObjectId(), timestamp: new Date('2017-07-01T00:00:00Z'), temperature: 21.5 } }],
+    },
     { _id: new ObjectId(), db: 'syncmesh', coll: 'sensor_data', seq: 2, ops: [{ op: 'delete' as const, id: 'a"b' }] },
   ];
   const body = { origin: 'node-"1', batches: batches.map(({ db, coll, seq, ops }) => ({ db, coll, seq, ops })) };

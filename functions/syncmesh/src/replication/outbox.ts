@@ -163,7 +163,9 @@ export class Outbox {
     await Promise.all([...this.senders.values()].map((s) => s.stop()));
     clearTimeout(this.ackTimer);
     this.ackTimer = undefined;
-    await this.flushAcks().catch((err: unknown) => this.deps.log.warn({ err: (err as Error).message }, 'acknowledgements not written at stop; those batches go again after the restart'));
+    await this.flushAcks().catch((err: unknown) =>
+      this.deps.log.warn({ err: (err as Error).message }, 'acknowledgements not written at stop; those batches go again after the restart'),
+    );
   }
 
   /** `subscriber` acknowledged these batches; written to the outbox shortly. */
@@ -204,7 +206,10 @@ export class Outbox {
       // Subscribers in step acknowledged the same batches: one update for all of them.
       const bySet = new Map<string, { ids: ObjectId[]; subscribers: string[] }>();
       for (const [subscriber, ids] of acks) {
-        const key = ids.map((id) => id.toHexString()).sort().join(',');
+        const key = ids
+          .map((id) => id.toHexString())
+          .sort()
+          .join(',');
         const group = bySet.get(key) ?? { ids, subscribers: [] };
         group.subscribers.push(subscriber);
         bySet.set(key, group);
@@ -344,7 +349,11 @@ class Sender {
     const offersBefore = this.offers;
     this.lastRead = Date.now();
     await this.owner.flushAcks(); // batches already delivered are not read back
-    const docs = await this.outbox.find({ pending: this.subscriber }, { projection: { pending: 0 } }).sort({ _id: 1 }).limit(this.maxBatches).toArray();
+    const docs = await this.outbox
+      .find({ pending: this.subscriber }, { projection: { pending: 0 } })
+      .sort({ _id: 1 })
+      .limit(this.maxBatches)
+      .toArray();
     this.queue = [];
     this.queued.clear();
     this.remember(docs);
@@ -380,7 +389,10 @@ class Sender {
       const res = await post(`${node.address.replace(/\/+$/, '')}/replicate`, payload, headers, AbortSignal.timeout(SEND_TIMEOUT_MS));
       if (res.status === 413 && batches.length > 1) {
         this.maxBatches = Math.max(1, Math.floor(batches.length / 2));
-        this.deps.log.warn({ subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches }, 'subscriber refused the request as too large; sending fewer batches per request');
+        this.deps.log.warn(
+          { subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches },
+          'subscriber refused the request as too large; sending fewer batches per request',
+        );
         // Not a failure of the subscriber: send again at once, without backing off.
         return true;
       }

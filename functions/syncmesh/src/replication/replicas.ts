@@ -128,7 +128,10 @@ export class ReplicaStore {
         result.upserts -= older;
       }
       if (removals.length > 0) {
-        await c.bulkWrite(removals.map((id) => ({ deleteOne: { filter: { _id: id, _rev: { $lte: seq } } } })), { ordered: false });
+        await c.bulkWrite(
+          removals.map((id) => ({ deleteOne: { filter: { _id: id, _rev: { $lte: seq } } } })),
+          { ordered: false },
+        );
         const at = new Date();
         await t.bulkWrite(
           removals.map((id) => ({ updateOne: { filter: { _id: id }, update: { $max: { _rev: seq }, $set: { _origin: origin, at } }, upsert: true } })),
@@ -192,7 +195,9 @@ async function upsertAll(c: Collection<ReplicaRecord>, docs: ReplicaRecord[], se
   }
   // Replaced only where the stored revision is not newer; where it is, the filter matches
   // nothing and the upsert's insert hits the existing _id: that reading is stale.
-  const replace = (d: ReplicaRecord): AnyBulkWriteOperation<ReplicaRecord> => ({ replaceOne: { filter: { _id: d._id, _rev: { $lte: seq } }, replacement: d, upsert: true } });
+  const replace = (d: ReplicaRecord): AnyBulkWriteOperation<ReplicaRecord> => ({
+    replaceOne: { filter: { _id: d._id, _rev: { $lte: seq } }, replacement: d, upsert: true },
+  });
   try {
     await c.bulkWrite(existing.map(replace), { ordered: false });
     return 0;

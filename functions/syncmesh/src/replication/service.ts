@@ -151,7 +151,10 @@ export class ReplicationService {
       throw new SyncmeshError('EDGE_SYNCMESH_BAD_REQUEST', `replicate: origin '${body.origin}' is this node; a node never holds replicas of itself`);
     }
     if (signedBy !== undefined && signedBy !== body.origin) {
-      throw new SyncmeshError('EDGE_SYNCMESH_ORIGIN_MISMATCH', `replicate: the body says origin '${body.origin}' but the request was signed by '${signedBy}'; a node may only send its own writes`);
+      throw new SyncmeshError(
+        'EDGE_SYNCMESH_ORIGIN_MISMATCH',
+        `replicate: the body says origin '${body.origin}' but the request was signed by '${signedBy}'; a node may only send its own writes`,
+      );
     }
     const total = { upserts: 0, deletes: 0, stale: 0 };
     for (const b of body.batches) {
@@ -161,7 +164,8 @@ export class ReplicationService {
       total.deletes += r.deletes;
       total.stale += r.stale;
     }
-    if (total.stale > 0) this.deps.log.info({ origin: body.origin, stale: total.stale }, 'ignored replication operations older than the replicas they would change');
+    if (total.stale > 0)
+      this.deps.log.info({ origin: body.origin, stale: total.stale }, 'ignored replication operations older than the replicas they would change');
     return total;
   }
 }

@@ -110,7 +110,8 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
     case 'deleteInTimeRange': {
       const { start, end } = filterOf(args);
       // Both ends are required by the schema (DateTime!); a variable could still be null.
-      if (!start || !end) throw badArgument('deleteInTimeRange needs both start_time and end_time', { allowed: `a range of at most ${days(limits.maxDeleteRangeMs)} days` });
+      if (!start || !end)
+        throw badArgument('deleteInTimeRange needs both start_time and end_time', { allowed: `a range of at most ${days(limits.maxDeleteRangeMs)} days` });
       const span = end.getTime() - start.getTime();
       if (span > limits.maxDeleteRangeMs) {
         throw badArgument(`deleteInTimeRange spans ${days(span)} days (${start.toISOString()} to ${end.toISOString()})`, {
@@ -124,7 +125,7 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
       if (sensors.length > limits.maxSensorsPerMutation) {
         throw badArgument(`addSensors got ${sensors.length} readings`, { allowed: `at most ${limits.maxSensorsPerMutation} per request` });
       }
-      sensors.forEach((s, i) => checkCoordinates(s, `sensors[${i}]`));
+      for (const [i, s] of sensors.entries()) checkCoordinates(s, `sensors[${i}]`);
       return;
     }
     default:
@@ -169,7 +170,11 @@ async function combine(ctx: DataContext, key: string, local: PartialAnswer, limi
   return merged;
 }
 
-const limitsOf = (ctx: DataContext): Limits => ({ maxLimit: ctx.maxLimit, maxSensorsPerMutation: ctx.maxSensorsPerMutation, maxDeleteRangeMs: ctx.maxDeleteRangeMs });
+const limitsOf = (ctx: DataContext): Limits => ({
+  maxLimit: ctx.maxLimit,
+  maxSensorsPerMutation: ctx.maxSensorsPerMutation,
+  maxDeleteRangeMs: ctx.maxDeleteRangeMs,
+});
 
 function stored(input: Args): Partial<StoredSensor> {
   const out: Record<string, unknown> = {};
@@ -195,7 +200,12 @@ export const dataRoot = {
 
   async sensorsAggregate(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {
     validateDataArgs('sensorsAggregate', args, limitsOf(ctx));
-    const merged = await combine(ctx, info.path.key as string, await timed(ctx, () => ctx.store.aggregate(filterOf(args), statsFor(selectedNames(info)))), null);
+    const merged = await combine(
+      ctx,
+      info.path.key as string,
+      await timed(ctx, () => ctx.store.aggregate(filterOf(args), statsFor(selectedNames(info)))),
+      null,
+    );
     return finishAggregate(merged as AggregatePartial);
   },
 

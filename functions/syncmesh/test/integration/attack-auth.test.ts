@@ -14,7 +14,7 @@ import { appendFileSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { BSON, ObjectId } from 'mongodb';
-import { addNode, deadUrl, eventually, MESH_SECRET, meta, post, reading, signFor, startNode, type TestNode } from './harness.js';
+import { addNode, deadUrl, eventually, MESH_SECRET, meta, reading, signFor, startNode, type TestNode } from './harness.js';
 
 let a: TestNode;
 let b: TestNode;
@@ -94,7 +94,11 @@ async function resend(url: string, cap: Captured, change: { headers?: Record<str
 /** A signed EJSON POST the way the listener (path /events, /resync) or an origin (/replicate) sends it. */
 async function signedPost(to: TestNode, path: string, body: unknown, opts: { origin?: string; target?: string; headers?: Record<string, string> } = {}) {
   const text = BSON.EJSON.stringify(body, { relaxed: true });
-  const headers = { 'content-type': 'application/json', ...signFor(`${to.url}${path}`, text, { origin: opts.origin ?? to.id, ...(opts.target ? { target: opts.target } : {}) }), ...(opts.headers ?? {}) };
+  const headers = {
+    'content-type': 'application/json',
+    ...signFor(`${to.url}${path}`, text, { origin: opts.origin ?? to.id, ...(opts.target ? { target: opts.target } : {}) }),
+    ...(opts.headers ?? {}),
+  };
   recordWire(headers);
   const res = await fetch(`${to.url}${path}`, { method: 'POST', headers, body: text });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
@@ -198,12 +202,22 @@ test('attack - a signed request replayed against another endpoint is refused (en
 });
 
 test('attack - forged and wrong-secret signatures are refused', async () => {
-  const body = { origin: 'atk-z', batches: [{ db: 'syncmesh', coll: 'sensor_data', seq: 1, ops: [{ op: 'upsert', doc: { _id: 'forged', temperature: 99 } }] }] };
+  const body = {
+    origin: 'atk-z',
+    batches: [{ db: 'syncmesh', coll: 'sensor_data', seq: 1, ops: [{ op: 'upsert', doc: { _id: 'forged', temperature: 99 } }] }],
+  };
   const forged = await signedPost(b, '/replicate', body, { origin: 'atk-z', headers: { 'x-syncmesh-signature': `v2=${randomBytes(32).toString('hex')}` } });
   assert.equal(forged.status, 401);
   assert.match(messageOf(forged), /signature does not match/);
   const text = JSON.stringify(body);
-  const wrong = await fetch(`${b.url}/replicate`, { method: 'POST', headers: { 'content-type': 'application/json', ...signFor(`${b.url}/replicate`, text, { secret: 'another-mesh-secret-of-at-least-32-bytes', origin: 'atk-z' }) }, body: text });
+  const wrong = await fetch(`${b.url}/replicate`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...signFor(`${b.url}/replicate`, text, { secret: 'another-mesh-secret-of-at-least-32-bytes', origin: 'atk-z' }),
+    },
+    body: text,
+  });
   assert.equal(wrong.status, 401);
   assert.equal(await replicas(b).countDocuments({ _origin: 'atk-z' }), 0);
 });
@@ -250,13 +264,22 @@ test('attack - v1 signatures are refused unless SYNCMESH_AUTH_ACCEPT_V1 is on', 
 });
 
 test('attack - a /replicate signed by one node for another origin is refused', async () => {
-  const r = await signedPost(b, '/replicate', { origin: 'atk-a', batches: [{ db: 'syncmesh', coll: 'sensor_data', seq: Date.now() * 1000, ops: [{ op: 'delete', id: new ObjectId() }] }] }, { origin: 'atk-c' });
+  const r = await signedPost(
+    b,
+    '/replicate',
+    { origin: 'atk-a', batches: [{ db: 'syncmesh', coll: 'sensor_data', seq: Date.now() * 1000, ops: [{ op: 'delete', id: new ObjectId() }] }] },
+    { origin: 'atk-c' },
+  );
   assert.equal(r.status, 403);
   assert.equal(codeOf(r), 'EDGE_SYNCMESH_ORIGIN_MISMATCH');
 });
 
 test('attack - a replayed registry change is refused', async () => {
-  const text = JSON.stringify({ request_type: 'meta', query: 'mutation { addNode(node: {id: "atk-rogue", address: "http://10.9.9.9:8080/function/syncmesh-fn", lat: 1, lon: 1, subscribed: true, initial_sync: false}) { id } }' });
+  const text = JSON.stringify({
+    request_type: 'meta',
+    query:
+      'mutation { addNode(node: {id: "atk-rogue", address: "http://10.9.9.9:8080/function/syncmesh-fn", lat: 1, lon: 1, subscribed: true, initial_sync: false}) { id } }',
+  });
   const headers = { 'content-type': 'application/json', ...signFor(a.url, text) };
   recordWire(headers);
   const first = await fetch(a.url, { method: 'POST', headers, body: text });
@@ -270,9 +293,18 @@ test('attack - a replayed registry change is refused', async () => {
 test('attack - an old _rev cannot resurrect a deleted replica or overwrite a newer one', async () => {
   const x = new ObjectId();
   const y = new ObjectId();
-  const send = (seq: number, ops: unknown[]) => signedPost(b, '/replicate', { origin: 'atk-z', batches: [{ db: 'syncmesh', coll: 'sensor_data', seq, ops }] }, { origin: 'atk-z' });
+  const send = (seq: number, ops: unknown[]) =>
+    signedPost(b, '/replicate', { origin: 'atk-z', batches: [{ db: 'syncmesh', coll: 'sensor_data', seq, ops }] }, { origin: 'atk-z' });
   const doc = (id: ObjectId, t: number) => ({ _id: id, ...reading('2017-07-05T00:00:00Z', t, 50, 93000) });
-  assert.equal((await send(300, [{ op: 'upsert', doc: doc(x, 1) }, { op: 'upsert', doc: doc(y, 5) }])).status, 200);
+  assert.equal(
+    (
+      await send(300, [
+        { op: 'upsert', doc: doc(x, 1) },
+        { op: 'upsert', doc: doc(y, 5) },
+      ])
+    ).status,
+    200,
+  );
   assert.equal((await send(400, [{ op: 'delete', id: x }])).status, 200);
   // The old body again (an origin re-sending a batch whose acknowledgement it lost).
   const old = await send(300, [{ op: 'upsert', doc: doc(x, 1) }]);
@@ -287,7 +319,11 @@ test('attack - an old _rev cannot resurrect a deleted replica or overwrite a new
   assert.equal((await send(500, [{ op: 'upsert', doc: doc(x, 7) }])).body['stale'], 0);
   assert.equal((await replicas(b).findOne({ _origin: 'atk-z', _origin_id: x }))?.['temperature'], 7);
   // After a snapshot's end, anything older than the snapshot is stale.
-  await send(600, [{ op: 'upsert', doc: doc(y, 6) }, { op: 'upsert', doc: doc(x, 7) }, { op: 'snapshot_end', since: 600 }]);
+  await send(600, [
+    { op: 'upsert', doc: doc(y, 6) },
+    { op: 'upsert', doc: doc(x, 7) },
+    { op: 'snapshot_end', since: 600 },
+  ]);
   const z = new ObjectId();
   assert.equal((await send(550, [{ op: 'upsert', doc: doc(z, 9) }])).body['stale'], 1);
   assert.equal(await replicas(b).countDocuments({ _origin: 'atk-z', _origin_id: z }), 0);
@@ -304,7 +340,8 @@ test('attack - an unsigned body to a signed endpoint is refused before it is rea
 
 test('attack - stale, foreign or replayed signature headers are refused before the body is read', async () => {
   const cap = captured();
-  const asHeaders = (h: IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).filter(([k, v]) => k.startsWith('x-syncmesh-') && typeof v === 'string')) as Record<string, string>;
+  const asHeaders = (h: IncomingHttpHeaders) =>
+    Object.fromEntries(Object.entries(h).filter(([k, v]) => k.startsWith('x-syncmesh-') && typeof v === 'string')) as Record<string, string>;
   const replayed = await headOnly(b.url, '/replicate', { ...asHeaders(cap.headers), 'content-encoding': 'gzip' });
   assert.equal(replayed.status, 401);
   assert.match(replayed.text, /replayed request/);
@@ -365,7 +402,10 @@ test('attack - the outbox sends fewer batches per request after a subscriber ans
     assert.ok(answers.includes(413), `S refused a request as too large: ${answers.join(',')}`);
     // (the last capture may still be waiting for its answer: 0)
     assert.ok(answers.lastIndexOf(200) > answers.indexOf(413), `smaller requests were accepted after the 413: ${answers.join(',')}`);
-    assert.ok(answers.every((x) => x === 200 || x === 413 || x === 0), answers.join(','));
+    assert.ok(
+      answers.every((x) => x === 200 || x === 413 || x === 0),
+      answers.join(','),
+    );
   } finally {
     await meta(a.url, 'mutation { deleteNode(id: "atk-small") }');
     await sProxy.close();

@@ -107,14 +107,16 @@ test('attack ssrf - a member URL works as the original client sent it, also by a
   assert.equal(r.body.data!['sensorsAggregate'].count, 3);
   const other = await post(a.url, { query: AGG, external_nodes: [`http://127.0.0.1:${portOf(member)}/some/other/path`] });
   assert.equal(other.status, 200);
-  assert.equal(other.body.extensions!['nodes'][0].url, member.url, 'sent to the registry address, not the caller\'s path');
+  assert.equal(other.body.extensions!['nodes'][0].url, member.url, "sent to the registry address, not the caller's path");
 });
 
 test('attack ssrf - a member that echoes, errs or redirects is reported by code; its body never reaches the caller', async () => {
   const secretText = 'INTERNAL-SECRET-TEXT';
   const victim = await startEcho();
   const echo = await startEcho();
-  const erring = await startEcho((_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ message: secretText, extensions: { code: secretText } }] })));
+  const erring = await startEcho((_req, res) =>
+    res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ message: secretText, extensions: { code: secretText } }] })),
+  );
   const redirecting = await startEcho((_req, res) => res.writeHead(302, { location: victim.url }).end(secretText));
   try {
     await addNode(a, { id: 'rogue-echo', address: echo.url, lat: 1, lon: 1 });
@@ -124,7 +126,11 @@ test('attack ssrf - a member that echoes, errs or redirects is reported by code;
     assert.equal(r.status, 200);
     assert.equal(r.body.extensions!['partial'], true);
     const failed = Object.fromEntries(r.body.extensions!['failed'].map((f: { node: string; code: string }) => [f.node, f.code]));
-    assert.deepEqual(failed, { 'rogue-echo': 'EDGE_SYNCMESH_PEER_BAD_ANSWER', 'rogue-500': 'EDGE_SYNCMESH_PEER_HTTP_ERROR', 'rogue-302': 'EDGE_SYNCMESH_PEER_HTTP_ERROR' });
+    assert.deepEqual(failed, {
+      'rogue-echo': 'EDGE_SYNCMESH_PEER_BAD_ANSWER',
+      'rogue-500': 'EDGE_SYNCMESH_PEER_HTTP_ERROR',
+      'rogue-302': 'EDGE_SYNCMESH_PEER_HTTP_ERROR',
+    });
     const text = JSON.stringify(r.body);
     assert.ok(!text.includes(secretText), 'no remote body text');
     assert.ok(!text.includes('ECHO') && !/x-syncmesh-signature|v[12]=/i.test(text), 'no echoed request, no signature handed out');
@@ -208,7 +214,12 @@ const WRITES = [
 test('attack writes - every data mutation without the write key is refused with 401 and changes nothing', async () => {
   const before = await count(a);
   for (const query of WRITES) {
-    const attempts: Array<Record<string, string>> = [{}, { authorization: 'Bearer wrong-key-wrong-key-wrong-key-wrong' }, { authorization: `Basic ${WRITE_KEY}` }, { authorization: `Bearer ${WRITE_KEY.slice(0, -1)}` }];
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Bearer wrong-key-wrong-key-wrong-key-wrong' },
+      { authorization: `Basic ${WRITE_KEY}` },
+      { authorization: `Bearer ${WRITE_KEY.slice(0, -1)}` },
+    ];
     for (const headers of attempts) {
       const r = await post(a.url, { query }, { headers });
       assert.equal(r.status, 401, `${query} ${JSON.stringify(headers)}: ${JSON.stringify(r.body)}`);
@@ -224,7 +235,11 @@ test('attack writes - the write key or a mesh signature may write', async () => 
   assert.equal(withKey.status, 200, JSON.stringify(withKey.body));
   const signed = await post(a.url, { query: WRITES[0] }, { sign: true });
   assert.equal(signed.status, 200, JSON.stringify(signed.body));
-  const del = await post(a.url, { query: 'mutation { deleteInTimeRange(start_time: "2017-07-12T00:00:00Z", end_time: "2017-07-12T00:00:00Z") }' }, { write: true });
+  const del = await post(
+    a.url,
+    { query: 'mutation { deleteInTimeRange(start_time: "2017-07-12T00:00:00Z", end_time: "2017-07-12T00:00:00Z") }' },
+    { write: true },
+  );
   assert.equal(del.body.data!['deleteInTimeRange'], 2);
 });
 
@@ -259,14 +274,22 @@ test('attack writes - with SYNCMESH_READ_KEY, reads need it (or the write key) t
 
 test('attack writes - deleteInTimeRange is bounded: no open ends, at most 31 days', async () => {
   const before = await count(a);
-  const year = await post(a.url, { query: 'mutation { deleteInTimeRange(start_time: "2000-01-01T00:00:00Z", end_time: "2030-01-01T00:00:00Z") }' }, { write: true });
+  const year = await post(
+    a.url,
+    { query: 'mutation { deleteInTimeRange(start_time: "2000-01-01T00:00:00Z", end_time: "2030-01-01T00:00:00Z") }' },
+    { write: true },
+  );
   assert.equal(year.status, 400);
   assert.equal(code(year), 'EDGE_SYNCMESH_BAD_ARGUMENT');
   assert.match(year.body.errors![0]!.message, /spans 10958 days/);
   assert.match(String(year.body.errors![0]!.extensions['allowed']), /at most 31 days/);
   const open = await post(a.url, { query: 'mutation { deleteInTimeRange(start_time: "2017-07-01T00:00:00Z") }' }, { write: true });
   assert.equal(open.status, 400);
-  const nullVar = await post(a.url, { query: 'mutation($e: DateTime!) { deleteInTimeRange(start_time: "2017-07-01T00:00:00Z", end_time: $e) }', variables: { e: null } }, { write: true });
+  const nullVar = await post(
+    a.url,
+    { query: 'mutation($e: DateTime!) { deleteInTimeRange(start_time: "2017-07-01T00:00:00Z", end_time: $e) }', variables: { e: null } },
+    { write: true },
+  );
   assert.equal(nullVar.status, 400);
   assert.equal(await count(a), before, 'nothing deleted');
 });

@@ -25,10 +25,21 @@ export function nodeIdOf(url: string): string {
 }
 
 /** v2 signature headers for a POST of `body` to `url` (the receiver is `target`, by default the node at `url`). */
-export function signFor(url: string, body: Uint8Array | string, opts: { secret?: string; target?: string; origin?: string; contentEncoding?: string; nowMs?: number } = {}): Record<string, string> {
+export function signFor(
+  url: string,
+  body: Uint8Array | string,
+  opts: { secret?: string; target?: string; origin?: string; contentEncoding?: string; nowMs?: number } = {},
+): Record<string, string> {
   const headers = signV2(
     new MeshKeys(opts.secret ?? MESH_SECRET),
-    { method: 'POST', path: routeOf(new URL(url).pathname), origin: opts.origin ?? 'test-client', target: opts.target ?? nodeIdOf(url), body, contentEncoding: opts.contentEncoding },
+    {
+      method: 'POST',
+      path: routeOf(new URL(url).pathname),
+      origin: opts.origin ?? 'test-client',
+      target: opts.target ?? nodeIdOf(url),
+      body,
+      contentEncoding: opts.contentEncoding,
+    },
     opts.nowMs === undefined ? {} : { nowMs: opts.nowMs },
   );
   // The no-secrets-in-logs test greps a whole run's logs for every signature that was sent.
@@ -109,11 +120,16 @@ export interface Answer {
  * POSTs a JSON body (a string is sent as is); signs it when `sign` is set; sends
  * `Authorization: Bearer <WRITE_KEY>` with `write`, or `Bearer <key>` with `key`.
  */
-export async function post(url: string, body: unknown, opts: { sign?: boolean; secret?: string; target?: string; write?: boolean; key?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+export async function post(
+  url: string,
+  body: unknown,
+  opts: { sign?: boolean; secret?: string; target?: string; write?: boolean; key?: string; headers?: Record<string, string> } = {},
+): Promise<Answer> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const key = opts.key ?? (opts.write ? WRITE_KEY : undefined);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...(opts.headers ?? {}) };
-  if (opts.sign) Object.assign(headers, signFor(url, text, { ...(opts.secret ? { secret: opts.secret } : {}), ...(opts.target ? { target: opts.target } : {}) }));
+  if (opts.sign)
+    Object.assign(headers, signFor(url, text, { ...(opts.secret ? { secret: opts.secret } : {}), ...(opts.target ? { target: opts.target } : {}) }));
   const res = await fetch(url, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(20_000) });
   return { status: res.status, body: (await res.json()) as Answer['body'] };
 }
@@ -132,7 +148,10 @@ export async function addNode(at: TestNode, node: { id: string; address: string;
 /** Inserts readings straight into a node's database. */
 export async function seed(node: TestNode, readings: Array<Record<string, unknown>>) {
   const dbName = node.app.config.databases[0]!;
-  await node.client.db(dbName).collection('sensor_data').insertMany(readings.map((r) => ({ ...r })));
+  await node.client
+    .db(dbName)
+    .collection('sensor_data')
+    .insertMany(readings.map((r) => ({ ...r })));
 }
 
 /** Polls `probe` every 50 ms until it returns true; fails with `what` after `timeoutMs`. */
@@ -146,13 +165,17 @@ export async function eventually(what: string, probe: () => Promise<boolean>, ti
 }
 
 /** An HTTP server that accepts requests and answers after `delayMs` (or never, with Infinity). */
-export async function startStandIn(delayMs: number, answer: unknown = { extensions: { node: 'stand-in', partials: {} } }): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+export async function startStandIn(
+  delayMs: number,
+  answer: unknown = { extensions: { node: 'stand-in', partials: {} } },
+): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const timers = new Set<NodeJS.Timeout>();
   const server = createServer((req, res) => {
     req.resume();
     if (!Number.isFinite(delayMs)) return; // blackhole: never answers
     // A signature names its receiver: the entry node first asks an unknown URL for its id.
-    if (req.method === 'GET' && req.url?.endsWith('/healthz')) return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"alive","node":"stand-in"}');
+    if (req.method === 'GET' && req.url?.endsWith('/healthz'))
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"alive","node":"stand-in"}');
     const t = setTimeout(() => {
       timers.delete(t);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));

@@ -24,7 +24,9 @@ function childEnv(): NodeJS.ProcessEnv {
 
 const SUITES = ['attack-auth.test.js', 'replication.test.js'].map((f) => join(here, f));
 
-test('logs - a debug-level run of the attack and replication suites logs no secret, key or signature', { skip: process.env['SYNCMESH_TEST_WIRE_FILE'] ? 'inside the run it checks' : false }, async () => {
+test('logs - a debug-level run of the attack and replication suites logs no secret, key or signature', {
+  skip: process.env['SYNCMESH_TEST_WIRE_FILE'] ? 'inside the run it checks' : false,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'smr-logs-'));
   const wire = join(dir, 'wire.txt');
   const logFile = join(dir, 'run.log');
@@ -41,8 +43,14 @@ test('logs - a debug-level run of the attack and replication suites logs no secr
   assert.equal(code, 0, `the suites failed; see ${logFile}`);
   const logLines = output.split('\n').filter((l) => l.includes('"svc":"syncmesh-fn"'));
   assert.ok(logLines.length > 100, `expected the nodes' debug logs in the output, got ${logLines.length} lines (${logFile})`);
-  assert.ok(logLines.some((l) => l.includes('"level":20')), 'debug lines are there');
-  assert.ok(logLines.some((l) => l.includes('refused a mesh-signed request')), 'refused signatures are logged (without the signature)');
+  assert.ok(
+    logLines.some((l) => l.includes('"level":20')),
+    'debug lines are there',
+  );
+  assert.ok(
+    logLines.some((l) => l.includes('refused a mesh-signed request')),
+    'refused signatures are logged (without the signature)',
+  );
 
   const signatures = [...new Set(readFileSync(wire, 'utf8').split('\n').filter(Boolean))];
   assert.ok(signatures.length > 50, `expected the signatures of the run, got ${signatures.length}`);

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { addNode, deadUrl, MESH_SECRET, meta, post, reading, seed, signFor, startNode, startStandIn, type TestNode } from './harness.js';
+import { addNode, deadUrl, meta, post, reading, seed, signFor, startNode, startStandIn, type TestNode } from './harness.js';
 
 let a: TestNode;
 let b: TestNode;
@@ -30,7 +30,8 @@ after(async () => {
   await Promise.all([a.close(), b.close(), c.close()]);
 });
 
-const AGG = '{ sensorsAggregate(start_time: "2017-07-31T00:00:00Z", end_time: "2017-07-31T23:59:59Z") { count average_temperature average_humidity max_pressure min_temperature } }';
+const AGG =
+  '{ sensorsAggregate(start_time: "2017-07-31T00:00:00Z", end_time: "2017-07-31T23:59:59Z") { count average_temperature average_humidity max_pressure min_temperature } }';
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 test('mesh - aggregate over three nodes equals the direct computation', async () => {
@@ -112,10 +113,10 @@ test('mesh - a dead node and a hanging node are reported, the rest still answers
     assert.equal(byUrl[hanging.url], 'timeout');
     assert.equal(byUrl[slowButOk.url], 'ok');
     assert.equal(byUrl[b.url], 'ok');
-    assert.deepEqual(
-      ext['failed'].map((f: { node: string; code: string }) => `${f.node} ${f.code}`).sort(),
-      ['dead EDGE_SYNCMESH_PEER_UNREACHABLE', 'hanging EDGE_SYNCMESH_PEER_TIMEOUT'],
-    );
+    assert.deepEqual(ext['failed'].map((f: { node: string; code: string }) => `${f.node} ${f.code}`).sort(), [
+      'dead EDGE_SYNCMESH_PEER_UNREACHABLE',
+      'hanging EDGE_SYNCMESH_PEER_TIMEOUT',
+    ]);
     assert.match(ext['failed'].find((f: { node: string }) => f.node === 'hanging').reason, /no answer within 1500 ms/);
   } finally {
     await meta(a.url, 'mutation { deleteNode(id: "dead") h: deleteNode(id: "hanging") s: deleteNode(id: "slow") }');

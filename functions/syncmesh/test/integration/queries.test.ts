@@ -37,7 +37,8 @@ test('queries - the original Syncmesh benchmark body answers with the aggregate'
 
 test('queries - sensorsAggregate gives exact count, average, min, max and sum', async () => {
   const r = await post(node.url, {
-    query: '{ a: sensorsAggregate(start_time: "2017-07-31T00:00:00", end_time: "2017-07-31T23:59:59") { count average_temperature min_temperature max_temperature sum_humidity average_pressure } }',
+    query:
+      '{ a: sensorsAggregate(start_time: "2017-07-31T00:00:00", end_time: "2017-07-31T23:59:59") { count average_temperature min_temperature max_temperature sum_humidity average_pressure } }',
     request_type: 'aggregate',
   });
   assert.equal(r.status, 200);
@@ -54,7 +55,8 @@ test('queries - sensorsAggregate gives exact count, average, min, max and sum', 
 
 test('queries - aggregate fields selected through fragments are computed', async () => {
   const r = await post(node.url, {
-    query: '{ sensorsAggregate(start_time: "2017-07-31T00:00:00", end_time: "2017-07-31T23:59:59") { count ...M ... on SensorAggregate { max_humidity } } } fragment M on SensorAggregate { min_pressure sum_temperature }',
+    query:
+      '{ sensorsAggregate(start_time: "2017-07-31T00:00:00", end_time: "2017-07-31T23:59:59") { count ...M ... on SensorAggregate { max_humidity } } } fragment M on SensorAggregate { min_pressure sum_temperature }',
     request_type: 'aggregate',
   });
   assert.equal(r.status, 200);
@@ -67,12 +69,18 @@ test('queries - aggregate fields selected through fragments are computed', async
 });
 
 test('queries - sensor_id filters, and an empty range gives count 0 and null averages', async () => {
-  const r = await post(node.url, { query: '{ s2: sensorsAggregate(sensor_id: 2) { count } none: sensorsAggregate(start_time: "2000-01-01", end_time: "2000-01-02") { count average_temperature } }' });
+  const r = await post(node.url, {
+    query:
+      '{ s2: sensorsAggregate(sensor_id: 2) { count } none: sensorsAggregate(start_time: "2000-01-01", end_time: "2000-01-02") { count average_temperature } }',
+  });
   assert.deepEqual(r.body.data, { s2: { count: 1 }, none: { count: 0, average_temperature: null } });
 });
 
 test('queries - collect returns readings in time order with only the asked fields', async () => {
-  const r = await post(node.url, { query: '{ sensors(start_time: "2017-07-31T00:00:00Z", end_time: "2017-07-31T23:59:59Z", limit: 2) { timestamp temperature } }', request_type: 'collect' });
+  const r = await post(node.url, {
+    query: '{ sensors(start_time: "2017-07-31T00:00:00Z", end_time: "2017-07-31T23:59:59Z", limit: 2) { timestamp temperature } }',
+    request_type: 'collect',
+  });
   assert.equal(r.status, 200);
   assert.deepEqual(r.body.data!['sensors'], [
     { timestamp: '2017-07-31T00:10:00.000Z', temperature: 20.5 },

@@ -9,7 +9,7 @@ let far: TestNode;
 
 // Sofia centre; one node ~5 km away, one ~40 km away (Pernik direction).
 const HOME = { lat: 42.6977, lon: 23.3219 };
-const NEAR = { lat: 42.6500, lon: 23.3700 };
+const NEAR = { lat: 42.65, lon: 23.37 };
 const FAR = { lat: 42.6052, lon: 23.0378 };
 
 before(async () => {
@@ -30,7 +30,11 @@ test('registry - create, read, update and delete nodes with stored distances', a
   const list = await meta(a.url, '{ nodes { id distance own_node subscribed } }', false);
   assert.equal(list.status, 200);
   const nodes = list.body.data!['nodes'] as Array<{ id: string; distance: number; own_node: boolean; subscribed: boolean }>;
-  assert.deepEqual(nodes.map((n) => n.id), ['reg-a', 'reg-near', 'reg-far'], 'nearest first');
+  assert.deepEqual(
+    nodes.map((n) => n.id),
+    ['reg-a', 'reg-near', 'reg-far'],
+    'nearest first',
+  );
   assert.equal(nodes[0]!.distance, 0);
   assert.ok(Math.abs(nodes[1]!.distance - haversineKm(HOME, NEAR)) < 1e-9);
   assert.ok(Math.abs(nodes[2]!.distance - haversineKm(HOME, FAR)) < 1e-9, 'recomputed when the own node appeared');
@@ -74,7 +78,10 @@ test('registry - radius picks the registry nodes within it, nearest first', asyn
   const q = '{ sensorsAggregate { count } }';
   const r10 = await post(a.url, { query: q, request_type: 'aggregate', use_meta_data: true, radius: 10 });
   assert.equal(r10.status, 200, JSON.stringify(r10.body));
-  assert.deepEqual(r10.body.extensions!['nodes'].map((n: { node: string }) => n.node), ['reg-near']);
+  assert.deepEqual(
+    r10.body.extensions!['nodes'].map((n: { node: string }) => n.node),
+    ['reg-near'],
+  );
   assert.equal(r10.body.data!['sensorsAggregate'].count, 1);
 
   const r100 = await post(a.url, { query: q, request_type: 'aggregate', use_meta_data: true, radius: 100 });

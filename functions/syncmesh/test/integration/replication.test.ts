@@ -22,11 +22,22 @@ const own = (n: TestNode) => n.client.db('syncmesh').collection('sensor_data');
 /** POSTs a signed EJSON body the way the listener does. */
 async function deliver(to: TestNode, path: string, body: unknown) {
   const text = BSON.EJSON.stringify(body, { relaxed: true });
-  const res = await fetch(`${to.url}/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...signFor(`${to.url}/${path}`, text, { origin: (body as { origin?: string }).origin ?? to.id }) }, body: text });
+  const res = await fetch(`${to.url}/${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signFor(`${to.url}/${path}`, text, { origin: (body as { origin?: string }).origin ?? to.id }) },
+    body: text,
+  });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
-const insertEvent = (doc: Record<string, unknown> & { _id: unknown }) => ({ token: { _data: 'x' }, op: 'insert', db: 'syncmesh', coll: 'sensor_data', key: { _id: doc._id }, doc });
+const insertEvent = (doc: Record<string, unknown> & { _id: unknown }) => ({
+  token: { _data: 'x' },
+  op: 'insert',
+  db: 'syncmesh',
+  coll: 'sensor_data',
+  key: { _id: doc._id },
+  doc,
+});
 
 test('replication - events reach subscribers as idempotent replica writes', async () => {
   await addNode(a, { id: 'rep-b', address: b.url, lat: 42.65, lon: 23.37, subscribed: true });
@@ -49,11 +60,22 @@ test('replication - events reach subscribers as idempotent replica writes', asyn
   // Updates (real MongoDB shape with fullDocument) and deletes propagate.
   await deliver(a, 'events', {
     events: [
-      { token: { _data: 'y' }, op: 'update', db: 'syncmesh', coll: 'sensor_data', key: { _id: docs[0]!._id }, doc: { ...docs[0], temperature: 99 }, update: { updatedFields: { temperature: 99 }, removedFields: [] } },
+      {
+        token: { _data: 'y' },
+        op: 'update',
+        db: 'syncmesh',
+        coll: 'sensor_data',
+        key: { _id: docs[0]!._id },
+        doc: { ...docs[0], temperature: 99 },
+        update: { updatedFields: { temperature: 99 }, removedFields: [] },
+      },
       { token: { _data: 'z' }, op: 'delete', db: 'syncmesh', coll: 'sensor_data', key: { _id: docs[1]!._id }, doc: null },
     ],
   });
-  await eventually('update and delete applied', async () => (await replicas(b).countDocuments()) === 2 && (await replicas(b).findOne({ _origin_id: docs[0]!._id }))?.['temperature'] === 99);
+  await eventually(
+    'update and delete applied',
+    async () => (await replicas(b).countDocuments()) === 2 && (await replicas(b).findOne({ _origin_id: docs[0]!._id }))?.['temperature'] === 99,
+  );
 
   // B's listener never sees replicas: B's outbox stays empty, A holds nothing of B.
   assert.equal(await b.app.replication.outbox.pending(), 0);
@@ -65,14 +87,17 @@ test('replication - a batch stored in the outbox without being handed to the sen
   // the function shares the database: the sender works from memory but reads the outbox back
   // (B subscribed to A in the first test)
   const doc = { _id: new ObjectId(), ...reading('2017-07-05T00:00:00Z', 7, 50, 93000) };
-  await a.client.db('syncmesh_meta').collection('replication_outbox').insertOne({
-    _id: new ObjectId(),
-    db: 'syncmesh',
-    coll: 'sensor_data',
-    seq: Date.now() * 1000,
-    ops: [{ op: 'upsert', doc }],
-    pending: ['rep-b'],
-  });
+  await a.client
+    .db('syncmesh_meta')
+    .collection('replication_outbox')
+    .insertOne({
+      _id: new ObjectId(),
+      db: 'syncmesh',
+      coll: 'sensor_data',
+      seq: Date.now() * 1000,
+      ops: [{ op: 'upsert', doc }],
+      pending: ['rep-b'],
+    });
   await eventually('the stored batch reached B', async () => (await replicas(b).countDocuments({ _origin_id: doc._id })) === 1, 20_000);
   await eventually('outbox drained', async () => (await a.app.replication.outbox.pending()) === 0);
   await replicas(b).deleteMany({ _origin_id: doc._id });
@@ -94,13 +119,16 @@ test('replication - one batch applies in order: insert, delete and insert again,
   assert.deepEqual(await temps(), [3, 4]);
   // x exists, z is new: both end as sent
   const z = { _id: new ObjectId(), ...reading('2017-07-04T02:00:00Z', 6, 50, 93000) };
-  const r2 = await apply([{ op: 'upsert', doc: { ...x, temperature: 5 } }, { op: 'upsert', doc: z }]);
+  const r2 = await apply([
+    { op: 'upsert', doc: { ...x, temperature: 5 } },
+    { op: 'upsert', doc: z },
+  ]);
   assert.equal(r2.status, 200, JSON.stringify(r2.body));
   assert.deepEqual(await temps(), [5, 4, 6]);
   await replicas(b).deleteMany({ _origin: 'order-origin' });
 });
 
-test('replication - resync replaces a subscriber\'s replicas with the origin\'s readings', async () => {
+test("replication - resync replaces a subscriber's replicas with the origin's readings", async () => {
   await own(a).deleteMany({});
   await seed(a, [reading('2017-07-10T00:00:00Z', 10, 10, 90000), reading('2017-07-11T00:00:00Z', 11, 11, 90001)]);
   const r = await deliver(a, 'resync', { db: 'syncmesh', coll: 'sensor_data', reason: 'malformed-update' });
@@ -156,7 +184,7 @@ test('replication - failover: a node holding the replicas answers for a node tha
     const docs = [1, 2, 3, 4].map((i) => ({ _id: new ObjectId(), ...reading(`2017-07-2${i}T00:00:00Z`, 30, 30, 30) }));
     await seed(stopped, docs);
     await deliver(stopped, 'events', { events: docs.map(insertEvent) });
-    await eventually('B holds rep-down\'s replicas', async () => (await replicas(b).countDocuments({ _origin: 'rep-down' })) === 4);
+    await eventually("B holds rep-down's replicas", async () => (await replicas(b).countDocuments({ _origin: 'rep-down' })) === 4);
     const downUrl = stopped.url;
     await stopped.close();
 
@@ -166,15 +194,22 @@ test('replication - failover: a node holding the replicas answers for a node tha
     const bOwn = await own(b).countDocuments();
     const r = await post(c.url, { query: '{ sensorsAggregate { count average_temperature } }', request_type: 'aggregate', use_meta_data: true });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.data!['sensorsAggregate'].count, bOwn + 4, 'rep-down counted once, from B\'s replicas');
+    assert.equal(r.body.data!['sensorsAggregate'].count, bOwn + 4, "rep-down counted once, from B's replicas");
     assert.deepEqual(r.body.extensions!['failover'], [{ origin: 'rep-down', by: 'rep-b' }]);
     assert.equal(r.body.extensions!['partial'], false);
     const down = r.body.extensions!['nodes'].find((n: { node: string }) => n.node === 'rep-down');
     assert.equal(down.status, 'failed');
     assert.equal(down.covered_by, 'rep-b');
 
-    const collect = await post(c.url, { query: '{ sensors(start_time: "2017-07-21T00:00:00Z", end_time: "2017-07-24T23:59:59Z") { _id } }', use_meta_data: true });
-    assert.deepEqual(collect.body.data!['sensors'].map((s: { _id: string }) => s._id), docs.map((d) => d._id.toHexString()), 'replicas show the original _id');
+    const collect = await post(c.url, {
+      query: '{ sensors(start_time: "2017-07-21T00:00:00Z", end_time: "2017-07-24T23:59:59Z") { _id } }',
+      use_meta_data: true,
+    });
+    assert.deepEqual(
+      collect.body.data!['sensors'].map((s: { _id: string }) => s._id),
+      docs.map((d) => d._id.toHexString()),
+      'replicas show the original _id',
+    );
   } finally {
     await c.close();
   }

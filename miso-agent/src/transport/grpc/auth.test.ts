@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { linkProof, MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { AuthHello, PeerMessage, ReceivedPeerMessage } from '../../sync/messages.js';
-import { AcceptorHandshake, DialerHandshake, LinkCipher, MAC_BYTES, PEER_PROTOCOL_VERSION, type LinkRefusal } from './auth.js';
+import { AcceptorHandshake, DialerHandshake, MAC_BYTES, PEER_PROTOCOL_VERSION, type LinkRefusal } from './auth.js';
 import { decodePeerMessage, encodePeerMessage } from './peer-wire.js';
 
 const keys = new MeshKeys('peer-link-test-secret-0123456789abcdef');
@@ -112,19 +112,39 @@ test('peer auth - a recorded handshake replayed on a new stream is refused', () 
   const a3 = new AcceptorHandshake(keys, 'b', 'y');
   const c3 = a3.onHello(hello);
   assert.ok(c3.ok);
-  refused(a3.onProof(wire({ auth_proof: { proof: (c3.reply as { auth_challenge: { proof: Uint8Array } }).auth_challenge.proof } })), 'EDGE_MISO_AUTH', /failed to prove/);
+  refused(
+    a3.onProof(wire({ auth_proof: { proof: (c3.reply as { auth_challenge: { proof: Uint8Array } }).auth_challenge.proof } })),
+    'EDGE_MISO_AUTH',
+    /failed to prove/,
+  );
 });
 
 test('peer auth - anything but the handshake first is refused (a v1 agent, a rogue sending state)', () => {
   const a = new AcceptorHandshake(keys, 'b', 'y');
-  refused(a.onHello(wire({ hello: { node_id: 'a', address: '', functions: [], incarnation: '1' } })), 'EDGE_MISO_PEER_PROTOCOL', /sent 'hello' before authenticating/);
+  refused(
+    a.onHello(wire({ hello: { node_id: 'a', address: '', functions: [], incarnation: '1' } })),
+    'EDGE_MISO_PEER_PROTOCOL',
+    /sent 'hello' before authenticating/,
+  );
   refused(a.onHello(wire({ updates: { function: 'f', entries: [], seq: 1 } })), 'EDGE_MISO_PEER_PROTOCOL', /sent 'updates'/);
-  refused(a.onHello(wire({ auth_hello: { version: 1, node_id: 'a', nonce: '0'.repeat(32), expect: '' } })), 'EDGE_MISO_PEER_PROTOCOL', /speaks peer protocol 1/);
+  refused(
+    a.onHello(wire({ auth_hello: { version: 1, node_id: 'a', nonce: '0'.repeat(32), expect: '' } })),
+    'EDGE_MISO_PEER_PROTOCOL',
+    /speaks peer protocol 1/,
+  );
   refused(a.onHello(wire({ auth_hello: { version: 2, node_id: 'bad id', nonce: '0'.repeat(32), expect: '' } })), 'EDGE_MISO_PEER_PROTOCOL', /malformed hello/);
   refused(a.onProof(wire({ auth_proof: { proof: Buffer.alloc(32) } })), 'EDGE_MISO_PEER_PROTOCOL', /instead of its proof/);
   const d = new DialerHandshake(keys, 'a', undefined, 'x');
-  refused(d.onChallenge(wire({ updates: { function: 'f', entries: [], seq: 1 } })), 'EDGE_MISO_PEER_PROTOCOL', /sent 'updates' instead of the handshake's challenge/);
-  refused(d.onChallenge(wire({ auth_challenge: { version: 2, node_id: 'b', nonce: 'zz', proof: Buffer.alloc(32) } })), 'EDGE_MISO_PEER_PROTOCOL', /malformed challenge/);
+  refused(
+    d.onChallenge(wire({ updates: { function: 'f', entries: [], seq: 1 } })),
+    'EDGE_MISO_PEER_PROTOCOL',
+    /sent 'updates' instead of the handshake's challenge/,
+  );
+  refused(
+    d.onChallenge(wire({ auth_challenge: { version: 2, node_id: 'b', nonce: 'zz', proof: Buffer.alloc(32) } })),
+    'EDGE_MISO_PEER_PROTOCOL',
+    /malformed challenge/,
+  );
 });
 
 test('peer auth - forged, altered, replayed, reordered, truncated and unsealed messages fail the MAC', () => {
@@ -178,7 +198,9 @@ function goldenMessages(): Record<string, Buffer> {
   assert.ok(done.ok);
   const helloSealed = r.cipher.seal(encodePeerMessage({ hello: { node_id: GOLDEN.dialer, address: '10.0.0.1:7650', functions: ['fn'], incarnation: '1' } }));
   const fetchSealed = r.cipher.seal(encodePeerMessage({ fetch_request: { id: 1, function: 'fn', object: 'o', name: 'n' } }));
-  const helloBackSealed = done.cipher.seal(encodePeerMessage({ hello: { node_id: GOLDEN.acceptor, address: '10.0.0.2:7650', functions: ['fn'], incarnation: '1' } }));
+  const helloBackSealed = done.cipher.seal(
+    encodePeerMessage({ hello: { node_id: GOLDEN.acceptor, address: '10.0.0.2:7650', functions: ['fn'], incarnation: '1' } }),
+  );
   return { authHello, authChallenge, authProof, helloSealed, fetchSealed, helloBackSealed };
 }
 

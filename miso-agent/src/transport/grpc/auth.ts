@@ -153,7 +153,8 @@ export class DialerHandshake {
   /** Checks the acceptor's AuthChallenge; on success, the AuthProof to send and the sealing. */
   onChallenge(m: ReceivedPeerMessage): (LinkEstablished & { reply: PeerMessage }) | LinkRefusal {
     const body = bodyOf(m);
-    if (body !== 'auth_challenge') return refuse('EDGE_MISO_PEER_PROTOCOL', `the agent at ${this.address} sent '${body ?? 'nothing'}' instead of the handshake's challenge`);
+    if (body !== 'auth_challenge')
+      return refuse('EDGE_MISO_PEER_PROTOCOL', `the agent at ${this.address} sent '${body ?? 'nothing'}' instead of the handshake's challenge`);
     const c = (m as { auth_challenge: AuthChallenge }).auth_challenge;
     if (c.version !== PEER_PROTOCOL_VERSION) {
       return refuse('EDGE_MISO_PEER_PROTOCOL', `the agent at ${this.address} speaks peer protocol ${c.version}, this agent ${PEER_PROTOCOL_VERSION}`);
@@ -161,8 +162,16 @@ export class DialerHandshake {
     if (!validId(c.node_id) || !NONCE.test(c.nonce) || c.proof.length !== PROOF_BYTES) {
       return refuse('EDGE_MISO_PEER_PROTOCOL', `the agent at ${this.address} sent a malformed challenge`);
     }
-    const ok = checkLinkProof(this.keys, { role: 'acceptor', prover: c.node_id, verifier: this.self, verifierNonce: this.nonce, proverNonce: c.nonce }, c.proof);
-    if (!ok) return refuse('EDGE_MISO_AUTH', `the agent at ${this.address} failed to prove the mesh key for node id '${c.node_id}' (wrong MISO_MESH_SECRET, or an impostor)`);
+    const ok = checkLinkProof(
+      this.keys,
+      { role: 'acceptor', prover: c.node_id, verifier: this.self, verifierNonce: this.nonce, proverNonce: c.nonce },
+      c.proof,
+    );
+    if (!ok)
+      return refuse(
+        'EDGE_MISO_AUTH',
+        `the agent at ${this.address} failed to prove the mesh key for node id '${c.node_id}' (wrong MISO_MESH_SECRET, or an impostor)`,
+      );
     if (this.expect !== undefined && c.node_id !== this.expect) {
       return refuse('EDGE_MISO_PEER_ID', `the agent at ${this.address} authenticated as '${c.node_id}', but '${this.expect}' was expected there`);
     }
@@ -194,7 +203,8 @@ export class AcceptorHandshake {
   /** Checks the dialer's AuthHello; on success, the AuthChallenge to send. */
   onHello(m: ReceivedPeerMessage): { ok: true; reply: PeerMessage } | LinkRefusal {
     const body = bodyOf(m);
-    if (body !== 'auth_hello' || this.hello) return refuse('EDGE_MISO_PEER_PROTOCOL', `the dialer at ${this.address} sent '${body ?? 'nothing'}' before authenticating (a peer protocol v1 agent?)`);
+    if (body !== 'auth_hello' || this.hello)
+      return refuse('EDGE_MISO_PEER_PROTOCOL', `the dialer at ${this.address} sent '${body ?? 'nothing'}' before authenticating (a peer protocol v1 agent?)`);
     const h = (m as { auth_hello: AuthHello }).auth_hello;
     if (h.version !== PEER_PROTOCOL_VERSION) {
       return refuse('EDGE_MISO_PEER_PROTOCOL', `the dialer at ${this.address} speaks peer protocol ${h.version}, this agent ${PEER_PROTOCOL_VERSION}`);
@@ -214,8 +224,14 @@ export class AcceptorHandshake {
     const body = bodyOf(m);
     if (!h || body !== 'auth_proof') return refuse('EDGE_MISO_PEER_PROTOCOL', `the dialer at ${this.address} sent '${body ?? 'nothing'}' instead of its proof`);
     const p = (m as { auth_proof: AuthProof }).auth_proof;
-    const ok = p.proof.length === PROOF_BYTES && checkLinkProof(this.keys, { role: 'dialer', prover: h.node_id, verifier: this.self, verifierNonce: this.nonce, proverNonce: h.nonce }, p.proof);
-    if (!ok) return refuse('EDGE_MISO_AUTH', `the dialer at ${this.address} failed to prove the mesh key for node id '${h.node_id}' (wrong MISO_MESH_SECRET, a replayed handshake, or an impostor)`);
+    const ok =
+      p.proof.length === PROOF_BYTES &&
+      checkLinkProof(this.keys, { role: 'dialer', prover: h.node_id, verifier: this.self, verifierNonce: this.nonce, proverNonce: h.nonce }, p.proof);
+    if (!ok)
+      return refuse(
+        'EDGE_MISO_AUTH',
+        `the dialer at ${this.address} failed to prove the mesh key for node id '${h.node_id}' (wrong MISO_MESH_SECRET, a replayed handshake, or an impostor)`,
+      );
     const cipher = LinkCipher.between(this.keys, 'acceptor', { dialer: h.node_id, acceptor: this.self, dialerNonce: h.nonce, acceptorNonce: this.nonce });
     return { ok: true, peerId: h.node_id, cipher };
   }

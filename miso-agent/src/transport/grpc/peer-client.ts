@@ -56,7 +56,10 @@ export class OutboundPeer {
   private readonly fetches = new Map<number, PendingFetch>();
   peerId: string | undefined;
 
-  constructor(readonly address: string, private readonly opts: OutboundOptions) {
+  constructor(
+    readonly address: string,
+    private readonly opts: OutboundOptions,
+  ) {
     const Ctor = peerWire().client;
     this.client = new Ctor(address, grpc.credentials.createInsecure(), peerChannelOptions(opts.maxMessageBytes));
   }
@@ -136,7 +139,11 @@ export class OutboundPeer {
         try {
           m = decodePeerMessage(b);
         } catch (err) {
-          fail({ ok: false, code: 'EDGE_MISO_PEER_PROTOCOL', reason: `the agent at ${this.address} sent an undecodable handshake message: ${(err as Error).message}` });
+          fail({
+            ok: false,
+            code: 'EDGE_MISO_PEER_PROTOCOL',
+            reason: `the agent at ${this.address} sent an undecodable handshake message: ${(err as Error).message}`,
+          });
           return;
         }
         const r = handshake.onChallenge(m);
@@ -150,7 +157,11 @@ export class OutboundPeer {
       }
       const body = cipher.open(b);
       if (!body) {
-        fail({ ok: false, code: 'EDGE_MISO_AUTH', reason: `a message from '${authId}' at ${this.address} has a missing or wrong MAC (forged, replayed or altered)` });
+        fail({
+          ok: false,
+          code: 'EDGE_MISO_AUTH',
+          reason: `a message from '${authId}' at ${this.address} has a missing or wrong MAC (forged, replayed or altered)`,
+        });
         return;
       }
       let m: ReceivedPeerMessage;

@@ -60,7 +60,10 @@ export function addPeerService(server: grpc.Server, o: PeerServiceOptions, h: Pe
           call.end();
         },
       };
-      const timer = setTimeout(() => fail({ ok: false, code: 'EDGE_MISO_AUTH', reason: `the dialer at ${address} did not complete the handshake within ${HANDSHAKE_TIMEOUT_MS} ms` }), HANDSHAKE_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => fail({ ok: false, code: 'EDGE_MISO_AUTH', reason: `the dialer at ${address} did not complete the handshake within ${HANDSHAKE_TIMEOUT_MS} ms` }),
+        HANDSHAKE_TIMEOUT_MS,
+      );
       timer.unref();
       pending.add(call);
       const finish = (reason: string) => {
@@ -83,7 +86,11 @@ export function addPeerService(server: grpc.Server, o: PeerServiceOptions, h: Pe
           try {
             m = decodePeerMessage(b);
           } catch (err) {
-            fail({ ok: false, code: 'EDGE_MISO_PEER_PROTOCOL', reason: `the dialer at ${address} sent an undecodable handshake message: ${(err as Error).message}` });
+            fail({
+              ok: false,
+              code: 'EDGE_MISO_PEER_PROTOCOL',
+              reason: `the dialer at ${address} sent an undecodable handshake message: ${(err as Error).message}`,
+            });
             return;
           }
           if (m.body === 'auth_proof') {
@@ -104,7 +111,11 @@ export function addPeerService(server: grpc.Server, o: PeerServiceOptions, h: Pe
         }
         const body = cipher.open(b);
         if (!body) {
-          fail({ ok: false, code: 'EDGE_MISO_AUTH', reason: `a message from '${authId}' at ${address} has a missing or wrong MAC (forged, replayed or altered)` });
+          fail({
+            ok: false,
+            code: 'EDGE_MISO_AUTH',
+            reason: `a message from '${authId}' at ${address} has a missing or wrong MAC (forged, replayed or altered)`,
+          });
           return;
         }
         let m: ReceivedPeerMessage;

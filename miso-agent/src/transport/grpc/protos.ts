@@ -39,10 +39,13 @@ let cached: Protos | undefined;
 export function loadProtos(): Protos {
   if (cached) return cached;
   const dir = protoDir();
-  const def = protoLoader.loadSync(['sdk.proto', 'peer.proto', 'health.proto'].map((f) => join(dir, f)), {
-    ...LOAD_OPTIONS,
-    includeDirs: [dir],
-  });
+  const def = protoLoader.loadSync(
+    ['sdk.proto', 'peer.proto', 'health.proto'].map((f) => join(dir, f)),
+    {
+      ...LOAD_OPTIONS,
+      includeDirs: [dir],
+    },
+  );
   const pkg = grpc.loadPackageDefinition(def) as unknown as {
     miso: { sdk: { v1: { Miso: grpc.ServiceClientConstructor } }; peer: { v2: { Peer: grpc.ServiceClientConstructor } } };
     grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };

@@ -3,7 +3,7 @@
  * TCP port, never a routable address. Requests are validated here (names, JSON) and errors are
  * mapped to gRPC statuses (status.ts); the handlers hold the logic.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { MisoError } from '../../errors.js';
 import { loadProtos } from './protos.js';
 import { ERROR_CODE_HEADER, isExpected, toServiceError } from './status.js';
@@ -82,29 +82,27 @@ interface OpRequest {
 }
 
 export function addSdkService(server: grpc.Server, h: SdkHandlers, hooks: SdkServiceHooks): void {
-  const unary =
-    (method: string, fn: (r: Req) => unknown) =>
-    (call: grpc.ServerUnaryCall<Req, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-      let out: unknown;
-      try {
-        out = fn(call.request);
-      } catch (err) {
-        fail(method, err, cb);
-        return;
-      }
-      if (out instanceof Promise) {
-        out.then(
-          (v) => {
-            hooks.onCall?.(method, true);
-            cb(null, v);
-          },
-          (err: unknown) => fail(method, err, cb),
-        );
-      } else {
-        hooks.onCall?.(method, true);
-        cb(null, out);
-      }
-    };
+  const unary = (method: string, fn: (r: Req) => unknown) => (call: grpc.ServerUnaryCall<Req, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    let out: unknown;
+    try {
+      out = fn(call.request);
+    } catch (err) {
+      fail(method, err, cb);
+      return;
+    }
+    if (out instanceof Promise) {
+      out.then(
+        (v) => {
+          hooks.onCall?.(method, true);
+          cb(null, v);
+        },
+        (err: unknown) => fail(method, err, cb),
+      );
+    } else {
+      hooks.onCall?.(method, true);
+      cb(null, out);
+    }
+  };
   const fail = (method: string, err: unknown, cb: grpc.sendUnaryData<unknown>) => {
     hooks.onCall?.(method, false);
     if (!isExpected(err)) hooks.onInternalError(method, err);

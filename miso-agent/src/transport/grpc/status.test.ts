@@ -21,7 +21,10 @@ test('sdk - names and op JSON are validated with clear messages', () => {
   assert.throws(() => checkName('object', ''), /object is required/);
   assert.throws(() => checkName('name', 'a'.repeat(300)), /300 bytes; the limit is 256/);
   assert.throws(() => checkName('name', 'a\u0000b'), /NUL/);
-  assert.throws(() => parseOpJson('{'), (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_BAD_REQUEST');
+  assert.throws(
+    () => parseOpJson('{'),
+    (e: unknown) => e instanceof MisoError && e.code === 'EDGE_MISO_BAD_REQUEST',
+  );
 });
 
 test('sdk - the SDK endpoint is a unix socket or loopback only', () => {

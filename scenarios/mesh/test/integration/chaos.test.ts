@@ -195,7 +195,14 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   const driver = new FaultDriver(cfg, (line) => console.log(`# chaos ${line}`));
   const stop = new AbortController();
   const t0 = performance.now();
-  const ctx: WorkerContext = { topology: mesh.topology, queries, t0, deadlineMs: CLIENT_DEADLINE_MS, stop: stop.signal, writeKey: readFileSync(mesh.topology.write_key_file, 'utf8').trim() };
+  const ctx: WorkerContext = {
+    topology: mesh.topology,
+    queries,
+    t0,
+    deadlineMs: CLIENT_DEADLINE_MS,
+    stop: stop.signal,
+    writeKey: readFileSync(mesh.topology.write_key_file, 'utf8').trim(),
+  };
 
   const workers = Promise.all([
     runWriter(ctx, rng.fork('writer-1'), writes, nextKey),

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
 import { listNodes, nodeIdAt, ownNode, upsertPeers } from '../../src/client.js';
-import { MeshError } from '../../src/errors.js';
+import type { MeshError } from '../../src/errors.js';
 
 const SECRET = 'mesh-scripts-test-secret-of-32-bytes-or-more';
 const FUNCTION_MAIN = fileURLToPath(new URL('../../../../../functions/syncmesh/dist/src/main.js', import.meta.url));
@@ -22,13 +22,24 @@ before(async () => {
   db = await startTestServer();
   const port = 30000 + (process.pid % 20000);
   fn = spawn(process.execPath, [FUNCTION_MAIN], {
-    env: { PATH: process.env['PATH'] ?? '', PORT: String(port), HOST: '127.0.0.1', MONGODB_URI: db.uri, SYNCMESH_NODE_ID: 'scripts-node', SYNCMESH_MESH_SECRET: SECRET, LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      MONGODB_URI: db.uri,
+      SYNCMESH_NODE_ID: 'scripts-node',
+      SYNCMESH_MESH_SECRET: SECRET,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   url = `http://127.0.0.1:${port}/function/syncmesh-fn`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) throw new Error('the function did not become ready within 30 s');
     await new Promise((r) => setTimeout(r, 100));
@@ -52,7 +63,7 @@ test('client - registry requests are signed v2 for the node they reach', async (
   assert.equal(await ownNode(url, SECRET), null);
 });
 
-test('client - another secret is refused with the node\'s reason', async () => {
+test("client - another secret is refused with the node's reason", async () => {
   await assert.rejects(upsertPeers(url, 'not-the-mesh-secret-but-32-bytes-long', [{ id: 'peer-2', address: url, lat: 1, lon: 1 }]), (err: MeshError) => {
     assert.equal(err.code, 'EDGE_MESH_REQUEST');
     assert.match(err.message, /401.*signature does not match/);

@@ -28,7 +28,16 @@ import { listNodes, meta } from '../../src/client.js';
 import { MongoClient, ObjectId } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import { httpOk, run } from '../../src/sys.js';
-import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import {
+  iptablesRules,
+  leftovers,
+  netnsSkipReason,
+  recordedProcesses,
+  stillRunning,
+  tempStateRoot,
+  TOXIPROXY_BIN,
+  uniqueMeshName,
+} from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
 const DEADLINE_MS = 20_000;
@@ -60,8 +69,16 @@ function aggregateOf(a: TimedAnswer): { count: number; average_temperature: numb
 
 async function expected(start: string, end: string): Promise<ExpectedAggregate> {
   return cfg.dataDir
-    ? expectedFromCsv([1, 2, 3].map((i) => join(cfg.dataDir!, `${i}.csv`)), start, end)
-    : expectedFromMongo(mesh.topology.nodes.map((n) => n.mongodb_uri), start, end);
+    ? expectedFromCsv(
+        [1, 2, 3].map((i) => join(cfg.dataDir!, `${i}.csv`)),
+        start,
+        end,
+      )
+    : expectedFromMongo(
+        mesh.topology.nodes.map((n) => n.mongodb_uri),
+        start,
+        end,
+      );
 }
 
 function nodePid(nodeId: string): number {
@@ -73,7 +90,10 @@ function nodePid(nodeId: string): number {
 /** The PID of a compose service's task in a node (ctr tasks ls), or null when it has none running. */
 async function taskPid(nodeId: string, service: string): Promise<number | null> {
   const { stdout } = await inNode(nodePid(nodeId), ['ctr', '-n', 'openfaas', 'tasks', 'ls']);
-  const row = stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[0] === service);
+  const row = stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .find((f) => f[0] === service);
   return row && row[2] === 'RUNNING' ? Number(row[1]) : null;
 }
 
@@ -125,7 +145,10 @@ test('faasd mesh - the topology names the runtime, each gateway and its basic-au
     assert.match(readFileSync(n.basic_auth_file!, 'utf8'), /^admin:[A-Za-z0-9]{20,}$/);
   }
   const s = await status(stateRoot, name);
-  assert.deepEqual(s.nodes.map((n) => n.ready), [true, true, true]);
+  assert.deepEqual(
+    s.nodes.map((n) => n.ready),
+    [true, true, true],
+  );
 });
 
 test('faasd mesh - /system/info reports the faasd provider and gateway built here; /system/functions lists syncmesh-fn', { skip }, async () => {
@@ -145,7 +168,7 @@ test('faasd mesh - /system/info reports the faasd provider and gateway built her
   }
 });
 
-test('faasd mesh - the aggregate through each node\'s gateway equals the value computed from the data', { skip }, async () => {
+test("faasd mesh - the aggregate through each node's gateway equals the value computed from the data", { skip }, async () => {
   const want = await expected(MONTH_START, MONTH_END);
   for (const n of mesh.topology.nodes) {
     const a = await postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
@@ -158,7 +181,7 @@ test('faasd mesh - the aggregate through each node\'s gateway equals the value c
   }
 });
 
-test('faasd mesh - a collect through each node\'s gateway returns every reading of the day', { skip }, async () => {
+test("faasd mesh - a collect through each node's gateway returns every reading of the day", { skip }, async () => {
   const want = await expected(MONTH_START, DAY_END);
   for (const n of mesh.topology.nodes) {
     const a = await postFunction(n.function_url, collectRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
@@ -169,7 +192,7 @@ test('faasd mesh - a collect through each node\'s gateway returns every reading 
   }
 });
 
-test('faasd mesh - the function\'s logs are readable through /system/logs', { skip }, async () => {
+test("faasd mesh - the function's logs are readable through /system/logs", { skip }, async () => {
   const n = mesh.topology.nodes[0]!;
   const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
   const lines = await pollUntil('log lines of syncmesh-fn', 20_000, async () => {
@@ -177,13 +200,23 @@ test('faasd mesh - the function\'s logs are readable through /system/logs', { sk
     return l.length > 0 ? l : null;
   });
   assert.ok(lines.every((l) => typeof l.text === 'string' && l.timestamp));
-  assert.ok(lines.some((l) => /fork|watchdog|listening|Forking/i.test(l.text)), lines.map((l) => l.text).join('\n'));
+  assert.ok(
+    lines.some((l) => /fork|watchdog|listening|Forking/i.test(l.text)),
+    lines.map((l) => l.text).join('\n'),
+  );
 });
 
 for (const [service, probe] of [
   ['listener', (addr: string) => httpOk(`http://${addr}:8091/readyz`, 1_000)],
   // inside the task's own network namespace: faasd's port proxy accepts before the agent listens
-  ['miso-agent', (_addr: string, pid: number) => run('nsenter', ['-t', String(pid), '-n', 'bash', '-c', 'exec 3<>/dev/tcp/127.0.0.1/7070'], { timeoutMs: 2_000 }).then(() => true, () => false)],
+  [
+    'miso-agent',
+    (_addr: string, pid: number) =>
+      run('nsenter', ['-t', String(pid), '-n', 'bash', '-c', 'exec 3<>/dev/tcp/127.0.0.1/7070'], { timeoutMs: 2_000 }).then(
+        () => true,
+        () => false,
+      ),
+  ],
 ] as const) {
   test(`faasd mesh - kill -9 of the ${service}'s container task: it runs again within ${RESTART_WITHIN_MS / 1000} s`, { skip }, async () => {
     const n = mesh.topology.nodes[1]!;
@@ -198,7 +231,7 @@ for (const [service, probe] of [
   });
 }
 
-test('faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 of node-2\'s listener task', { skip }, async () => {
+test("faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 of node-2's listener task", { skip }, async () => {
   const [n2, n3] = [mesh.topology.nodes[1]!, mesh.topology.nodes[2]!];
   await meta(n2.function_url, mesh.secret, `mutation { updateNode(id: "${n3.id}", node: {subscribed: true, initial_sync: false}) { id } }`);
   const c2 = await MongoClient.connect(n2.mongodb_uri);
@@ -210,7 +243,17 @@ test('faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 o
     for (let i = 0; i < 60; i++) {
       const _id = new ObjectId();
       // August 2017: outside every July window the other tests query
-      await origin.insertOne({ _id, sensor_id: 9000, location: 9000, lat: 42.7, lon: 23.3, timestamp: new Date(Date.UTC(2017, 7, 1) + i * 1000), temperature: 20, humidity: 50, pressure: 94000 });
+      await origin.insertOne({
+        _id,
+        sensor_id: 9000,
+        location: 9000,
+        lat: 42.7,
+        lon: 23.3,
+        timestamp: new Date(Date.UTC(2017, 7, 1) + i * 1000),
+        temperature: 20,
+        humidity: 50,
+        pressure: 94000,
+      });
       ids.push(_id);
       if (i === 20) process.kill((await taskPid(n2.id, 'listener'))!, 'SIGKILL');
     }
@@ -224,7 +267,9 @@ test('faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 o
   }
 });
 
-test('faasd mesh - bad deploy input (unknown image, missing or badly named secret) is refused saying what is wrong; the function keeps serving', { skip }, async () => {
+test('faasd mesh - bad deploy input (unknown image, missing or badly named secret) is refused saying what is wrong; the function keeps serving', {
+  skip,
+}, async () => {
   const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
   const stack = readFileSync(FAASD_PATHS.stack, 'utf8');
   for (const [what, text, want] of [
@@ -232,11 +277,19 @@ test('faasd mesh - bad deploy input (unknown image, missing or badly named secre
     ['missing secret', stack.replace('- mesh-secret', '- no-such-secret'), /no-such-secret.*does not have/],
     ['bad secret name', stack.replace('- mesh-secret', '- Bad_Name'), /secrets\.0: a lowercase DNS label/],
   ] as const) {
-    await assert.rejects(deployFunctions(cfg, node, nodePid('node-1'), 'parallel', text, 10_000), (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && want.test(err.message), what);
+    await assert.rejects(
+      deployFunctions(cfg, node, nodePid('node-1'), 'parallel', text, 10_000),
+      (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && want.test(err.message),
+      what,
+    );
   }
   // faasd itself (with our update patch) refuses an update naming a missing secret, and keeps the function
   const gw = GatewayClient.forNode(node);
-  const r = await gw.request('PUT', '/system/functions', { service: 'syncmesh-fn', image: 'localhost/syncmesh-edge/syncmesh-fn:0.1.0', secrets: ['no-such-secret'] });
+  const r = await gw.request('PUT', '/system/functions', {
+    service: 'syncmesh-fn',
+    image: 'localhost/syncmesh-edge/syncmesh-fn:0.1.0',
+    secrets: ['no-such-secret'],
+  });
   assert.equal(r.status, 400, r.text);
   assert.match(r.text, /no-such-secret/);
   assert.ok(await httpOk(`${mesh.topology.nodes[0]!.function_url}/readyz`, 5_000), 'the function still answers');
@@ -256,7 +309,9 @@ test('faasd mesh - a function update drains a query in flight (nothing lost) and
     const a = await inflight;
     assert.deepEqual(a.answer.errors ?? [], [], 'the in-flight query was answered');
     assert.ok(aggregateOf(a).count > 0);
-    process.stderr.write(`[faasd test] update with a query in flight for ${tu - t0} ms: function answering ${updateMs} ms after the PUT; the query took ${Date.now() - t0} ms and was answered\n`);
+    process.stderr.write(
+      `[faasd test] update with a query in flight for ${tu - t0} ms: function answering ${updateMs} ms after the PUT; the query took ${Date.now() - t0} ms and was answered\n`,
+    );
   } finally {
     await restore(stateRoot, name, 'node-3');
   }
@@ -274,7 +329,9 @@ test('faasd mesh - a node restarted (faasd up and containerd stopped and started
   await pollUntil('MongoDB back', 60_000, () => mongoReady(n.mongodb_uri));
   assert.deepEqual(await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END), before);
   assert.deepEqual((await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort(), peersBefore);
-  const a = await postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+  const a = await postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), {
+    timeoutMs: DEADLINE_MS + 10_000,
+  });
   assert.equal(aggregateOf(a).count, (await expected(MONTH_START, MONTH_END)).count);
 });
 
@@ -286,7 +343,9 @@ test('faasd mesh - mesh-down leaves no process, namespace, cgroup, mount or ipta
   const cgroups = execFileSync('find', ['/sys/fs/cgroup', '-maxdepth', '5', '-type', 'd', '-name', `${name}-n*`], { encoding: 'utf8' }).trim();
   assert.equal(cgroups, '', 'no cgroup of the nodes');
   assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(stateRoot), false, 'no mount under the state root');
-  const shims = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(stateRoot));
+  const shims = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(stateRoot));
   assert.deepEqual(shims, [], 'no process of the nodes');
   assert.equal(iptablesRules(), rulesBefore);
 });

@@ -84,7 +84,10 @@ function client(node: string): Client {
 
 async function connectedPeers(node: string): Promise<string[]> {
   const st = await client(node).status();
-  return st.peers.filter((p) => p.connected).map((p) => p.node_id).sort();
+  return st.peers
+    .filter((p) => p.connected)
+    .map((p) => p.node_id)
+    .sort();
 }
 
 /** Polls `check` until it returns true; fails with `what` and the last observation after the deadline. */
@@ -160,7 +163,8 @@ test('mesh mdns - every agent finds the other two by multicast, with no static p
   }
   // nothing of ours listens for mDNS in the host namespace
   const hostMdns = execFileSync('ss', ['-Hulpn', 'sport', '=', ':5353'], { encoding: 'utf8' });
-  for (const p of readState(mesh.plan.stateDir)!.processes) assert.ok(!hostMdns.includes(`pid=${p.pid},`), `${p.role} of ${p.node} has an mDNS socket in the host namespace`);
+  for (const p of readState(mesh.plan.stateDir)!.processes)
+    assert.ok(!hostMdns.includes(`pid=${p.pid},`), `${p.role} of ${p.node} has an mDNS socket in the host namespace`);
   const ids = mesh.plan.nodes.map((n) => n.id);
   await until('every agent lists the other two as connected peers', DISCOVERY_DEADLINE_MS, async () => {
     for (const id of ids) {
@@ -237,7 +241,18 @@ function records(b: Buffer): { type: number; ttl: number; flush: boolean; rdata:
 
 test('mesh mdns - a one-shot resolver in another namespace gets a unicast answer (RFC 6762 §6.7)', { skip }, async () => {
   const [n1, n2] = mesh.plan.nodes;
-  const { stdout } = await promisify(execFile)('ip', ['netns', 'exec', n1!.netns!, process.execPath, '--input-type=module', '-e', LEGACY_QUERY, `node-2._miso._tcp.local`, String(TYPE_SRV), '4242']);
+  const { stdout } = await promisify(execFile)('ip', [
+    'netns',
+    'exec',
+    n1!.netns!,
+    process.execPath,
+    '--input-type=module',
+    '-e',
+    LEGACY_QUERY,
+    `node-2._miso._tcp.local`,
+    String(TYPE_SRV),
+    '4242',
+  ]);
   const got = JSON.parse(stdout.trim()) as { from: string; port: number; hex: string } | null;
   assert.ok(got, 'no answer to a legacy SRV query within 3 s');
   assert.equal(got.from, n2!.addr, 'node-2 answers for its own instance');
@@ -253,7 +268,10 @@ test('mesh mdns - a one-shot resolver in another namespace gets a unicast answer
   const a = rs.find((r) => r.type === TYPE_A);
   assert.ok(a, 'the A record of the SRV target comes along (RFC 6763 §12.2)');
   assert.equal([...a.rdata].join('.'), n2!.addr);
-  assert.ok(rs.every((r) => r.ttl <= 10 && !r.flush), `legacy answers: TTL <= 10 s, no cache-flush bit (${JSON.stringify(rs.map((r) => [r.type, r.ttl, r.flush]))})`);
+  assert.ok(
+    rs.every((r) => r.ttl <= 10 && !r.flush),
+    `legacy answers: TTL <= 10 s, no cache-flush bit (${JSON.stringify(rs.map((r) => [r.type, r.ttl, r.flush]))})`,
+  );
 });
 
 test('mesh mdns - a gcounter add on node-1 replicates to node-3', { skip }, async () => {
@@ -280,7 +298,14 @@ async function impostorNetwork(): Promise<NodePlan> {
   if (impostorNode) return impostorNode;
   const n1 = mesh.plan.nodes[0]!;
   const prefix = n1.addr.slice(0, n1.addr.lastIndexOf('.'));
-  const node = { ...n1, index: IMPOSTOR_INDEX, id: 'impostor', netns: `${name}-n${IMPOSTOR_INDEX}`, hostIf: `${name}-h${IMPOSTOR_INDEX}`, addr: `${prefix}.99` };
+  const node = {
+    ...n1,
+    index: IMPOSTOR_INDEX,
+    id: 'impostor',
+    netns: `${name}-n${IMPOSTOR_INDEX}`,
+    hostIf: `${name}-h${IMPOSTOR_INDEX}`,
+    addr: `${prefix}.99`,
+  };
   await createNodeNetwork(mesh.plan, node);
   impostorNode = node;
   return node;
@@ -296,7 +321,11 @@ function logLines(node: string): { msg?: string; code?: string; reason?: string;
 
 test('mesh mdns - an mDNS impostor claiming node-2 (another mesh secret) gets no link, injects nothing, and node-2 is unaffected', { skip }, async () => {
   await client('node-2').register(FN, 'node-2-replica');
-  await until('node-2 holds the replicated add', REPLICATION_DEADLINE_MS, async () => (await client('node-2').read(FN, 'hits', 'total', 'gcounter')).value === 5);
+  await until(
+    'node-2 holds the replicated add',
+    REPLICATION_DEADLINE_MS,
+    async () => (await client('node-2').read(FN, 'hits', 'total', 'gcounter')).value === 5,
+  );
   const n1 = mesh.plan.nodes[0]!;
   const rogue = await impostorNetwork();
   // A real agent, announcing node-2's id by mDNS from the impostor's address, holding state for the
@@ -343,7 +372,12 @@ test('mesh mdns - an mDNS impostor claiming node-2 (another mesh secret) gets no
   /** Times of `id`'s refusals of the impostor's address as the dialer (it cannot prove the mesh key for node-2). */
   const refusals = (id: string) =>
     logLines(id)
-      .filter((j) => j.msg === 'peer link refused' && j.code === 'EDGE_MISO_AUTH' && j.reason?.startsWith(`the agent at ${rogueAddress} failed to prove the mesh key for node id 'node-2'`))
+      .filter(
+        (j) =>
+          j.msg === 'peer link refused' &&
+          j.code === 'EDGE_MISO_AUTH' &&
+          j.reason?.startsWith(`the agent at ${rogueAddress} failed to prove the mesh key for node id 'node-2'`),
+      )
       .map((j) => j.time);
   // node-1 and node-3 find the record, dial the impostor expecting node-2, and refuse it, also
   // after it holds state (a refused address is re-dialled within the backoff's 5 s cap).
@@ -361,9 +395,17 @@ test('mesh mdns - an mDNS impostor claiming node-2 (another mesh secret) gets no
   for (const id of ['node-1', 'node-2', 'node-3']) {
     const v = (await client(id).read(FN, 'hits', 'total', 'gcounter')).value;
     assert.equal(v, 5, `${id} merged nothing from the impostor`);
-    assert.deepEqual(await connectedPeers(id), ['node-1', 'node-2', 'node-3'].filter((x) => x !== id), `${id}'s peers`);
+    assert.deepEqual(
+      await connectedPeers(id),
+      ['node-1', 'node-2', 'node-3'].filter((x) => x !== id),
+      `${id}'s peers`,
+    );
   }
-  assert.deepEqual((await rogueClient.status()).peers.filter((p) => p.connected), [], 'the impostor has no link');
+  assert.deepEqual(
+    (await rogueClient.status()).peers.filter((p) => p.connected),
+    [],
+    'the impostor has no link',
+  );
   // The real node-2 is unaffected: its writes still replicate both ways.
   await client('node-2').apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1 });
   await client('node-1').apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1 });
@@ -442,9 +484,13 @@ test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh k
   const before = (await client('node-1').read(FN, 'hits', 'total', 'gcounter')).value;
   // ...and a forged record says node-2 lives at mallory's address.
   const mdnsModule = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'discovery', 'mdns.js');
-  const announcer = spawn('ip', ['netns', 'exec', rogue.netns!, process.execPath, '--input-type=module', '-e', FORGED_ANNOUNCER, mdnsModule, 'node-2', String(port), rogue.addr], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const announcer = spawn(
+    'ip',
+    ['netns', 'exec', rogue.netns!, process.execPath, '--input-type=module', '-e', FORGED_ANNOUNCER, mdnsModule, 'node-2', String(port), rogue.addr],
+    {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   rogues.push(announcer);
   const spoofed = `${rogue.addr}:${port}`;
   const startedAt = Date.now();
@@ -452,7 +498,11 @@ test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh k
     for (const id of ['node-1', 'node-3']) {
       const found = logTimes(id, 'peer found by mDNS', ['address', spoofed]).length > 0;
       const refused = logLines(id).some(
-        (j) => j.msg === 'peer link refused' && j.code === 'EDGE_MISO_PEER_ID' && j.address === spoofed && /expects node 'node-2' here, but this is 'mallory'/.test(j.reason ?? ''),
+        (j) =>
+          j.msg === 'peer link refused' &&
+          j.code === 'EDGE_MISO_PEER_ID' &&
+          j.address === spoofed &&
+          /expects node 'node-2' here, but this is 'mallory'/.test(j.reason ?? ''),
       );
       if (!found || !refused) return `${id}: found ${found}, refused ${refused}`;
     }
@@ -460,7 +510,11 @@ test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh k
   });
   for (const id of ['node-1', 'node-2', 'node-3']) {
     assert.equal((await client(id).read(FN, 'hits', 'total', 'gcounter')).value, before, `${id} merged nothing from mallory`);
-    assert.deepEqual(await connectedPeers(id), ['node-1', 'node-2', 'node-3'].filter((x) => x !== id), `${id}'s peers`);
+    assert.deepEqual(
+      await connectedPeers(id),
+      ['node-1', 'node-2', 'node-3'].filter((x) => x !== id),
+      `${id}'s peers`,
+    );
   }
   assert.deepEqual((await malloryClient.status()).peers, [], 'mallory got no link (it was never told where the others are)');
   for (const r of [announcer, mallory]) {
@@ -471,7 +525,9 @@ test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh k
   rogues.length = 0;
   clients.delete('mallory');
   malloryClient.close();
-  console.log(`# mdns forged record: node-1 and node-3 refused mallory (mesh key, id mallory) at node-2's forged address ${Math.round(refusedMs)} ms after the announcer started (${Date.now() - startedAt} ms with the checks)`);
+  console.log(
+    `# mdns forged record: node-1 and node-3 refused mallory (mesh key, id mallory) at node-2's forged address ${Math.round(refusedMs)} ms after the announcer started (${Date.now() - startedAt} ms with the checks)`,
+  );
 });
 
 test('mesh mdns - a cut-off node is dropped by heartbeats within seconds and found again by mDNS after restore', { skip }, async () => {
@@ -479,7 +535,9 @@ test('mesh mdns - a cut-off node is dropped by heartbeats within seconds and fou
   await cut(stateRoot, name, 'node-2'); // iptables DROP on node-2's eth0: a pulled cable, no FIN, no mDNS
   const dropped = await Promise.all(
     ['node-1', 'node-3'].map((id) =>
-      until(`${id} drops the silent node-2`, DROP_DEADLINE_MS, async () => !(await connectedPeers(id)).includes('node-2') || `${id} still lists node-2`).then(() => Date.now() - cutAt),
+      until(`${id} drops the silent node-2`, DROP_DEADLINE_MS, async () => !(await connectedPeers(id)).includes('node-2') || `${id} still lists node-2`).then(
+        () => Date.now() - cutAt,
+      ),
     ),
   );
   const expiredBefore = ['node-1', 'node-3'].map((id) => logTimes(id, 'peer expired from mDNS', ['peer', 'node-2']).length);
@@ -487,7 +545,10 @@ test('mesh mdns - a cut-off node is dropped by heartbeats within seconds and fou
     ['node-1', 'node-3'].every((id) => logTimes(id, 'peer expired from mDNS', ['peer', 'node-2']).some((t) => t >= cutAt)),
   );
   const expired = ['node-1', 'node-3'].map((id) => logTimes(id, 'peer expired from mDNS', ['peer', 'node-2']).find((t) => t >= cutAt)! - cutAt);
-  assert.ok(expiredBefore.every((n) => n === 0), 'node-2 had not expired before the cut');
+  assert.ok(
+    expiredBefore.every((n) => n === 0),
+    'node-2 had not expired before the cut',
+  );
   const restoredAt = Date.now();
   await restore(stateRoot, name, 'node-2');
   const back = await until('every agent lists the other two again after restore', DISCOVERY_DEADLINE_MS, async () => {
@@ -517,7 +578,10 @@ test('mesh mdns - killing an agent (SIGKILL) drops it from the others within sec
   );
   // node-1 and node-3 stay connected to each other, and only to each other (a re-dial of the
   // dead node from mDNS's cache can list it for a moment: wait for the settled state)
-  for (const [id, other] of [['node-1', 'node-3'], ['node-3', 'node-1']] as const) {
+  for (const [id, other] of [
+    ['node-1', 'node-3'],
+    ['node-3', 'node-1'],
+  ] as const) {
     await until(`${id} lists only ${other}`, DROP_DEADLINE_MS, async () => {
       const peers = await connectedPeers(id);
       return (peers.length === 1 && peers[0] === other) || `${id} lists ${JSON.stringify(peers)}`;

@@ -14,7 +14,16 @@ import { postFunction, type TimedAnswer } from '../../src/client.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
 import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
-import { iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import {
+  iptablesRules,
+  leftovers,
+  netnsSkipReason,
+  recordedProcesses,
+  stillRunning,
+  tempStateRoot,
+  TOXIPROXY_BIN,
+  uniqueMeshName,
+} from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 8_000; // generous: the test server is slow on a busy 2-core machine
 const DEADLINE_MS = 16_000;
@@ -42,11 +51,22 @@ function assertEqualAggregate(got: ReturnType<typeof aggregateOf>, want: Expecte
 
 async function expected(nodes: number[]): Promise<ExpectedAggregate> {
   return cfg.dataDir
-    ? expectedFromCsv(nodes.map((i) => join(cfg.dataDir!, `${i}.csv`)), MONTH_START, MONTH_END)
-    : expectedFromMongo(nodes.map((i) => mesh.topology.nodes[i - 1]!.mongodb_uri), MONTH_START, MONTH_END);
+    ? expectedFromCsv(
+        nodes.map((i) => join(cfg.dataDir!, `${i}.csv`)),
+        MONTH_START,
+        MONTH_END,
+      )
+    : expectedFromMongo(
+        nodes.map((i) => mesh.topology.nodes[i - 1]!.mongodb_uri),
+        MONTH_START,
+        MONTH_END,
+      );
 }
 
-const query = () => postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+const query = () =>
+  postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), {
+    timeoutMs: DEADLINE_MS + 10_000,
+  });
 
 before(async () => {
   if (skip) return;
@@ -63,7 +83,9 @@ before(async () => {
   });
   mesh = await up(cfg);
   // the first query on a fresh JVM is slow (JIT): warm every node's database once, alone
-  await Promise.all(mesh.topology.nodes.map((n) => postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), { timeoutMs: 120_000 })));
+  await Promise.all(
+    mesh.topology.nodes.map((n) => postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { useMetaData: false }), { timeoutMs: 120_000 })),
+  );
 });
 
 after(async () => {
@@ -81,7 +103,10 @@ test('mesh e2e - the topology lists every node with its namespace, location and 
     assert.equal(Object.keys(n.peers).length, 2);
   }
   const s = await status(stateRoot, name);
-  assert.deepEqual(s.nodes.map((n) => n.ready), [true, true, true]);
+  assert.deepEqual(
+    s.nodes.map((n) => n.ready),
+    [true, true, true],
+  );
 });
 
 test('mesh e2e - the mesh-wide aggregate equals the value computed directly from the data', { skip }, async () => {

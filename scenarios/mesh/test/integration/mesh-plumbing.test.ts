@@ -14,7 +14,17 @@ import { MeshError } from '../../src/errors.js';
 import { startCapture } from '../../src/capture.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
 import { PACKAGE_ROOT } from '../../src/config.js';
-import { has, iptablesRules, leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import {
+  has,
+  iptablesRules,
+  leftovers,
+  netnsSkipReason,
+  recordedProcesses,
+  stillRunning,
+  tempStateRoot,
+  TOXIPROXY_BIN,
+  uniqueMeshName,
+} from '../../src/testing/helpers.js';
 
 const LINK_MS = 100; // one-way latency of node-1 -> node-2 in this test's latency file
 const skip = netnsSkipReason();
@@ -64,7 +74,10 @@ after(async () => {
 test('mesh plumbing - every node runs in its own namespace and is reachable from the host', { skip }, async () => {
   assert.deepEqual(leftovers(name).netns.sort(), [`${name}-n1`, `${name}-n2`, `${name}-n3`]);
   const s = await status(stateRoot, name);
-  assert.deepEqual(s.nodes.map((n) => n.ready), [true, true, true]);
+  assert.deepEqual(
+    s.nodes.map((n) => n.ready),
+    [true, true, true],
+  );
   for (const n of mesh.topology.nodes) {
     const res = await fetch(n.function_url, { method: 'POST', body: '{}' });
     assert.equal(((await res.json()) as Echo).node, n.id);
@@ -87,7 +100,9 @@ test('mesh plumbing - node A to node B really waits for the link latency', { ski
   assert.ok(fast < 2 * LINK_MS, `node-1 -> node-3 took ${fast} ms, expected < ${2 * LINK_MS}`);
 });
 
-test('mesh plumbing - capture counts bytes per node link and direction, and per directed pair', { skip: skip || (!has('tcpdump') && 'needs tcpdump: run make tools') }, async () => {
+test('mesh plumbing - capture counts bytes per node link and direction, and per directed pair', {
+  skip: skip || (!has('tcpdump') && 'needs tcpdump: run make tools'),
+}, async () => {
   const capture = await startCapture(mesh.plan);
   await via(1, 2);
   const r = await capture.stop();

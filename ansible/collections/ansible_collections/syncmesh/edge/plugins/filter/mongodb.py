@@ -1,10 +1,10 @@
-# -*- coding: utf-8 -*-
 """Which official MongoDB image a node can run, from its /proc/cpuinfo.
 
 MongoDB 5.0 and later need ARMv8.2-A on arm64 (a Raspberry Pi 5's Cortex-A76 has it; a Pi 4's
 Cortex-A72 is ARMv8.0 and lacks the `atomics` (LSE) feature, so 4.4.18 is the newest that runs
 there) and AVX on x86-64.
 """
+
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -69,7 +69,8 @@ def mongodb_version_for_cpu(cpuinfo, arch, modern="7.0", legacy="4.4.18"):
         if "avx" in _features(cpuinfo, "flags"):
             return {"version": modern, "reason": "x86-64 CPU with AVX"}
         raise AnsibleFilterError(
-            "mongodb_version_for_cpu: this x86-64 CPU has no AVX; MongoDB 5.0+ needs it and 4.4 is not offered for amd64 here: set mongodb_version"
+            "mongodb_version_for_cpu: this x86-64 CPU has no AVX; MongoDB 5.0+ needs it "
+            "and 4.4 is not offered for amd64 here: set mongodb_version"
         )
     raise AnsibleFilterError(f"mongodb_version_for_cpu: unsupported architecture '{arch}' (amd64, arm64)")
 

@@ -1,9 +1,9 @@
-# -*- coding: utf-8 -*-
 """Mesh request signatures, protocol v2, as specified in lib/mesh-auth/README.md (same test vector).
 
 K(B) = HKDF-SHA256(ikm=secret, salt="syncmesh-edge/mesh-auth/v2", info=purpose || 0x00 || B), 32 bytes;
 signature = "v2=" + hex HMAC-SHA256(K(target, "http"), canonical), canonical = nine lines.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,14 +41,32 @@ def sign_v1(secret: str, body: bytes, timestamp_ms: int | None = None) -> dict:
     return {"x-syncmesh-timestamp": ts, "x-syncmesh-signature": "v1=" + mac}
 
 
-def sign_v2(secret: str, method: str, path: str, origin: str, target: str, body: bytes,
-            content_encoding: str = "identity", timestamp_ms: int | None = None, nonce: str | None = None) -> dict:
+def sign_v2(
+    secret: str,
+    method: str,
+    path: str,
+    origin: str,
+    target: str,
+    body: bytes,
+    content_encoding: str = "identity",
+    timestamp_ms: int | None = None,
+    nonce: str | None = None,
+) -> dict:
     ts = str(int(time.time() * 1000) if timestamp_ms is None else timestamp_ms)
     nonce = nonce or os.urandom(16).hex()
-    canonical = "\n".join([
-        "syncmesh-v2", method.upper(), path, content_encoding.lower() or "identity",
-        origin, target, ts, nonce, hashlib.sha256(body).hexdigest(),
-    ])
+    canonical = "\n".join(
+        [
+            "syncmesh-v2",
+            method.upper(),
+            path,
+            content_encoding.lower() or "identity",
+            origin,
+            target,
+            ts,
+            nonce,
+            hashlib.sha256(body).hexdigest(),
+        ]
+    )
     mac = hmac.new(node_key(secret, target, "http"), canonical.encode(), hashlib.sha256).hexdigest()
     return {
         "x-syncmesh-origin": origin,

@@ -1,6 +1,6 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 """Keep a node's Syncmesh registry (syncmesh_meta.nodes) equal to what the inventory says."""
+
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -106,8 +106,12 @@ def call(module, body, sign):
 
 def wanted(entry):
     return {
-        "id": entry["id"], "address": entry["address"], "lat": float(entry["lat"]), "lon": float(entry["lon"]),
-        "own_node": bool(entry.get("own_node", False)), "subscribed": bool(entry.get("subscribed", False)),
+        "id": entry["id"],
+        "address": entry["address"],
+        "lat": float(entry["lat"]),
+        "lon": float(entry["lon"]),
+        "own_node": bool(entry.get("own_node", False)),
+        "subscribed": bool(entry.get("subscribed", False)),
     }
 
 
@@ -133,15 +137,27 @@ def main():
     for node_id, node in desired.items():
         have = current.get(node_id)
         if have is None:
-            actions.append(("addNode", node_id, {"query": "mutation($n: NodeInput!) { addNode(node: $n) { id } }", "variables": {"n": node}}))
+            actions.append(
+                ("addNode", node_id, {"query": "mutation($n: NodeInput!) { addNode(node: $n) { id } }", "variables": {"n": node}})
+            )
         elif any(have.get(f) != node[f] for f in FIELDS):
             patch = {f: node[f] for f in FIELDS}
-            actions.append(("updateNode", node_id, {"query": "mutation($id: ID!, $p: NodePatch!) { updateNode(id: $id, node: $p) { id } }",
-                                                    "variables": {"id": node_id, "p": patch}}))
+            actions.append(
+                (
+                    "updateNode",
+                    node_id,
+                    {
+                        "query": "mutation($id: ID!, $p: NodePatch!) { updateNode(id: $id, node: $p) { id } }",
+                        "variables": {"id": node_id, "p": patch},
+                    },
+                )
+            )
     if module.params["prune"]:
         for node_id, have in current.items():
             if node_id not in desired and not have.get("own_node"):
-                actions.append(("deleteNode", node_id, {"query": "mutation($id: ID!) { deleteNode(id: $id) }", "variables": {"id": node_id}}))
+                actions.append(
+                    ("deleteNode", node_id, {"query": "mutation($id: ID!) { deleteNode(id: $id) }", "variables": {"id": node_id}})
+                )
     if not module.check_mode:
         for _, _, body in actions:
             call(module, dict(body, request_type="meta"), sign=True)
