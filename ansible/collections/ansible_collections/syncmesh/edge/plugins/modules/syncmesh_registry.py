@@ -39,11 +39,11 @@ options:
     default: false
   signature_scheme:
     description:
-      - C(v1) is what the Syncmesh function verifies today (functions/syncmesh/src/mesh/auth.ts); C(v2) is lib/mesh-auth's
-        protocol (per-node keys, nonce, method and path), for functions built with it.
+      - C(v2) is lib/mesh-auth's protocol (per-node keys, nonce, method and path), which the Syncmesh function verifies;
+        C(v1) only for a function run with SYNCMESH_AUTH_ACCEPT_V1=true during a rolling upgrade.
     type: str
     choices: [v1, v2]
-    default: v1
+    default: v2
   basic_auth:
     description: C(user:password) for the gateway, when the route needs it.
     type: str
@@ -124,7 +124,7 @@ def main():
             signed_path=dict(type="str", default="/"),
             nodes=dict(type="list", elements="dict", required=True),
             prune=dict(type="bool", default=False),
-            signature_scheme=dict(type="str", choices=["v1", "v2"], default="v1"),
+            signature_scheme=dict(type="str", choices=["v1", "v2"], default="v2"),
             basic_auth=dict(type="str", no_log=True),
             timeout_s=dict(type="int", default=10),
         ),
