@@ -378,3 +378,7 @@ provision: ansible-venv ## Run ansible/site.yml against .lab/inventory.yml (PROV
 .PHONY: test-lab
 test-lab: ansible-venv ## Lab tier (root): 3 nspawn hosts, converge site.yml's runtime stage from the bundle, re-run must report changed=0.
 	hack/lab/test-lab.sh
+
+# the Ansible tiers without hosts run in `make test` (about 2 min: lint of the collection and
+# playbooks, then the preflight checks against bad inventories); the lab tier stays `make test-lab`
+test: ansible-lint test-ansible
