@@ -119,6 +119,9 @@ test('faasd mesh - the topology names the runtime, each gateway and its basic-au
   const topo = JSON.parse(readFileSync(join(stateRoot, name, 'topology.json'), 'utf8')) as Record<string, unknown>;
   assert.equal(Object.keys(topo)[0], 'runtime');
   assert.equal(mesh.topology.runtime, 'faasd');
+  // the clients' write key (faasd secret write-key of every function), not the mesh secret
+  const writeKey = readFileSync(mesh.topology.write_key_file, 'utf8').trim();
+  assert.ok(writeKey.length >= 32 && writeKey !== mesh.secret, 'a write key of 32+ bytes, not the mesh secret');
   for (const n of mesh.topology.nodes) {
     assert.equal(n.gateway_url, `http://${n.address}:8080`);
     assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
@@ -139,7 +142,7 @@ test('faasd mesh - /system/info reports the faasd provider and gateway built her
     const fn = fns.find((f) => f.name === 'syncmesh-fn');
     assert.ok(fn, `syncmesh-fn in ${JSON.stringify(fns)}`);
     assert.ok((fn.replicas ?? 0) >= 1, `replicas ${fn.replicas}`);
-    assert.deepEqual(fn.secrets, ['mesh-secret']);
+    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key']);
     // basic auth guards /system
     assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
   }
