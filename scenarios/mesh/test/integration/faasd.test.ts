@@ -198,6 +198,14 @@ for (const [service, probe] of [
       return p !== null && p !== before && (await probe(n.address, p)) ? p : null;
     });
     process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
+    if (service === 'miso-agent') {
+      // the new agent links up with both peers again: v2 handshakes both ways, their ids pinned in MISO_PEERS
+      await pollUntil('the restarted agent connected to both peers', 60_000, async () => {
+        const m = await run('nsenter', ['-t', String(after), '-n', 'curl', '-sf', 'http://127.0.0.1:9464/metrics'], { timeoutMs: 5_000 }).then((r) => r.stdout, () => '');
+        return /^edge_miso_peers\{state="connected"\} 2$/m.test(m);
+      });
+      process.stderr.write(`[faasd test] miso-agent on ${n.id}: connected to both peers ${Date.now() - t0} ms after the kill\n`);
+    }
   });
 }
 
