@@ -17,18 +17,21 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, config.nodeId);
   const client = new MongoClient(config.mongodbUri, { serverSelectionTimeoutMS: 5_000, appName: `syncmesh-fn/${config.nodeId}` });
-  const { server, service, replication } = buildApp({ config, client, log });
-
   let stopping = false;
+  let prepared = false;
+  const { server, service, replication } = buildApp({ config, client, log, starting: () => !prepared });
+
   // The driver's first connect, when it fails, leaves a closed topology behind that every later
   // operation fails on ("Topology is closed"); only connect() replaces it. So connect explicitly
-  // until it works (bounded backoff); meanwhile /readyz answers 503.
+  // until it works (bounded backoff); until it has, with the indexes and replication, /readyz
+  // answers 503.
   const connectAndPrepare = async () => {
     for (let wait = CONNECT_RETRY_MIN_MS; !stopping; wait = Math.min(wait * 2, CONNECT_RETRY_MAX_MS)) {
       try {
         await client.connect();
         await service.ensureIndexes();
         await replication.start();
+        prepared = true;
         log.info('connected; indexes and replication ready');
         return;
       } catch (err) {

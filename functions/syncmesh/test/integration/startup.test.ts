@@ -70,7 +70,7 @@ test('startup - the function started before MongoDB keeps retrying, is not ready
     db = await startTestServer({ port: dbPort });
     await eventually('the function becomes ready after MongoDB came up', async () => (await status(`${base}/readyz`)) === 200, 60_000);
     const w = await post(`${base}/`, { query: 'mutation { addSensors(sensors: [{ sensor_id: 1, lat: 42.7, lon: 23.3, temperature: 21.5, humidity: 40, pressure: 94000, timestamp: "2017-07-01T00:00:00Z" }]) }' }, { write: true });
-    assert.equal(w.status, 200, JSON.stringify(w.body));
+    assert.equal(w.status, 200, `${JSON.stringify(w.body)}\n${logs.split("\n").slice(-5).join("\n")}`);
     assert.deepEqual(w.body.errors ?? [], []);
     const r = await post(`${base}/`, { query: '{ sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } }' });
     assert.deepEqual(r.body.errors ?? [], [], JSON.stringify(r.body));
