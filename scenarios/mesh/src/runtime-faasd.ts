@@ -441,9 +441,10 @@ export async function stopFaasdNodes(state: MeshState, progress: (m: string) => 
  * Restarts one faasd node as a power cycle would: node-run.sh stopped (faasd up removes its
  * services, containerd stops) and started again on the same state directory. MongoDB data, the
  * gateway's password, the secrets and the function's container survive; the function comes back
- * through scale from zero on its first request. Returns the seconds until the function answered.
+ * through scale from zero on its first request. Returns the seconds from the start until the
+ * gateway, MongoDB and the function (ready) answered.
  */
-export async function restartFaasdNode(state: MeshState, nodeId: string): Promise<number> {
+export async function restartFaasdNode(state: MeshState, nodeId: string): Promise<{ gatewayS: number; mongoS: number; functionS: number }> {
   const node = state.plan.nodes.find((n) => n.id === nodeId);
   if (!node) throw new MeshError('EDGE_MESH_UNKNOWN_NODE', `'${nodeId}' is not a node of mesh '${state.name}'`);
   const old = state.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === nodeId);
@@ -463,12 +464,15 @@ export async function restartFaasdNode(state: MeshState, nodeId: string): Promis
   const alive = () => {
     if (!isAlive(rec)) throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during restart; last lines of ${logFile}:\n${tail(logFile, 8)}`);
   };
+  const since = () => (performance.now() - t0) / 1000;
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
+  const gatewayS = since();
   await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
+  const mongoS = since();
   // a function scaled up from zero while MongoDB is still loading its data keeps reconnecting
   // (functions/syncmesh main.ts) and answers /readyz once the database does
   await waitFor(`${FUNCTION_NAME} on ${node.id}`, () => httpOk(`${gatewayUrl(node)}/function/${FUNCTION_NAME}/readyz`, 5_000), NODE_START_TIMEOUT_MS, alive);
-  return (performance.now() - t0) / 1000;
+  return { gatewayS, mongoS, functionS: since() };
 }
 
 // ---------------------------------------------------------------------------------------------

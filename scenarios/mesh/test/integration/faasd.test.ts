@@ -281,7 +281,7 @@ test('faasd mesh - a node restarted (faasd up and containerd stopped and started
   const before = await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
   const peersBefore = (await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort();
   const s = await restartFaasdNode(readState(join(stateRoot, name))!, n.id);
-  process.stderr.write(`[faasd test] ${n.id} restarted; function answering ${s.toFixed(1)} s after the start\n`);
+  process.stderr.write(`[faasd test] ${n.id} restarted; after the start: gateway ${s.gatewayS.toFixed(1)} s, MongoDB ${s.mongoS.toFixed(1)} s, function ready ${s.functionS.toFixed(1)} s\n`);
   await pollUntil('MongoDB back', 60_000, () => mongoReady(n.mongodb_uri));
   assert.deepEqual(await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END), before);
   assert.deepEqual((await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort(), peersBefore);
