@@ -8,8 +8,8 @@
 #   NODE_STATE        state directory of the node (required; on a real filesystem, not overlay)
 #   NODE_ID           node-1            the node's id (listener and agent)
 #   NODE_ADDR         (required)        the node's address others reach it at (agent advertise)
-#   MISO_PEERS        ""                other agents, host:port,...
-#   MESH_SECRET_FILE  (required)        file holding the mesh secret (copied into faasd's secrets)
+#   MISO_PEERS        ""                other agents, node-id@host:port,... (the id pinned; host:port accepts any mesh member)
+#   MESH_SECRET_FILE  (required)        file holding the mesh secret, at least 32 bytes (copied into faasd's secrets)
 #   MONGODB_PUBLISH   127.0.0.1         where faasd publishes MongoDB's 27017 in the node (0.0.0.0: test meshes load data from outside)
 #   LOG_LEVEL         warn
 #   IMAGES_DIR        <repo>/.cache/images  OCI archives (<name>.oci.tar) and versions (<name>.ref) from `make images`
@@ -27,6 +27,9 @@ FAASD_BIN=${FAASD_BIN:-$repo/.cache/faasd/bin/$arch/faasd}
 fail() { echo "node-prepare: $*" >&2; exit 1; }
 [[ -x "$FAASD_BIN" ]] || fail "no faasd binary at $FAASD_BIN (run: make faasd-bins)"
 [[ -r "$MESH_SECRET_FILE" ]] || fail "cannot read MESH_SECRET_FILE $MESH_SECRET_FILE"
+# the function, listener and agent refuse a shorter one at start: fail here, before anything changes
+secret_bytes=$(tr -d '\n' < "$MESH_SECRET_FILE" | wc -c)
+(( secret_bytes >= 32 )) || fail "the mesh secret in $MESH_SECRET_FILE has $secret_bytes bytes; at least 32 are required (openssl rand -hex 32)"
 mkdir -p "$NODE_STATE"
 [[ "$(stat -fc %T "$NODE_STATE")" != overlayfs ]] || fail "NODE_STATE $NODE_STATE is on overlayfs; containerd's overlay snapshotter needs a real filesystem"
 

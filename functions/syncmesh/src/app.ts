@@ -32,6 +32,12 @@ export interface AppDeps {
   config: Config;
   client: MongoClient;
   log: Logger;
+  /**
+   * While this returns true the process is still starting (connecting to MongoDB, creating the
+   * indexes, starting replication) and /readyz answers 503. Default: never (the caller prepared
+   * everything before listening).
+   */
+  starting?: () => boolean;
 }
 
 export interface App {
@@ -259,6 +265,11 @@ export function buildApp(deps: AppDeps): App {
   }
 
   async function ready(): Promise<Reply> {
+    if (deps.starting?.())
+      return {
+        status: 503,
+        body: { status: 'not ready', node: config.nodeId, reason: 'starting: connecting to MongoDB, creating indexes, starting replication' },
+      };
     try {
       await client.db('admin').command({ ping: 1 }, { timeoutMS: READY_PING_TIMEOUT_MS });
       return { status: 200, body: { status: 'ready', node: config.nodeId } };

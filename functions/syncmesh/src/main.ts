@@ -9,31 +9,38 @@ import { createLogger } from './log.js';
 
 /** In-flight requests get this long to finish after SIGTERM. */
 const SHUTDOWN_GRACE_MS = 10_000;
-/** First and largest wait between attempts to create the indexes while MongoDB is not up yet. */
-const INDEX_RETRY_MIN_MS = 500;
-const INDEX_RETRY_MAX_MS = 10_000;
+/** First and largest wait between attempts to connect (and create the indexes) while MongoDB is not up yet. */
+const CONNECT_RETRY_MIN_MS = 500;
+const CONNECT_RETRY_MAX_MS = 10_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, config.nodeId);
   const client = new MongoClient(config.mongodbUri, { serverSelectionTimeoutMS: 5_000, appName: `syncmesh-fn/${config.nodeId}` });
-  const { server, service, replication } = buildApp({ config, client, log });
-
   let stopping = false;
-  const ensureIndexes = async () => {
-    for (let wait = INDEX_RETRY_MIN_MS; !stopping; wait = Math.min(wait * 2, INDEX_RETRY_MAX_MS)) {
+  let prepared = false;
+  const { server, service, replication } = buildApp({ config, client, log, starting: () => !prepared });
+
+  // The driver's first connect, when it fails, leaves a closed topology behind that every later
+  // operation fails on ("Topology is closed"); only connect() replaces it. So connect explicitly
+  // until it works (bounded backoff); until it has, with the indexes and replication, /readyz
+  // answers 503.
+  const connectAndPrepare = async () => {
+    for (let wait = CONNECT_RETRY_MIN_MS; !stopping; wait = Math.min(wait * 2, CONNECT_RETRY_MAX_MS)) {
       try {
+        await client.connect();
         await service.ensureIndexes();
         await replication.start();
-        log.info('indexes and replication ready');
+        prepared = true;
+        log.info('connected; indexes and replication ready');
         return;
       } catch (err) {
-        log.warn({ err: (err as Error).message, retryInMs: wait }, 'cannot create indexes yet; MongoDB not reachable?');
+        log.warn({ err: (err as Error).message, retryInMs: wait }, 'MongoDB not reachable yet (connect, indexes or replication); retrying');
         await new Promise((r) => setTimeout(r, wait).unref());
       }
     }
   };
-  void ensureIndexes();
+  void connectAndPrepare();
 
   server.listen(config.port, config.host, () => {
     const addr = server.address();

@@ -2,7 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { MeshError } from './errors.js';
-import { FAASD_PATHS, renderStack, substitute } from './runtime-faasd.js';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { planMesh } from './plan.js';
+import { FAASD_PATHS, misoPeers, renderStack, substitute } from './runtime-faasd.js';
 
 const vars = {
   GATEWAY_URL: 'http://10.1.2.11:8080',
@@ -19,8 +22,10 @@ test('faasd stack - the repo stack.yml renders to one deployment with its secret
   assert.equal(rest.length, 0);
   assert.equal(fn!.service, 'syncmesh-fn');
   assert.equal(fn!.image, vars.FUNCTION_IMAGE);
-  assert.deepEqual(fn!.secrets, ['mesh-secret']);
+  assert.deepEqual(fn!.secrets, ['mesh-secret', 'write-key']);
   assert.equal(fn!.envVars['SYNCMESH_NODE_ID'], 'node-1');
+  assert.equal(fn!.envVars['SYNCMESH_MESH_SECRET_FILE'], '/var/openfaas/secrets/mesh-secret');
+  assert.equal(fn!.envVars['SYNCMESH_WRITE_KEY_FILE'], '/var/openfaas/secrets/write-key');
   assert.equal(fn!.envVars['healthcheck_interval'], '1s');
   assert.equal(fn!.labels['com.openfaas.scale.min'], '1');
   assert.equal(fn!.limits?.memory, '256Mi');
@@ -61,4 +66,19 @@ test('faasd stack - text that is not YAML is EDGE_MESH_FAASD_DEPLOY', () => {
     () => renderStack('functions: [unclosed', {}),
     (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY',
   );
+});
+
+test('faasd node - every other agent is a static MISO peer with its node id pinned', () => {
+  const plan = planMesh({ name: 'smf0', nodes: 3, isolation: 'netns', subnet: '10.77.3.0/24', stateRoot: '/tmp/x' });
+  assert.equal(misoPeers(plan, plan.nodes[1]!), 'node-1@10.77.3.11:7070,node-3@10.77.3.13:7070');
+});
+
+test("faasd node - the listener signs /events for the function's node id, the agent gets pinned peers", () => {
+  const compose = parseYaml(readFileSync(join(FAASD_PATHS.nodeDir, 'docker-compose.yaml'), 'utf8')) as { services: Record<string, { environment: string[] }> };
+  const env = (svc: string) =>
+    Object.fromEntries(compose.services[svc]!.environment.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  assert.equal(env('listener')['LISTENER_NODE_ID'], '${NODE_ID}');
+  assert.equal(env('listener')['LISTENER_FUNCTION_NODE_ID'], '${NODE_ID}');
+  assert.equal(env('miso-agent')['MISO_NODE_ID'], '${NODE_ID}');
+  assert.equal(env('miso-agent')['MISO_PEERS'], '${MISO_PEERS}');
 });

@@ -7,8 +7,9 @@
  *
  * Order of `upFaasd` (state written before each step, so `down` can undo any prefix): preflight
  * -> bridge -> toxiproxy -> per node: namespace, node-prepare.sh, node-run.sh, gateway ready,
- * MongoDB ready, data, secret, function deployed and ready -> registries -> link profile ->
- * topology.json (with "runtime": "faasd", "gateway_url" and "basic_auth_file").
+ * MongoDB ready, data, secrets (mesh-secret, write-key), function deployed and ready ->
+ * registries (signed v2 for each node's id) -> link profile -> topology.json (with
+ * "runtime": "faasd", "gateway_url", "basic_auth_file" and the mesh's "write_key_file").
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ import { linkShapes } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
 import { fillRegistries, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
+import { writeKeyFileFor } from './services.js';
 import { createBridge, createNodeNetwork } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
 import { writeState, type MeshState } from './state.js';
@@ -34,6 +36,8 @@ const log = moduleLogger('faasd');
 export const FAASD_NODE_ROLE = 'faasd-node';
 /** The function every node serves, as named in stack.yml. */
 export const FUNCTION_NAME = 'syncmesh-fn';
+/** faasd secrets the function reads (/var/openfaas/secrets/<name>): the mesh secret and the clients' write key. */
+export const FUNCTION_SECRETS = { meshSecret: 'mesh-secret', writeKey: 'write-key' } as const;
 /** Secret names OpenFaaS accepts (Kubernetes DNS-1123 labels). */
 const SECRET_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** A node's whole start (image import, faasd up, deploy) on a busy 2-core host. */
@@ -288,6 +292,14 @@ export async function deployFunctions(
   return fns;
 }
 
+/** Every other node's agent as a static MISO peer, its id pinned (`id@host:port`): a peer answering with another id is refused. */
+export function misoPeers(plan: MeshPlan, node: NodePlan): string {
+  return plan.nodes
+    .filter((n) => n.index !== node.index)
+    .map((n) => `${n.id}@${n.addr}:${n.agentPort}`)
+    .join(',');
+}
+
 async function startNode(
   cfg: MeshConfig,
   plan: MeshPlan,
@@ -299,10 +311,7 @@ async function startNode(
 ): Promise<ProcessRecord> {
   const stateDir = faasdStateDir(node);
   mkdirSync(stateDir, { recursive: true });
-  const peers = plan.nodes
-    .filter((n) => n.index !== node.index)
-    .map((n) => `${n.addr}:${n.agentPort}`)
-    .join(',');
+  const peers = misoPeers(plan, node);
   const env = {
     NODE_STATE: stateDir,
     NODE_ID: node.id,
@@ -339,7 +348,9 @@ async function startNode(
   };
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
   await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
-  await GatewayClient.forNode(node).upsertSecret('mesh-secret', secret);
+  const gw = GatewayClient.forNode(node);
+  await gw.upsertSecret(FUNCTION_SECRETS.meshSecret, secret);
+  await gw.upsertSecret(FUNCTION_SECRETS.writeKey, readFileSync(writeKeyFileFor(secretFile), 'utf8').trim());
   return rec;
 }
 
@@ -380,6 +391,8 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
   const secret = cfg.secret ?? randomBytes(32).toString('hex');
   const secretFile = join(plan.stateDir, 'secret');
   writeFileSync(secretFile, secret, { mode: 0o600 });
+  // the clients' key for data writes (faasd secret write-key of every function), not the mesh secret
+  writeFileSync(writeKeyFileFor(secretFile), randomBytes(32).toString('hex'), { mode: 0o600 });
   const state: MeshState = {
     version: 1,
     name: plan.name,
@@ -483,9 +496,10 @@ export async function stopFaasdNodes(state: MeshState, progress: (m: string) => 
  * Restarts one faasd node as a power cycle would: node-run.sh stopped (faasd up removes its
  * services, containerd stops) and started again on the same state directory. MongoDB data, the
  * gateway's password, the secrets and the function's container survive; the function comes back
- * through scale from zero on its first request. Returns the seconds until the function answered.
+ * through scale from zero on its first request. Returns the seconds from the start until the
+ * gateway, MongoDB and the function (ready) answered.
  */
-export async function restartFaasdNode(state: MeshState, nodeId: string): Promise<number> {
+export async function restartFaasdNode(state: MeshState, nodeId: string): Promise<{ gatewayS: number; mongoS: number; functionS: number }> {
   const node = state.plan.nodes.find((n) => n.id === nodeId);
   if (!node) throw new MeshError('EDGE_MESH_UNKNOWN_NODE', `'${nodeId}' is not a node of mesh '${state.name}'`);
   const old = state.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === nodeId);
@@ -514,22 +528,15 @@ export async function restartFaasdNode(state: MeshState, nodeId: string): Promis
     if (!isAlive(rec))
       throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${node.id} stopped during restart; last lines of ${logFile}:\n${tail(logFile, 8)}`);
   };
+  const since = () => (performance.now() - t0) / 1000;
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
+  const gatewayS = since();
   await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
-  const fnReady = () => httpOk(`${gatewayUrl(node)}/function/${FUNCTION_NAME}/readyz`, 5_000);
-  try {
-    await waitFor(`${FUNCTION_NAME} on ${node.id}`, fnReady, 30_000, alive);
-  } catch (err) {
-    // A function scaled up from zero (by the first request through the gateway) while MongoDB was
-    // still loading its data from disk does not reconnect (its client reports "Topology is
-    // closed"; a bug of functions/syncmesh). Workaround: kill that task; the next request
-    // through the gateway creates a fresh one (scale from zero).
-    squashError(err);
-    log.warn({ node: node.id }, `${FUNCTION_NAME} not ready 30 s after MongoDB; replacing its task`);
-    await inNode(rec.pid, ['ctr', '-n', 'openfaas-fn', 'tasks', 'kill', '-s', 'SIGKILL', FUNCTION_NAME]).catch(squashError);
-    await waitFor(`${FUNCTION_NAME} on ${node.id}`, fnReady, NODE_START_TIMEOUT_MS, alive);
-  }
-  return (performance.now() - t0) / 1000;
+  const mongoS = since();
+  // a function scaled up from zero while MongoDB is still loading its data keeps reconnecting
+  // (functions/syncmesh main.ts) and answers /readyz once the database does
+  await waitFor(`${FUNCTION_NAME} on ${node.id}`, () => httpOk(`${gatewayUrl(node)}/function/${FUNCTION_NAME}/readyz`, 5_000), NODE_START_TIMEOUT_MS, alive);
+  return { gatewayS, mongoS, functionS: since() };
 }
 
 // ---------------------------------------------------------------------------------------------

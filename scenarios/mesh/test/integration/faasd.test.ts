@@ -139,6 +139,9 @@ test('faasd mesh - the topology names the runtime, each gateway and its basic-au
   const topo = JSON.parse(readFileSync(join(stateRoot, name, 'topology.json'), 'utf8')) as Record<string, unknown>;
   assert.equal(Object.keys(topo)[0], 'runtime');
   assert.equal(mesh.topology.runtime, 'faasd');
+  // the clients' write key (faasd secret write-key of every function), not the mesh secret
+  const writeKey = readFileSync(mesh.topology.write_key_file, 'utf8').trim();
+  assert.ok(writeKey.length >= 32 && writeKey !== mesh.secret, 'a write key of 32+ bytes, not the mesh secret');
   for (const n of mesh.topology.nodes) {
     assert.equal(n.gateway_url, `http://${n.address}:8080`);
     assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
@@ -162,7 +165,7 @@ test('faasd mesh - /system/info reports the faasd provider and gateway built her
     const fn = fns.find((f) => f.name === 'syncmesh-fn');
     assert.ok(fn, `syncmesh-fn in ${JSON.stringify(fns)}`);
     assert.ok((fn.replicas ?? 0) >= 1, `replicas ${fn.replicas}`);
-    assert.deepEqual(fn.secrets, ['mesh-secret']);
+    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key']);
     // basic auth guards /system
     assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
   }
@@ -228,6 +231,17 @@ for (const [service, probe] of [
       return p !== null && p !== before && (await probe(n.address, p)) ? p : null;
     });
     process.stderr.write(`[faasd test] ${service} on ${n.id}: pid ${before} killed, pid ${after} ready after ${Date.now() - t0} ms\n`);
+    if (service === 'miso-agent') {
+      // the new agent links up with both peers again: v2 handshakes both ways, their ids pinned in MISO_PEERS
+      await pollUntil('the restarted agent connected to both peers', 60_000, async () => {
+        const m = await run('nsenter', ['-t', String(after), '-n', 'curl', '-sf', 'http://127.0.0.1:9464/metrics'], { timeoutMs: 5_000 }).then(
+          (r) => r.stdout,
+          () => '',
+        );
+        return /^edge_miso_peers\{state="connected"\} 2$/m.test(m);
+      });
+      process.stderr.write(`[faasd test] miso-agent on ${n.id}: connected to both peers ${Date.now() - t0} ms after the kill\n`);
+    }
   });
 }
 
@@ -325,7 +339,9 @@ test('faasd mesh - a node restarted (faasd up and containerd stopped and started
   const before = await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
   const peersBefore = (await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort();
   const s = await restartFaasdNode(readState(join(stateRoot, name))!, n.id);
-  process.stderr.write(`[faasd test] ${n.id} restarted; function answering ${s.toFixed(1)} s after the start\n`);
+  process.stderr.write(
+    `[faasd test] ${n.id} restarted; after the start: gateway ${s.gatewayS.toFixed(1)} s, MongoDB ${s.mongoS.toFixed(1)} s, function ready ${s.functionS.toFixed(1)} s\n`,
+  );
   await pollUntil('MongoDB back', 60_000, () => mongoReady(n.mongodb_uri));
   assert.deepEqual(await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END), before);
   assert.deepEqual((await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort(), peersBefore);

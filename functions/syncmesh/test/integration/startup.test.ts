@@ -1,0 +1,93 @@
+/**
+ * The function's process (dist/src/main.js) started before its MongoDB is reachable: it keeps
+ * retrying (bounded backoff), /readyz answers 503 meanwhile, and once the database comes up the
+ * function becomes ready and answers queries (a failed first connect of the driver leaves a
+ * closed topology behind; the function must replace it, not fail on it for ever).
+ *
+ * Needs the test server (make deps); skipped against a real MONGODB_URI (it cannot be started
+ * late by the test).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
+import { eventually, post, WRITE_KEY } from './harness.js';
+
+const MAIN = join(import.meta.dirname, '..', '..', 'src', 'main.js');
+const skip = process.env['MONGODB_URI'] ? 'starts its own test server late; not with a real MONGODB_URI' : false;
+
+/** A TCP port nothing listens on right now. */
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const { port } = srv.address() as { port: number };
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+async function status(url: string): Promise<number | null> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(2_000) })).status;
+  } catch {
+    return null; // not listening yet
+  }
+}
+
+test('startup - the function started before MongoDB keeps retrying, is not ready meanwhile, and serves once MongoDB is up', { skip }, async () => {
+  const [fnPort, dbPort] = [await freePort(), await freePort()];
+  const base = `http://127.0.0.1:${fnPort}`;
+  let fn: ChildProcess | undefined;
+  let db: TestServer | undefined;
+  try {
+    fn = spawn(process.execPath, [MAIN], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        PORT: String(fnPort),
+        HOST: '127.0.0.1',
+        MONGODB_URI: `mongodb://127.0.0.1:${dbPort}/?directConnection=true`,
+        SYNCMESH_NODE_ID: 'late-db',
+        SYNCMESH_WRITE_KEY: WRITE_KEY,
+        SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
+        SYNCMESH_MESH_SECRET_FILE: '/nonexistent/syncmesh-test/mesh-secret',
+        LOG_LEVEL: 'warn',
+      },
+    });
+    let stderr = '';
+    let logs = '';
+    fn.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    fn.stdout!.setEncoding('utf8').on('data', (c: string) => (logs += c));
+    await eventually('the function listens', async () => (await status(`${base}/healthz`)) === 200, 20_000);
+    // two failed connects behind it (the first one left a closed topology: the case that stuck before)
+    await eventually('two failed connects logged', async () => (logs.match(/MongoDB not reachable yet/g) ?? []).length >= 2, 30_000);
+    assert.equal(await status(`${base}/readyz`), 503, 'not ready while MongoDB is down');
+    assert.equal(fn.exitCode, null, `the function is still running: ${stderr}`);
+
+    db = await startTestServer({ port: dbPort });
+    await eventually('the function becomes ready after MongoDB came up', async () => (await status(`${base}/readyz`)) === 200, 60_000);
+    const w = await post(
+      `${base}/`,
+      {
+        query:
+          'mutation { addSensors(sensors: [{ sensor_id: 1, lat: 42.7, lon: 23.3, temperature: 21.5, humidity: 40, pressure: 94000, timestamp: "2017-07-01T00:00:00Z" }]) }',
+      },
+      { write: true },
+    );
+    assert.equal(w.status, 200, `${JSON.stringify(w.body)}\n${logs.split('\n').slice(-5).join('\n')}`);
+    assert.deepEqual(w.body.errors ?? [], []);
+    const r = await post(`${base}/`, { query: '{ sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } }' });
+    assert.deepEqual(r.body.errors ?? [], [], JSON.stringify(r.body));
+    assert.equal((r.body.data!['sensorsAggregate'] as { count: number }).count, 1);
+  } finally {
+    if (fn && fn.exitCode === null) {
+      const exited = once(fn, 'exit');
+      fn.kill('SIGTERM');
+      await exited;
+    }
+    await db?.stop();
+  }
+});
