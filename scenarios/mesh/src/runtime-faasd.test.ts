@@ -5,7 +5,8 @@ import { MeshError } from './errors.js';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { planMesh } from './plan.js';
-import { FAASD_PATHS, misoPeers, renderStack, substitute } from './runtime-faasd.js';
+import { FAASD_PATHS, renderStack, substitute } from './runtime-faasd.js';
+import { misoPeers } from './services.js';
 
 const vars = {
   GATEWAY_URL: 'http://10.1.2.11:8080',

@@ -23,7 +23,7 @@ import { linkShapes } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
 import { fillRegistries, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
-import { writeKeyFileFor } from './services.js';
+import { misoPeers, writeKeyFileFor } from './services.js';
 import { createBridge, createNodeNetwork } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
 import { writeState, type MeshState } from './state.js';
@@ -290,14 +290,6 @@ export async function deployFunctions(
     await waitFor(`${fn.service} on ${node.id}`, () => httpOk(`${gatewayUrl(node)}/function/${fn.service}/readyz`, 2_000), readyTimeoutMs);
   }
   return fns;
-}
-
-/** Every other node's agent as a static MISO peer, its id pinned (`id@host:port`): a peer answering with another id is refused. */
-export function misoPeers(plan: MeshPlan, node: NodePlan): string {
-  return plan.nodes
-    .filter((n) => n.index !== node.index)
-    .map((n) => `${n.id}@${n.addr}:${n.agentPort}`)
-    .join(',');
 }
 
 async function startNode(

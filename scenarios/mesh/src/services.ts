@@ -48,6 +48,14 @@ export const mongoService: NodeService = {
   ready: (ctx) => tcpOpen(ctx.node.addr, ctx.node.mongoPort),
 };
 
+/** Every other node's agent as a static MISO peer, its id pinned (`id@host:port`): a peer answering with another id is refused. */
+export function misoPeers(plan: MeshPlan, node: NodePlan): string {
+  return plan.nodes
+    .filter((n) => n.index !== node.index)
+    .map((n) => `${n.id}@${n.addr}:${n.agentPort}`)
+    .join(',');
+}
+
 /** The write key (clients' `Authorization: Bearer <key>` for data writes) lives next to the mesh secret. */
 export function writeKeyFileFor(secretFile: string): string {
   return join(dirname(secretFile), 'write-key');
@@ -130,10 +138,7 @@ function agentDiscoveryEnv(ctx: ServiceContext): Record<string, string> {
   assertDiscoveryAllowed(ctx.plan.isolation, ctx.cfg.misoDiscovery);
   if (ctx.cfg.misoDiscovery === 'mdns') return { MISO_MDNS: 'on', MISO_MDNS_INTERFACE: NODE_IF };
   return {
-    MISO_PEERS: ctx.plan.nodes
-      .filter((n) => n.index !== ctx.node.index)
-      .map((n) => `${n.addr}:${n.agentPort}`)
-      .join(','),
+    MISO_PEERS: misoPeers(ctx.plan, ctx.node),
   };
 }
 
