@@ -3,7 +3,7 @@
  * mode proxies every path under /function/<name>/ to it; the same server runs standalone on
  * local mesh nodes, so both `/` and `/function/<name>` reach the query endpoint.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
@@ -317,22 +317,30 @@ export function buildApp(deps: AppDeps): App {
   // Malformed HTTP (a bad request line or header) never reaches `route`: answer it with the same
   // JSON error shape instead of node:http's bare 400, then close.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable || err.code === 'ECONNRESET') {
+    // A response already started on this socket (a refused body whose rest is being read, or a
+    // pipelined request): never write a second one into it.
+    const started = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    if (!socket.writable || err.code === 'ECONNRESET' || started) {
       socket.destroy();
       return;
     }
     const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? 431 : 400;
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    const status = tooLarge ? 431 : timedOut ? 408 : 400;
     const json = JSON.stringify({
       errors: [
         {
-          message: tooLarge ? 'the request headers are too large' : `malformed HTTP request (${err.code ?? 'parse error'})`,
+          message: tooLarge
+            ? 'the request headers are too large'
+            : timedOut
+              ? 'the request was not received completely in time'
+              : `malformed HTTP request (${err.code ?? 'parse error'})`,
           extensions: { code: 'EDGE_SYNCMESH_BAD_REQUEST', allowed: 'an HTTP/1.1 POST with a JSON body' },
         },
       ],
     });
     socket.end(
-      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`,
     );
   });
   return { config, server, service, registry, replication, auth };

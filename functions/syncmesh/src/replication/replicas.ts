@@ -47,6 +47,8 @@ export class ReplicaStore {
   private readonly origins = new Map<string, Set<string>>();
   /** Snapshot floors per collection and origin (loaded lazily). */
   private readonly floors = new Map<string, number>();
+  /** The apply in progress (or last queued) per collection and origin; see `apply`. */
+  private readonly applying = new Map<string, Promise<void>>();
 
   constructor(
     private readonly client: { db(name: string): Db },
@@ -106,7 +108,25 @@ export class ReplicaStore {
    * an insert costs the database a fraction of an upsert); the ones that exist already are then
    * replaced if they are not newer.
    */
-  async apply(db: string, coll: string, origin: string, seq: number, ops: readonly ReplicationOp[]): Promise<ApplyResult> {
+  apply(db: string, coll: string, origin: string, seq: number, ops: readonly ReplicationOp[]): Promise<ApplyResult> {
+    // One origin's batches are applied one at a time: the revision checks and the writes are
+    // separate database calls, so a stalled apply of batch N (whose origin timed out and resent
+    // it) must not land after batch N+1 deleted the reading and left its tombstone.
+    const key = `${db}.${coll}\u0000${origin}`;
+    const run = (this.applying.get(key) ?? Promise.resolve()).then(() => this.applyInOrder(db, coll, origin, seq, ops));
+    // The chain only orders the applies; each caller still gets its own result or error from `run`.
+    const next = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.applying.set(key, next);
+    void next.then(() => {
+      if (this.applying.get(key) === next) this.applying.delete(key);
+    });
+    return run;
+  }
+
+  private async applyInOrder(db: string, coll: string, origin: string, seq: number, ops: readonly ReplicationOp[]): Promise<ApplyResult> {
     const c = this.collection(db, coll);
     const t = this.tombstones(db, coll);
     const result: ApplyResult = { upserts: 0, deletes: 0, stale: 0 };
