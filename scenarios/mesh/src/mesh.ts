@@ -109,22 +109,21 @@ export async function preflight(cfg: MeshConfig, plan: MeshPlan, opts: UpOptions
   }
 }
 
-/** Brings a mesh up. On any failure or abort, removes everything it created and rethrows. */
-export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHandle> {
-  if (cfg.runtime === 'faasd') return upFaasd(cfg, opts);
-  const progress = opts.progress ?? (() => undefined);
-  const plan = planFor(cfg);
-  await preflight(cfg, plan, opts);
-
+/**
+ * The first step of every runtime's start: the state folder, the mesh secret and the clients'
+ * write key (separate from the mesh secret; functions read it from write-key), and the state
+ * file in phase "starting".
+ */
+export function beginMesh(cfg: MeshConfig, plan: MeshPlan, runtime?: 'faasd'): { secret: string; secretFile: string; state: MeshState } {
   mkdirSync(join(plan.stateDir, 'logs'), { recursive: true });
   const secret = cfg.secret ?? randomBytes(32).toString('hex');
   const secretFile = join(plan.stateDir, 'secret');
   writeFileSync(secretFile, secret, { mode: 0o600 });
-  // the clients' key for data writes, separate from the mesh secret (functions read it from write-key)
   writeFileSync(writeKeyFileFor(secretFile), randomBytes(32).toString('hex'), { mode: 0o600 });
   const state: MeshState = {
     version: 1,
     name: plan.name,
+    ...(runtime ? { runtime } : {}),
     phase: 'starting',
     createdAt: new Date().toISOString(),
     latency: cfg.latency,
@@ -136,6 +135,17 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
     coords: {},
   };
   writeState(state);
+  return { secret, secretFile, state };
+}
+
+/** Brings a mesh up. On any failure or abort, removes everything it created and rethrows. */
+export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHandle> {
+  if (cfg.runtime === 'faasd') return upFaasd(cfg, opts);
+  const progress = opts.progress ?? (() => undefined);
+  const plan = planFor(cfg);
+  await preflight(cfg, plan, opts);
+
+  const { secret, secretFile, state } = beginMesh(cfg, plan);
   const t0 = performance.now();
   const aborted = () => {
     if (opts.signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);

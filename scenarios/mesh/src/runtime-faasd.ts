@@ -11,8 +11,7 @@
  * registries (signed v2 for each node's id) -> link profile -> topology.json (with
  * "runtime": "faasd", "gateway_url", "basic_auth_file" and the mesh's "write_key_file").
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { parse as parseYaml } from 'yaml';
@@ -22,7 +21,7 @@ import { MeshError, squashError } from './errors.js';
 import { linkShapes } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
-import { fillRegistries, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
+import { beginMesh, fillRegistries, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
 import { misoPeers, writeKeyFileFor } from './services.js';
 import { createBridge, createNodeNetwork } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
@@ -292,6 +291,23 @@ export async function deployFunctions(
   return fns;
 }
 
+/** Runs images/node/node-run.sh for `node` in its network namespace and a private mount namespace (start and restart). */
+function launchNode(node: NodePlan, logFile: string): ProcessRecord {
+  const stateDir = faasdStateDir(node);
+  return startDetached(
+    FAASD_NODE_ROLE,
+    node.id,
+    ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run],
+    logFile,
+    {
+      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+      NODE_STATE: stateDir,
+      NODE_CGROUP: node.netns!,
+      NODE_IMAGES: join(stateDir, 'images.list'),
+    },
+  );
+}
+
 async function startNode(
   cfg: MeshConfig,
   plan: MeshPlan,
@@ -316,18 +332,7 @@ async function startNode(
   };
   await run('env', [...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'bash', FAASD_PATHS.prepare], { timeoutMs: 60_000 });
   const logFile = join(plan.stateDir, 'logs', `${node.id}.faasd.log`);
-  const rec = startDetached(
-    FAASD_NODE_ROLE,
-    node.id,
-    ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run],
-    logFile,
-    {
-      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-      NODE_STATE: stateDir,
-      NODE_CGROUP: node.netns!,
-      NODE_IMAGES: join(stateDir, 'images.list'),
-    },
-  );
+  const rec = launchNode(node, logFile);
   state.processes.push(rec);
   writeState(state);
   const alive = () => {
@@ -379,27 +384,8 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
   if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar')))
     throw new MeshError('EDGE_MESH_TOOL_MISSING', `the node images are missing in ${FAASD_PATHS.images} (run: make images faasd-bins)`);
 
-  mkdirSync(join(plan.stateDir, 'logs'), { recursive: true });
-  const secret = cfg.secret ?? randomBytes(32).toString('hex');
-  const secretFile = join(plan.stateDir, 'secret');
-  writeFileSync(secretFile, secret, { mode: 0o600 });
-  // the clients' key for data writes (faasd secret write-key of every function), not the mesh secret
-  writeFileSync(writeKeyFileFor(secretFile), randomBytes(32).toString('hex'), { mode: 0o600 });
-  const state: MeshState = {
-    version: 1,
-    name: plan.name,
-    runtime: 'faasd',
-    phase: 'starting',
-    createdAt: new Date().toISOString(),
-    latency: cfg.latency,
-    dataDir: cfg.dataDir ?? null,
-    forwardMode: cfg.forwardMode,
-    plan,
-    processes: [],
-    cut: [],
-    coords: {},
-  };
-  writeState(state);
+  // the write key becomes the faasd secret write-key of every function
+  const { secret, secretFile, state } = beginMesh(cfg, plan, 'faasd');
   const t0 = performance.now();
   const aborted = () => {
     if (opts.signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);
@@ -499,20 +485,8 @@ export async function restartFaasdNode(state: MeshState, nodeId: string): Promis
     timeoutMs: (NODE_STOP_TIMEOUT_S + 30) * 1000,
   });
   const t0 = performance.now();
-  const stateDir = faasdStateDir(node);
   const logFile = join(state.plan.stateDir, 'logs', `${node.id}.faasd.log`);
-  const rec = startDetached(
-    FAASD_NODE_ROLE,
-    node.id,
-    ['nsenter', `--net=/run/netns/${node.netns!}`, 'unshare', '--mount', '--propagation', 'private', FAASD_PATHS.run],
-    logFile,
-    {
-      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-      NODE_STATE: stateDir,
-      NODE_CGROUP: node.netns!,
-      NODE_IMAGES: join(stateDir, 'images.list'),
-    },
-  );
+  const rec = launchNode(node, logFile);
   state.processes = state.processes.filter((p) => p !== old);
   state.processes.push(rec);
   writeState(state);
