@@ -16,7 +16,8 @@ import { NodeRegistry } from './mesh/registry.js';
 import { MeshAuth } from './mesh/signing.js';
 import { parseEnvelope } from './request.js';
 import { ReplicationService } from './replication/service.js';
-import { errorBody, SyncmeshService, type Reply } from './service.js';
+import { errorBody, type Reply } from './reply.js';
+import { SyncmeshService } from './service.js';
 
 const gzip = promisify(gzipCb);
 const gunzip = promisify(gunzipCb);
