@@ -22,7 +22,7 @@ SHELL := /usr/bin/env bash
 # Where the Sofia CSVs are; empty means "generate deterministic data instead".
 DATA ?=
 # Test server jar (mongo-java-server launcher), built by Maven on first use.
-TEST_SERVER_JAR := scenarios/mongo-test-server/java/target/mongo-test-server.jar
+TEST_SERVER_JAR := tools/mongo-test-server/java/target/mongo-test-server.jar
 # Stamp that records a completed `npm ci` for the current lockfile.
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -37,8 +37,8 @@ $(NPM_STAMP): package-lock.json package.json | toolchain
 	npm ci --no-audit --no-fund
 	@touch $@
 
-$(TEST_SERVER_JAR): scenarios/mongo-test-server/java/pom.xml $(shell find scenarios/mongo-test-server/java/src -name '*.java') | toolchain
-	cd scenarios/mongo-test-server/java && mvn -q -B package -DskipTests
+$(TEST_SERVER_JAR): tools/mongo-test-server/java/pom.xml $(shell find tools/mongo-test-server/java/src -name '*.java') | toolchain
+	cd tools/mongo-test-server/java && mvn -q -B package -DskipTests
 
 .PHONY: deps
 deps: toolchain $(NPM_STAMP) $(TEST_SERVER_JAR) ## Check the toolchains (hack/toolchain.sh), install npm packages, build the test server jar.

@@ -3,6 +3,8 @@
 # check even when one fails, prints one line per check with its time, exits 1 if any failed.
 #
 #   types         tsc -b over every workspace
+#   ships         tsc -b tsconfig.build.json: what the services ship (src/ without tests, test
+#                 support or scripts) compiles on its own, without test-only packages
 #   lint+format   biome ci (lint rules and formatting of TS/JS/JSON; config: biome.json)
 #   python        ruff check + ruff format --check (config: ruff.toml)
 #   errors table  hack/check-errors.mjs: docs/errors.md rows vs the EDGE_* codes in the code
@@ -48,6 +50,7 @@ docs_build() {
 
 t_all=$SECONDS
 step types npx --no-install tsc -b
+step ships npx --no-install tsc -b tsconfig.build.json
 step lint+format lint_format
 step python python_checks
 step 'errors table' node hack/check-errors.mjs

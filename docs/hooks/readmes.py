@@ -25,7 +25,7 @@ READMES = {
     "scenarios/mesh/README.md": "mesh",
     "scenarios/measure/README.md": "scenarios",
     "scenarios/k6/README.md": "k6",
-    "scenarios/mongo-test-server/README.md": "mongo-test-server",
+    "tools/mongo-test-server/README.md": "mongo-test-server",
     "lib/bench-kit/README.md": "bench-kit",
     "DEVELOPERS.md": "developers",
 }

@@ -1,14 +1,14 @@
 # shellcheck shell=bash
 # TEST ONLY. The project's MongoDB-compatible test server (mongo-java-server 1.47.0 with a capped
-# oplog, scenarios/mongo-test-server; the jar and its libraries are built by `make deps`) on a
+# oplog, tools/mongo-test-server; the jar and its libraries are built by `make deps`) on a
 # minimal Java 17 runtime made by jlink from Debian bookworm's OpenJDK (base layer "jre"). It
 # stands in for MongoDB on the local faasd mesh because no MongoDB server can be installed here;
 # real nodes run the official mongo image (images/README.md). In memory by default; add
 # `--data-dir /data/db` to the command (and mount a volume there) to keep data on disk.
-JAR_DIR="$REPO/scenarios/mongo-test-server/java/target"
-IMAGE_VERSION=$(jq -r .version "$REPO/scenarios/mongo-test-server/package.json")
+JAR_DIR="$REPO/tools/mongo-test-server/java/target"
+IMAGE_VERSION=$(jq -r .version "$REPO/tools/mongo-test-server/package.json")
 # Sources in git whose last commit gives the image its time and revision label.
-IMAGE_SOURCES=(scenarios/mongo-test-server/java scenarios/mongo-test-server/package.json)
+IMAGE_SOURCES=(tools/mongo-test-server/java tools/mongo-test-server/package.json)
 IMAGE_TITLE="Syncmesh Edge MongoDB test server (test only)"
 IMAGE_DESCRIPTION="TEST ONLY, not MongoDB: mongo-java-server 1.47.0 (MongoDB wire protocol, capped oplog) on a jlink'd Java 17, standing in for MongoDB on the local faasd mesh."
 IMAGE_LICENSES="MIT AND BSD-3-Clause AND Apache-2.0 AND (MPL-2.0 OR EPL-1.0) AND GPL-2.0-only WITH Classpath-exception-2.0"

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoNetworkError, MongoServerError, MongoServerSelectionError, MongoParseError, MongoTopologyClosedError } from 'mongodb';
 import { classifyError, EXIT_CONFIG, RESUME_REFUSALS_BEFORE_RESYNC } from './classify.js';
-import { DeliveryError, ERROR_CODES } from './errors.js';
+import { DeliveryError, ERROR_CODES, ListenerError } from './errors.js';
 
 const server = (code: number | undefined, errmsg: string) => new MongoServerError({ ok: 0, errmsg, ...(code === undefined ? {} : { code }) });
 
@@ -63,4 +63,10 @@ test('classify - a token refused again and again with an unknown code counts as 
   const labelled = server(999, 'labelled');
   labelled.addErrorLabel('ResumableChangeStreamError');
   assert.equal(classifyError(labelled, { resuming: true, resumeRefusals: n }).action, 'retry');
+});
+
+test('classify - a change without a resume token is fatal with its own code, not INTERNAL', () => {
+  const v = classifyError(new ListenerError(ERROR_CODES.MALFORMED_EVENT, 'no resume token'));
+  assert.equal(v.action, 'fatal');
+  assert.equal(v.code, ERROR_CODES.MALFORMED_EVENT);
 });

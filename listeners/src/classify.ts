@@ -13,7 +13,7 @@
  *           the listener); exit with `exitCode` and a message that says how to fix it.
  */
 import { MongoAPIError, MongoError, MongoNotConnectedError, MongoParseError, MongoServerError, MongoTopologyClosedError } from 'mongodb';
-import { DeliveryError, ERROR_CODES, type ListenerErrorCode } from './errors.js';
+import { DeliveryError, ERROR_CODES, ListenerError, type ListenerErrorCode } from './errors.js';
 
 export type Verdict =
   | { action: 'retry'; code: ListenerErrorCode | 'MONGO_TRANSIENT' }
@@ -126,6 +126,16 @@ export function classifyError(err: unknown, ctx: ClassifyContext = {}): Verdict 
       return { action: 'resync', code: ERROR_CODES.HISTORY_LOST };
     }
     return { action: 'retry', code: 'MONGO_TRANSIENT' };
+  }
+  // One of ours that no branch above handles (a change without a resume token, a bad setup):
+  // retrying the same way cannot help. Exit with its code; a restart resumes from the last token.
+  if (err instanceof ListenerError) {
+    return {
+      action: 'fatal',
+      code: err.code,
+      exitCode: EXIT_FATAL,
+      fix: `${err.message}; the listener exits and resumes from its last acknowledged token when restarted`,
+    };
   }
   // Not from the driver and not a delivery: a bug or broken input. Exit; the supervisor restarts
   // the listener, which resumes from the last acknowledged token, so nothing is lost.

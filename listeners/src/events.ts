@@ -8,6 +8,7 @@
  * makes the function send a full snapshot of this node's documents (see README, "Resync").
  */
 import type { Document } from 'mongodb';
+import { ERROR_CODES, ListenerError } from './errors.js';
 
 export type ChangeOp = 'insert' | 'update' | 'replace' | 'delete';
 
@@ -77,7 +78,7 @@ function looksLikeUpdateSpec(dk: unknown): boolean {
  */
 export function normaliseChange(raw: Document, ns: Namespace): Normalised {
   const token = raw['_id'];
-  if (!isPlainObject(token)) throw new TypeError(NO_RESUME_TOKEN_MESSAGE);
+  if (!isPlainObject(token)) throw new ListenerError(ERROR_CODES.MALFORMED_EVENT, NO_RESUME_TOKEN_MESSAGE);
   const rawNs = isPlainObject(raw['ns']) ? raw['ns'] : {};
   const db = typeof rawNs['db'] === 'string' ? rawNs['db'] : ns.db;
   const coll = typeof rawNs['coll'] === 'string' ? rawNs['coll'] : ns.coll;

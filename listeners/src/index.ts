@@ -1,6 +1,7 @@
 /**
  * @syncmesh-edge/listener: the MongoDB change-stream listener. Run it with `node dist/src/main.js`
- * (see README.md); the exports below are for tests, benchmarks and the local mesh.
+ * (see README.md); the exports below are for the local mesh and benchmarks. Test support
+ * (src/testing/) is not exported: tests import it by path.
  */
 export { loadConfig } from './config.js';
 export type { ListenerConfig } from './config.js';
@@ -21,6 +22,3 @@ export { ListenerError, DeliveryError, ERROR_CODES } from './errors.js';
 export type { ListenerErrorCode } from './errors.js';
 export { createLogger } from './log.js';
 export { createHealthServer } from './health.js';
-// Test support, for integration tests and the replication benchmark of other components.
-export { startFunctionStandIn } from './testing/standin.js';
-export type { FunctionStandIn, StandInMode, ReceivedResync } from './testing/standin.js';

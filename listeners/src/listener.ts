@@ -426,7 +426,7 @@ export interface Listener {
 export function createListener(deps: ListenerDeps): Listener {
   const { config, client } = deps;
   if ((!deps.openStream || !deps.tokens) && !client) {
-    throw new TypeError('createListener needs a MongoClient unless openStream and tokens are both given');
+    throw new ListenerError(ERROR_CODES.CONFIG, 'createListener needs a MongoClient unless openStream and tokens are both given');
   }
   const full: Required<Omit<ListenerDeps, 'client'>> = {
     config,

@@ -16,7 +16,9 @@ import { NodeRegistry } from './mesh/registry.js';
 import { MeshAuth } from './mesh/signing.js';
 import { parseEnvelope } from './request.js';
 import { ReplicationService } from './replication/service.js';
-import { errorBody, SyncmeshService, type Reply } from './service.js';
+import { errorBody, type Reply } from './reply.js';
+import { ReadGate } from './read-gate.js';
+import { SyncmeshService } from './service.js';
 
 const gzip = promisify(gzipCb);
 const gunzip = promisify(gunzipCb);
@@ -25,6 +27,11 @@ const gunzip = promisify(gunzipCb);
 const READY_PING_TIMEOUT_MS = 1_000;
 /** Signed node-to-node bodies (replication batches) may be this many times SYNCMESH_MAX_BODY_BYTES. */
 const SIGNED_BODY_FACTOR = 16;
+/**
+ * Signed bodies read at once (each up to SIGNED_BODY_FACTOR × SYNCMESH_MAX_BODY_BYTES before its
+ * MAC is checked), how many more may wait for a slot, and for how long; see read-gate.ts.
+ */
+export const SIGNED_READS = { slots: 4, queue: 32, waitMs: 2_000 } as const;
 /** How long the rest of a refused body is read (and thrown away) before the connection is closed. */
 const DISCARD_TIMEOUT_MS = 10_000;
 
@@ -47,6 +54,8 @@ export interface App {
   registry: NodeRegistry;
   replication: ReplicationService;
   auth: MeshAuth;
+  /** The bound on signed bodies read at once (see SIGNED_READS). */
+  signedReads: ReadGate;
 }
 
 /** A verified request: who signed it (undefined = unsigned) and its decoded body. */
@@ -166,6 +175,7 @@ export function buildApp(deps: AppDeps): App {
   const selfPort = () => (server.address() as AddressInfo | null)?.port;
   const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), auth, selfPort });
   const httpLog = log.child({ module: 'http' });
+  const signedReads = new ReadGate(SIGNED_READS);
   if (config.acceptV1)
     httpLog.warn(
       'SYNCMESH_AUTH_ACCEPT_V1 is on: deprecated v1 signatures (replayable, not bound to a node) are accepted; turn it off once every node signs v2',
@@ -260,7 +270,7 @@ export function buildApp(deps: AppDeps): App {
     if (!pending) {
       throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `${path} accepts only requests signed with the mesh secret`);
     }
-    const { body, signedBy } = await receive(req, pending, config.maxBodyBytes * SIGNED_BODY_FACTOR);
+    const { body, signedBy } = await signedReads.run(() => receive(req, pending, config.maxBodyBytes * SIGNED_BODY_FACTOR));
     return { status: 200, body: await handler(body.toString('utf8'), signedBy) };
   }
 
@@ -343,5 +353,5 @@ export function buildApp(deps: AppDeps): App {
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`,
     );
   });
-  return { config, server, service, registry, replication, auth };
+  return { config, server, service, registry, replication, auth, signedReads };
 }

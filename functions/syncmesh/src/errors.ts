@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   EDGE_SYNCMESH_CREDENTIALS_REQUIRED: { status: 401, expose: true },
   EDGE_SYNCMESH_WRITES_DISABLED: { status: 403, expose: true },
   EDGE_SYNCMESH_DEADLINE_EXCEEDED: { status: 504, expose: true },
+  EDGE_SYNCMESH_BUSY: { status: 503, expose: true },
   // Reported per node in extensions.failed (the answer itself is 200 with partial: true).
   EDGE_SYNCMESH_PEER_TIMEOUT: { status: 200, expose: true },
   EDGE_SYNCMESH_PEER_UNREACHABLE: { status: 200, expose: true },

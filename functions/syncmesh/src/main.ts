@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     for (let wait = CONNECT_RETRY_MIN_MS; !stopping; wait = Math.min(wait * 2, CONNECT_RETRY_MAX_MS)) {
       try {
         await client.connect();
-        await service.ensureIndexes();
+        await service.stores.ensureIndexes();
         await replication.start();
         prepared = true;
         log.info('connected; indexes and replication ready');

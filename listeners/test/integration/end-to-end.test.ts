@@ -55,7 +55,7 @@ async function startFn(id: string): Promise<FnNode> {
   const db = `e2e_${id}`;
   const meta = `e2e_${id}_meta`;
   const app = makeApp(id, mongo, client, db, meta);
-  await app.service.ensureIndexes();
+  await app.service.stores.ensureIndexes();
   await app.replication.start();
   const port = await listen(app);
   return { id, url: `http://127.0.0.1:${port}/function/syncmesh-fn`, port, app, client, db, meta, mongo };

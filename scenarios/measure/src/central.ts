@@ -17,8 +17,7 @@ import type { Profile, ScenarioConfig } from './config.js';
 import { ScenarioError } from './errors.js';
 import { moduleLogger } from './log.js';
 import { createExtraNamespace, extraNamespace, inNetns, removeNamespace, type ExtraNamespace } from './netns.js';
-import { httpOk, pool, run, startService, tail, tcpOpen, waitFor, type Service } from './sys.js';
-import { ToxiproxyApi } from './toxiproxy.js';
+import { httpOk, latencyToxics, pool, run, startService, tail, tcpOpen, Toxiproxy, waitFor, type Service } from '@syncmesh-edge/lab';
 
 const log = moduleLogger('central');
 
@@ -98,7 +97,7 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
   const ns = extraNamespace(topology.mesh, topology.subnet, 'db');
   const coords = located(topology);
   const location = coords ? centroid(coords) : null;
-  const toxi = new ToxiproxyApi(topology.toxiproxy_api);
+  const toxi = new Toxiproxy(topology.toxiproxy_api);
   const services: Service[] = [];
   const proxies: string[] = [];
   const dataDir = join(logDir, '..', `central-db-n${nodes}`);
@@ -106,7 +105,7 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
   mkdirSync(dataDir, { recursive: true });
   const stop = async () => {
     await Promise.all(services.map((s) => s.stop()));
-    for (const p of proxies) await toxi.remove(p);
+    for (const p of proxies) await toxi.removeProxy(p);
     await removeNamespace(ns);
     rmSync(dataDir, { recursive: true, force: true });
   };
@@ -154,20 +153,18 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
 
     const client = topology.nodes[0];
     const clientShape = centralShape(cfg.latency, client && client.lat !== null ? { lat: client.lat, lon: client.lon! } : null, location);
-    const clientProxy = {
-      name: 'client>central',
-      listen: `${topology.host_address}:${CLIENT_PROXY_PORT}`,
-      upstream: `${ns.addr}:${CENTRAL_FUNCTION_PORT}`,
-      ...clientShape,
-    };
-    await toxi.create(clientProxy);
+    const clientProxy = { name: 'client>central', listen: `${topology.host_address}:${CLIENT_PROXY_PORT}`, upstream: `${ns.addr}:${CENTRAL_FUNCTION_PORT}` };
+    await toxi.createProxy(clientProxy, latencyToxics(clientShape.latencyMs, clientShape.jitterMs));
     proxies.push(clientProxy.name);
     const ingestPorts = new Map<number, string>();
     for (const [i, n] of topology.nodes.entries()) {
       const port = INGEST_PROXY_PORT_BASE + i + 1;
       const shape = centralShape(cfg.latency, n.lat !== null ? { lat: n.lat, lon: n.lon! } : null, location);
       const name = `${n.id}>central`;
-      await toxi.create({ name, listen: `${topology.host_address}:${port}`, upstream: `${ns.addr}:${CENTRAL_MONGO_PORT}`, ...shape });
+      await toxi.createProxy(
+        { name, listen: `${topology.host_address}:${port}`, upstream: `${ns.addr}:${CENTRAL_MONGO_PORT}` },
+        latencyToxics(shape.latencyMs, shape.jitterMs),
+      );
       proxies.push(name);
       ingestPorts.set(port, n.id);
     }

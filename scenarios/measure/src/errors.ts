@@ -6,13 +6,11 @@ export type ScenarioErrorCode =
   | 'EDGE_SCENARIO_CONFIG'
   | 'EDGE_SCENARIO_NOT_ROOT'
   | 'EDGE_SCENARIO_TOOL_MISSING'
-  | 'EDGE_SCENARIO_COMMAND_FAILED'
   | 'EDGE_SCENARIO_CENTRAL_START'
   | 'EDGE_SCENARIO_INGEST'
   | 'EDGE_SCENARIO_CAPTURE'
   | 'EDGE_SCENARIO_PCAP'
   | 'EDGE_SCENARIO_K6'
-  | 'EDGE_SCENARIO_TOXIPROXY'
   | 'EDGE_SCENARIO_REPORT';
 
 export class ScenarioError extends Error {
@@ -25,10 +23,5 @@ export class ScenarioError extends Error {
   }
 }
 
-/**
- * A deliberate swallow: the error is expected and harmless where this is called (for example,
- * removing something that is already gone during teardown). Grep for it to review them all.
- */
-export function squashError(_err: unknown): void {
-  // intentionally empty
-}
+/** The deliberate swallow of the lab (one definition, in `@syncmesh-edge/lab`). */
+export { squashError } from '@syncmesh-edge/lab';

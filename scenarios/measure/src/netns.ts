@@ -5,7 +5,7 @@
  * `<mesh>-dbh`), so two meshes never collide, and removeExtraNamespaces() finds them by name
  * also after a crash.
  */
-import { run, tryRun } from './sys.js';
+import { run, tryRun } from '@syncmesh-edge/lab';
 import { squashError } from './errors.js';
 
 /** Last octet of the client's and the central server's addresses in the mesh's /24 (nodes use .11-.40). */

@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { rssBytes } from '@syncmesh-edge/mesh';
+import { rssBytes } from '@syncmesh-edge/lab';
 import { squashError } from './errors.js';
 
 export interface WatchedProcess {

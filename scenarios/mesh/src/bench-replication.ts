@@ -8,12 +8,12 @@
  * The path is the real one: change stream -> listener -> function /events -> outbox ->
  * /replicate on each subscriber -> its replica collection. Prints a table and writes JSON.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { hostInfo, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
 import { parseArgs } from 'node:util';
 import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import { REPO_ROOT, type MeshConfig } from './config.js';
+import type { MeshConfig } from './config.js';
 import { meta } from './client.js';
 import { down, up, type Progress } from './mesh.js';
 import { throwIfInterrupted } from './bench.js';
@@ -37,10 +37,6 @@ export interface ReplicationRow {
 /** Polling for a replica: every 2 ms when timing one reading, every 25 ms when waiting for a burst (so the bench's own reads load the subscribers' databases little). */
 const POLL_MS = 2;
 const BURST_POLL_MS = 25;
-
-function pct(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-}
 
 const reading = (i: number, sensorId = 9000): Document => ({
   _id: new ObjectId(),
@@ -80,7 +76,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
     options: {
       samples: { type: 'string', default: '200' },
       burst: { type: 'string', default: '5000' },
-      out: { type: 'string', default: join(REPO_ROOT, 'bench-results', 'replication.json') },
+      out: { type: 'string', default: resultsPath('replication') },
     },
   });
   const samples = Number(values.samples);
@@ -122,7 +118,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
         await waitVisible(targets, nodes[0]!.id, doc['_id'] as ObjectId, 30_000, signal);
         lat.push(performance.now() - t0);
       }
-      lat.sort((a, b) => a - b);
+      const s = summarize(lat);
       const r1 = (x: number) => Math.round(x * 10) / 10;
       progress(`${subscribers} subscriber(s): burst of ${burst} readings`);
       // The burst's readings carry their own sensor id, so that each subscriber's count is exact.
@@ -144,7 +140,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       const seconds = (performance.now() - t0) / 1000;
       rows.push({
         subscribers,
-        latency: { samples: lat.length, p50_ms: r1(pct(lat, 0.5)), p99_ms: r1(pct(lat, 0.99)), max_ms: r1(lat[lat.length - 1]!) },
+        latency: { samples: s.count, p50_ms: r1(s.p50), p99_ms: r1(s.p99), max_ms: r1(s.max) },
         burst_readings: burst,
         burst_seconds: r1(seconds),
         events_per_s: Math.round(burst / seconds),
@@ -167,8 +163,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
     })),
   );
   console.log('targets: p50 <= 50 ms, >= 1,000 events/s sustained');
-  mkdirSync(join(values.out!, '..'), { recursive: true });
-  writeFileSync(values.out!, JSON.stringify({ date: new Date().toISOString(), rows }, null, 2));
+  writeResults(values.out!, { date: new Date().toISOString(), host: hostInfo(), rows });
   console.log(`written ${values.out}`);
   return 0;
 }

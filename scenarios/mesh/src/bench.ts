@@ -1,8 +1,11 @@
 /**
  * `make bench-mesh`: aggregate and collect round trips through node-1 for 3, 6, 12 and 30 nodes
  * under the regional profile, with sequential forwarding (as the original Syncmesh aggregated)
- * and with parallel fan-out, on the same mesh and data (the functions are restarted between the
- * two modes). Also the entry node answering alone (no forwarding): its database and function
+ * and with parallel fan-out, on the same mesh and data. The mode is the functions' setting, so
+ * the functions are restarted for each mode; the modes alternate in ABBA blocks (parallel,
+ * sequential, sequential, parallel), each block after a restart and the same warm-up, so
+ * neither mode is measured warmer or later than the other. Statistics are the bench kit's
+ * (nearest rank), host metadata is read from the machine. Also the entry node answering alone (no forwarding): its database and function
  * time, the floor under every mesh-wide round trip. Prints a table and writes JSON.
  *
  * Three queries: a month's aggregate and a 1,000-reading collect make every node's database scan
@@ -14,11 +17,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT, type MeshConfig } from './config.js';
+import type { MeshConfig } from './config.js';
 import { postFunction, type FunctionAnswer } from './client.js';
 import { MeshError } from './errors.js';
 import { down, restartFunctions, status, up, type Progress } from './mesh.js';
-import { pool } from './sys.js';
+import { hostInfo, resultsPath, summarize } from '@syncmesh-edge/bench-kit';
+import { pool } from '@syncmesh-edge/lab';
 import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, estimateRequest, MONTH_END, MONTH_START } from './queries.js';
 
 const DEFAULT_SIZES = [3, 6, 12, 30];
@@ -56,14 +60,24 @@ export interface BenchRow {
   asked: number;
 }
 
+/** Nearest-rank statistics (the bench kit's one definition), rounded to 0.1 ms. */
 function stats(samples: number[]): Stats {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+  const s = summarize(samples);
   const r1 = (x: number) => Math.round(x * 10) / 10;
-  return { median_ms: r1(at(0.5)), p90_ms: r1(at(0.9)), min_ms: r1(s[0]!), samples: s.length };
+  return { median_ms: r1(s.p50), p90_ms: r1(s.p90), min_ms: r1(s.min), samples: s.count };
+}
+
+/** Mode order of the measured blocks: ABBA, so both modes sit equally early and late. */
+export const MODE_BLOCKS = ['parallel', 'sequential', 'sequential', 'parallel'] as const;
+
+/** Splits `repeat` samples over the blocks of one mode (the first blocks take the remainder). */
+export function blockSizes(repeat: number, blocks: number): number[] {
+  return Array.from({ length: blocks }, (_, i) => Math.floor(repeat / blocks) + (i < repeat % blocks ? 1 : 0));
 }
 
 type Measured = Pick<BenchRow, 'stats' | 'answered' | 'asked' | 'db_sum_ms' | 'db_max_ms'>;
+/** One block's measurement with its raw samples (to join the blocks of a mode). */
+type Raw = Measured & { samples: number[]; dbSum: number[]; dbMax: number[] };
 
 /** Database time of one answer: the entry's own (timing.db_ms) plus every forwarded node's db_ms. */
 function dbTimes(answer: FunctionAnswer): { sum: number; max: number } {
@@ -73,7 +87,7 @@ function dbTimes(answer: FunctionAnswer): { sum: number; max: number } {
   return { sum: all.reduce((a, b) => a + b, 0), max: Math.max(...all) };
 }
 
-async function measure(url: string, body: Record<string, unknown>, repeat: number, expectNodes: number, signal: AbortSignal): Promise<Measured> {
+async function measure(url: string, body: Record<string, unknown>, repeat: number, expectNodes: number, signal: AbortSignal): Promise<Raw> {
   let answered = 0;
   let asked = 0;
   const samples: number[] = [];
@@ -99,7 +113,19 @@ async function measure(url: string, body: Record<string, unknown>, repeat: numbe
       answered = i === WARMUP ? got : Math.min(answered, got);
     }
   }
-  return { stats: stats(samples), answered, asked, db_sum_ms: stats(dbSum).median_ms, db_max_ms: stats(dbMax).median_ms };
+  return { stats: stats(samples), answered, asked, db_sum_ms: stats(dbSum).median_ms, db_max_ms: stats(dbMax).median_ms, samples, dbSum, dbMax };
+}
+
+/** Joins the blocks of one mode: statistics over all their samples. */
+function joinBlocks(parts: readonly Raw[]): Measured {
+  const samples = parts.flatMap((p) => p.samples);
+  return {
+    stats: stats(samples),
+    answered: Math.min(...parts.map((p) => p.answered)),
+    asked: Math.max(...parts.map((p) => p.asked)),
+    db_sum_ms: stats(parts.flatMap((p) => p.dbSum)).median_ms,
+    db_max_ms: stats(parts.flatMap((p) => p.dbMax)).median_ms,
+  };
 }
 
 export function throwIfInterrupted(signal: AbortSignal): void {
@@ -113,7 +139,7 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
       nodes: { type: 'string', default: DEFAULT_SIZES.join(',') },
       repeat: { type: 'string', default: String(DEFAULT_REPEAT) },
       latency: { type: 'string', default: 'regional' },
-      out: { type: 'string', default: join(REPO_ROOT, 'bench-results', 'mesh.json') },
+      out: { type: 'string', default: resultsPath('mesh') },
     },
   });
   const sizes = values.nodes!.split(',').map(Number);
@@ -125,7 +151,14 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   const timeouts = { nodeTimeoutMs: 30_000, deadlineMs: 300_000 };
   const save = () => {
     mkdirSync(join(values.out!, '..'), { recursive: true });
-    writeFileSync(values.out!, JSON.stringify({ date: new Date().toISOString(), latency: values.latency, repeat, rows, startups, memory }, null, 2));
+    writeFileSync(
+      values.out!,
+      JSON.stringify(
+        { date: new Date().toISOString(), host: hostInfo(), latency: values.latency, repeat, mode_blocks: MODE_BLOCKS, rows, startups, memory },
+        null,
+        2,
+      ),
+    );
   };
   for (const n of sizes) {
     const cfg: MeshConfig = { ...base, ...timeouts, nodes: n, latency: values.latency!, forwardMode: 'parallel' };
@@ -151,11 +184,25 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
         }
       });
       progress(`${n} nodes: entry node alone`);
-      for (const q of QUERIES) rows.push({ nodes: n, mode: 'local', query: q, ...(await measure(url, request(q, false), repeat, 1, signal)) });
-      for (const mode of ['parallel', 'sequential'] as const) {
-        if (mode === 'sequential') await restartFunctions({ ...cfg, forwardMode: mode }, mode, progress);
-        progress(`${n} nodes: ${mode} ${QUERIES.join(', ')} x${repeat}`);
-        for (const q of QUERIES) rows.push({ nodes: n, mode, query: q, ...(await measure(url, request(q, true), repeat, n, signal)) });
+      for (const q of QUERIES) {
+        const { samples: _s, dbSum: _a, dbMax: _b, ...m } = await measure(url, request(q, false), repeat, 1, signal);
+        rows.push({ nodes: n, mode: 'local', query: q, ...m });
+      }
+      const sizesOf = blockSizes(repeat, MODE_BLOCKS.length / 2);
+      const blocks = new Map<string, Raw[]>();
+      const seen = { parallel: 0, sequential: 0 };
+      for (const mode of MODE_BLOCKS) {
+        // Every block starts from restarted functions (and then the same warm-up), so each mode is equally warm.
+        await restartFunctions({ ...cfg, forwardMode: mode }, mode, progress);
+        const size = sizesOf[seen[mode]++]!;
+        progress(`${n} nodes: ${mode} ${QUERIES.join(', ')} x${size}`);
+        for (const q of QUERIES) {
+          const key = `${mode}/${q}`;
+          blocks.set(key, [...(blocks.get(key) ?? []), await measure(url, request(q, true), size, n, signal)]);
+        }
+      }
+      for (const mode of ['sequential', 'parallel'] as const) {
+        for (const q of QUERIES) rows.push({ nodes: n, mode, query: q, ...joinBlocks(blocks.get(`${mode}/${q}`) ?? []) });
       }
     } finally {
       await down(cfg.stateRoot, cfg.name, progress);
@@ -167,7 +214,7 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   const get = (n: number, mode: string, q: string) => row(n, mode, q)?.stats.median_ms ?? NaN;
   const partial = rows.filter((r) => r.answered !== (r.mode === 'local' ? 1 : r.nodes));
   const lines = [
-    `Round trip through node-1, median of ${repeat} (ms), latency profile ${values.latency}; db = databases' time (sum over nodes / slowest node), parallel runs`,
+    `Round trip through node-1, median of ${repeat} (ms, nearest rank), latency profile ${values.latency}; sequential and parallel in ABBA blocks, each after a restart and the same warm-up; db = databases' time (sum over nodes / slowest node), parallel runs`,
     `${'nodes'.padStart(5)}  ${'query'.padEnd(9)}  ${'local'.padStart(8)}  ${'sequential'.padStart(10)}  ${'parallel'.padStart(8)}  ${'speed-up'.padStart(8)}  ${'local/parallel'.padStart(14)}  ${'db sum'.padStart(8)}  ${'db max'.padStart(7)}`,
   ];
   for (const n of sizes) {

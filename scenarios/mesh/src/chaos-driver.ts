@@ -23,7 +23,7 @@ import {
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { squashError } from './errors.js';
 import { cut, nodeProcess, requireState, restore, startNodeService } from './mesh.js';
-import { isAlive, stopProcess, waitFor } from './sys.js';
+import { isAlive, stopProcess, waitFor } from '@syncmesh-edge/lab';
 import type { Topology } from './topology.js';
 
 /** Sensor ids of the chaos readings: 7000 + origin node index (generated data uses 1..N). */

@@ -16,6 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startCapture } from './capture.js';
 import { loadConfig } from './config.js';
+import { LabError } from '@syncmesh-edge/lab';
 import { MeshError } from './errors.js';
 import { cut, down, requireState, restore, status, up } from './mesh.js';
 import { runBench } from './bench.js';
@@ -136,7 +137,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof MeshError) process.stderr.write(`mesh: ${err.code}: ${err.message}\n`);
+    if (err instanceof MeshError || err instanceof LabError) process.stderr.write(`mesh: ${err.code}: ${err.message}\n`);
     else process.stderr.write(`mesh: ${(err as Error).stack ?? String(err)}\n`);
     process.exitCode = 1;
   },

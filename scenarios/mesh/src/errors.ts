@@ -15,7 +15,6 @@ export type MeshErrorCode =
   | 'EDGE_MESH_NODE_START'
   | 'EDGE_MESH_DATA'
   | 'EDGE_MESH_LATENCY_FILE'
-  | 'EDGE_MESH_TOXIPROXY'
   | 'EDGE_MESH_REQUEST'
   | 'EDGE_MESH_UNKNOWN_NODE'
   | 'EDGE_MESH_INTERRUPTED'
@@ -32,10 +31,5 @@ export class MeshError extends Error {
   }
 }
 
-/**
- * A deliberate swallow: the error is expected and harmless where this is called (for example,
- * removing something that is already gone during teardown). Grep for it to review them all.
- */
-export function squashError(_err: unknown): void {
-  // intentionally empty
-}
+/** The deliberate swallow of the lab (one definition, in `@syncmesh-edge/lab`). */
+export { squashError } from '@syncmesh-edge/lab';

@@ -18,4 +18,3 @@ export { aggregateRequest, collectRequest, MONTH_START, MONTH_END } from './quer
 export type { Topology, TopologyNode } from './topology.js';
 export { NODE_SERVICES, DATABASE_SERVICES, nodeServices } from './services.js';
 export type { NodeService, ServiceContext } from './services.js';
-export { rssBytes, pssBytes, tcpOpen, httpOk, pool, tail } from './sys.js';

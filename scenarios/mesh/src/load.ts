@@ -6,7 +6,7 @@
 import type { MeshConfig } from './config.js';
 import { MeshError } from './errors.js';
 import type { NodePlan } from './plan.js';
-import { run } from './sys.js';
+import { run } from '@syncmesh-edge/lab';
 
 /** Loading one sensor-month takes a few seconds; allow for 30 nodes sharing 2 cores. */
 const LOAD_TIMEOUT_MS = 180_000;

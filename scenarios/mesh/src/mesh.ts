@@ -19,7 +19,20 @@ import { createBridge, createNodeNetwork, cutNodeFirewall, preflightNetwork, rem
 import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
 import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, writeKeyFileFor, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
-import { hostListeners, httpOk, isAlive, pool, portTaken, rssBytes, pssBytes, startDetached, stopProcess, tail, waitFor, type ProcessRecord } from './sys.js';
+import {
+  hostListeners,
+  httpOk,
+  isAlive,
+  pool,
+  portTaken,
+  rssBytes,
+  pssBytes,
+  startDetached,
+  stopProcess,
+  tail,
+  waitFor,
+  type ProcessRecord,
+} from '@syncmesh-edge/lab';
 import { buildTopology, type Topology } from './topology.js';
 import { faasdNodeMemory, stopFaasdNodes, upFaasd } from './runtime-faasd.js';
 import { ToxiproxyClient } from './toxiproxy.js';
@@ -352,7 +365,7 @@ export async function cut(stateRoot: string, name: string, ref: string): Promise
   if (!state.cut.includes(node.id)) state.cut.push(node.id);
   writeState(state);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
-  await toxi.cut(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
+  await toxi.cutLinks(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
   if (node.netns) await cutNodeFirewall(node);
   return node;
 }
@@ -371,7 +384,7 @@ export async function restore(stateRoot: string, name: string, ref: string): Pro
   const stillCut = new Set(state.plan.nodes.filter((n) => state.cut.includes(n.id)).map((n) => n.index));
   if (node.netns) await restoreNodeFirewall(node);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
-  await toxi.restore(state.plan.links.filter((l) => (l.from === node.index && !stillCut.has(l.to)) || (l.to === node.index && !stillCut.has(l.from))));
+  await toxi.restoreLinks(state.plan.links.filter((l) => (l.from === node.index && !stillCut.has(l.to)) || (l.to === node.index && !stillCut.has(l.from))));
   return node;
 }
 

@@ -5,7 +5,7 @@
  */
 import { MeshError, squashError } from './errors.js';
 import { kernelNames, overlaps, type MeshPlan, type NodePlan } from './plan.js';
-import { run, tryRun } from './sys.js';
+import { run, tryRun } from '@syncmesh-edge/lab';
 
 /** The interface name inside every node namespace, as on a real single-NIC appliance. */
 export const NODE_IF = 'eth0';

@@ -26,7 +26,7 @@ import { misoPeers, writeKeyFileFor } from './services.js';
 import { createBridge, createNodeNetwork } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
 import { writeState, type MeshState } from './state.js';
-import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from './sys.js';
+import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from '@syncmesh-edge/lab';
 import { buildTopology } from './topology.js';
 
 const log = moduleLogger('faasd');

@@ -8,7 +8,7 @@ import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
 import { assertDiscoveryAllowed, type MeshConfig } from './config.js';
 import { NODE_IF } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
-import { httpOk, tcpOpen } from './sys.js';
+import { httpOk, tcpOpen } from '@syncmesh-edge/lab';
 
 export interface ServiceContext {
   readonly cfg: MeshConfig;

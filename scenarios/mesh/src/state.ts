@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join } from 'node:path';
 import type { Coordinates } from './latency.js';
 import type { MeshPlan } from './plan.js';
-import type { ProcessRecord } from './sys.js';
+import type { ProcessRecord } from '@syncmesh-edge/lab';
 
 export interface MeshState {
   version: 1;

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { PartialAnswer } from '../data/partials.js';
 import { ERROR_CODES, SyncmeshError, type ErrorCode } from '../errors.js';
-import { AnswerError, post } from './http.js';
+import { post } from './http.js';
 import type { ResolvedAddress } from './peers.js';
 import type { MeshAuth } from './signing.js';
 
@@ -192,7 +192,7 @@ async function callOne(
     if (opts.deadline.aborted) return fail('EDGE_SYNCMESH_PEER_TIMEOUT', { reason: 'no answer before the request deadline' });
     // Logged here in full for the operator; the caller gets the code only.
     opts.log.debug({ url: target.url, err: (err as Error).message }, 'forwarding failed');
-    return fail(err instanceof AnswerError ? 'EDGE_SYNCMESH_PEER_BAD_ANSWER' : 'EDGE_SYNCMESH_PEER_UNREACHABLE');
+    return fail(err instanceof SyncmeshError && err.code === 'EDGE_SYNCMESH_PEER_BAD_ANSWER' ? err.code : 'EDGE_SYNCMESH_PEER_UNREACHABLE');
   }
 }
 

@@ -8,6 +8,7 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
+import { SyncmeshError } from '../errors.js';
 
 const gunzip = promisify(gunzipCb);
 
@@ -18,8 +19,13 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
 
 /** The answer itself was unusable (too large, bad gzip): the peer's fault, not the connection's. */
-export class AnswerError extends Error {
-  override readonly name = 'AnswerError';
+function badAnswer(message: string, cause?: unknown): SyncmeshError {
+  return new SyncmeshError('EDGE_SYNCMESH_PEER_BAD_ANSWER', message, cause === undefined ? {} : { cause });
+}
+
+/** No answer: the connection failed, or the call was aborted (its timeout or the request's deadline). */
+function unreachable(message: string, cause?: unknown): SyncmeshError {
+  return new SyncmeshError('EDGE_SYNCMESH_PEER_UNREACHABLE', message, cause === undefined ? {} : { cause });
 }
 
 export interface PostOptions {
@@ -41,7 +47,7 @@ export function post(url: string, payload: Buffer, headers: Record<string, strin
     const client = u.protocol === 'https:' ? https : http;
     const agent = agents[u.protocol as keyof typeof agents];
     if (!agent) {
-      reject(new Error(`unsupported URL scheme '${u.protocol}'`));
+      reject(unreachable(`unsupported URL scheme '${u.protocol}'`));
       return;
     }
     const pinned = opts.address;
@@ -55,26 +61,28 @@ export function post(url: string, payload: Buffer, headers: Record<string, strin
         res.on('data', (c: Buffer) => {
           received += c.length;
           if (received > MAX_ANSWER_BYTES) {
-            req.destroy(new AnswerError(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+            req.destroy(badAnswer(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
             return;
           }
           chunks.push(c);
         });
-        res.on('error', reject);
+        res.on('error', (err) => reject(err instanceof SyncmeshError ? err : unreachable('the answer broke off', err)));
         res.on('end', () => {
           const raw = Buffer.concat(chunks);
           const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
           (gzipped ? gunzip(raw, { maxOutputLength: MAX_ANSWER_BYTES }) : Promise.resolve(raw)).then(
             (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
             (err: Error) =>
-              reject(new AnswerError(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip')),
+              reject(badAnswer(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip', err)),
           );
         });
       },
     );
-    req.on('error', reject);
+    req.on('error', (err) =>
+      reject(err instanceof SyncmeshError ? err : unreachable(`the call failed (${(err as NodeJS.ErrnoException).code ?? err.name})`, err)),
+    );
     // settles the call even if the socket gives no event after an abort mid-answer
-    signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+    signal.addEventListener('abort', () => reject(unreachable('the call was aborted (timeout or deadline)', signal.reason)), { once: true });
     req.end(payload);
   });
 }

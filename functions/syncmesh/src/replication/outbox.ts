@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import { BSON, ObjectId, type Collection, type Db } from 'mongodb';
 import type { Logger } from 'pino';
+import { SyncmeshError } from '../errors.js';
 import { post } from '../mesh/http.js';
 import type { MeshAuth } from '../mesh/signing.js';
 import type { MeshNode, NodeRegistry } from '../mesh/registry.js';
@@ -379,7 +380,7 @@ class Sender {
       this.deps.log.warn({ subscriber: this.subscriber, dropped: res.modifiedCount }, 'subscriber is no longer in the registry; dropped its queue');
       return false;
     }
-    if (!this.deps.auth) throw new Error('this node has no mesh secret, so it cannot sign replication requests');
+    if (!this.deps.auth) throw new SyncmeshError('EDGE_SYNCMESH_NO_MESH_SECRET', 'this node has no mesh secret, so it cannot sign replication requests');
     const json = replicateJson(this.deps.nodeId, batches);
     try {
       const payload = await gzip(json);
@@ -396,7 +397,11 @@ class Sender {
         // Not a failure of the subscriber: send again at once, without backing off.
         return true;
       }
-      if (res.status !== 200) throw new Error(`subscriber answered HTTP ${res.status}: ${res.text.slice(0, 200)}`);
+      if (res.status !== 200) {
+        throw new SyncmeshError('EDGE_SYNCMESH_PEER_HTTP_ERROR', `subscriber answered HTTP ${res.status}: ${res.text.slice(0, 200)}`, {
+          details: { http_status: res.status },
+        });
+      }
     } catch (err) {
       this.target = undefined; // the registry is read again before the retry (the address may have changed)
       throw err;

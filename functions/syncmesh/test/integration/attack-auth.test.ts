@@ -12,8 +12,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { appendFileSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { BSON, ObjectId } from 'mongodb';
+import { SIGNED_READS } from '../../src/app.js';
 import { addNode, deadUrl, eventually, MESH_SECRET, meta, reading, signFor, startNode, type TestNode } from './harness.js';
 
 let a: TestNode;
@@ -411,4 +412,46 @@ test('attack - the outbox sends fewer batches per request after a subscriber ans
     await sProxy.close();
     await s.close();
   }
+});
+
+test('attack - slow signed bodies hold at most SIGNED_READS.slots reads; the next signed request gets a coded 503, then works again', async () => {
+  // Each holder sends valid-looking signature headers (the check needs no key) and a body that
+  // never ends: before the bound, every such connection could make the node buffer up to
+  // 16 × SYNCMESH_MAX_BODY_BYTES.
+  const holders: Socket[] = [];
+  const u = new URL(b.url);
+  try {
+    for (let i = 0; i < SIGNED_READS.slots; i++) {
+      const socket = connect(Number(u.port), u.hostname);
+      await once(socket, 'connect');
+      const head = Object.entries({
+        host: u.host,
+        'content-type': 'application/json',
+        'content-length': String(1024 * 1024),
+        ...signFor(`${b.url}/events`, `holder-${i}`, { origin: b.id }),
+      })
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\r\n');
+      socket.write(`POST ${u.pathname}/events HTTP/1.1\r\n${head}\r\n\r\n{"events":[`);
+      socket.on('error', () => {}); // closed by the test
+      holders.push(socket);
+    }
+    await eventually('every slot is held', async () => b.app.signedReads.inUse === SIGNED_READS.slots, 5_000);
+    const started = Date.now();
+    const r = await signedPost(b, '/events', { source: { node: b.id }, events: [] });
+    const waited = Date.now() - started;
+    assert.equal(r.status, 503, JSON.stringify(r.body));
+    assert.equal(r.body['errors'][0].extensions.code, 'EDGE_SYNCMESH_BUSY');
+    assert.match(r.body['errors'][0].message, /retry/);
+    assert.ok(waited >= SIGNED_READS.waitMs - 100, `waited ${waited} ms for a slot before refusing`);
+    // An unsigned query is not affected by the bound.
+    const q = await fetch(b.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }) });
+    assert.notEqual(q.status, 503);
+  } finally {
+    for (const s of holders) s.destroy();
+  }
+  await eventually(
+    'a signed request is read again once the holders are gone',
+    async () => (await signedPost(b, '/events', { source: { node: b.id }, events: [] })).status === 200,
+  );
 });

@@ -82,7 +82,7 @@ export async function startNode(id: string, env: Record<string, string | undefin
   });
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 3000 });
   const app = buildApp({ config, client, log: createLogger(config.logLevel, id) });
-  await app.service.ensureIndexes();
+  await app.service.stores.ensureIndexes();
   await app.replication.start();
   app.server.listen(0, '127.0.0.1');
   await once(app.server, 'listening');

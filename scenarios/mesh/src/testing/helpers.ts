@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../config.js';
 import { squashError } from '../errors.js';
-import { isAlive } from '../sys.js';
+import { isAlive } from '@syncmesh-edge/lab';
 import { readState } from '../state.js';
 
 export const isRoot = process.getuid?.() === 0;

@@ -27,7 +27,7 @@ import { cut, restore } from '../../src/mesh.js';
 import { listNodes, meta } from '../../src/client.js';
 import { MongoClient, ObjectId } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import { httpOk, run } from '../../src/sys.js';
+import { httpOk, run } from '@syncmesh-edge/lab';
 import {
   iptablesRules,
   leftovers,

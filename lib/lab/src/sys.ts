@@ -1,25 +1,37 @@
 /**
- * Small wrappers around the operating system: running iproute2/iptables, finding listeners,
- * identifying and stopping the processes we started, and polling for readiness.
+ * Small wrappers around the operating system: running commands with a deadline, finding
+ * listeners, identifying and stopping the processes we started (detached, or as children with a
+ * logged service), polling for readiness, and a bounded pool.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { MeshError, squashError } from './errors.js';
+import { LabError, squashError } from './errors.js';
 
 export interface RunResult {
   stdout: string;
   stderr: string;
 }
 
-/** Runs a command; rejects with EDGE_MESH_COMMAND_FAILED naming the command and its stderr. */
-export function run(cmd: string, args: readonly string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
+/** How long a command may run unless the caller says otherwise. */
+export const DEFAULT_RUN_TIMEOUT_MS = 60_000;
+
+export interface RunOptions {
+  timeoutMs?: number;
+  /** Written to the command's stdin. */
+  input?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Runs a command; rejects with EDGE_LAB_COMMAND_FAILED naming the command and its stderr (EDGE_LAB_TOOL_MISSING when it is not installed). */
+export function run(cmd: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolveRun, reject) => {
-    const child = execFile(cmd, args as string[], { timeout: opts.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const options = { timeout: opts.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024, ...(opts.env ? { env: opts.env } : {}) };
+    const child = execFile(cmd, args as string[], options, (err, stdout, stderr) => {
       if (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') {
-          reject(new MeshError('EDGE_MESH_TOOL_MISSING', `'${cmd}' is not installed (run: make tools)`, { cause: err }));
+          reject(new LabError('EDGE_LAB_TOOL_MISSING', `'${cmd}' is not installed (run: make tools)`, { cause: err }));
           return;
         }
         const e = err as NodeJS.ErrnoException & { code?: number | string; signal?: string };
@@ -27,7 +39,7 @@ export function run(cmd: string, args: readonly string[], opts: { timeoutMs?: nu
         const shown = [cmd, ...args].join(' ');
         const why = String(stderr).trim().split('\n').slice(-3).join(' | ');
         reject(
-          new MeshError('EDGE_MESH_COMMAND_FAILED', `${shown.length > 160 ? `${shown.slice(0, 160)}…` : shown} ${how}${why ? `: ${why}` : ''}`, { cause: err }),
+          new LabError('EDGE_LAB_COMMAND_FAILED', `${shown.length > 160 ? `${shown.slice(0, 160)}…` : shown} ${how}${why ? `: ${why}` : ''}`, { cause: err }),
         );
         return;
       }
@@ -157,9 +169,9 @@ export function startDetached(role: string, node: string | null, argv: readonly 
     const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', fd, fd], env });
     child.on('error', squashError); // surfaced by the readiness check, which sees the process gone
     child.unref();
-    if (child.pid === undefined) throw new MeshError('EDGE_MESH_NODE_START', `cannot start ${argv[0]} for ${role}${node ? ` of ${node}` : ''}`);
+    if (child.pid === undefined) throw new LabError('EDGE_LAB_PROCESS_START', `cannot start ${argv[0]} for ${role}${node ? ` of ${node}` : ''}`);
     const startTime = processStartTime(child.pid);
-    if (startTime === null) throw new MeshError('EDGE_MESH_NODE_START', `${role}${node ? ` of ${node}` : ''} exited at once; see ${log}`);
+    if (startTime === null) throw new LabError('EDGE_LAB_PROCESS_START', `${role}${node ? ` of ${node}` : ''} exited at once; see ${log}`);
     return { role, node, pid: child.pid, startTime, log };
   } finally {
     closeSync(fd);
@@ -198,7 +210,7 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   for (;;) {
     if (await check()) return;
     fail?.();
-    if (Date.now() > deadline) throw new MeshError('EDGE_MESH_NODE_START', `${what} not ready within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new LabError('EDGE_LAB_NOT_READY', `${what} not ready within ${timeoutMs} ms`);
     await delay(wait);
     wait = Math.min(wait * 2, 250);
   }
@@ -258,4 +270,52 @@ export function tail(path: string, lines = 5): string {
     squashError(err); // no log yet
     return '';
   }
+}
+
+/** A service we started; `ip netns exec` execs in place, so `pid` is the service's own. */
+export interface Service {
+  readonly role: string;
+  readonly pid: number;
+  readonly log: string;
+  readonly child: ChildProcess;
+  exited(): boolean;
+  /** SIGTERM, SIGKILL after `graceMs`; resolves when gone. Safe to call twice. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function startService(role: string, argv: readonly string[], log: string, env: NodeJS.ProcessEnv): Service {
+  const fd = openSync(log, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', fd, fd], env });
+  } finally {
+    closeSync(fd);
+  }
+  child.on('error', squashError); // surfaced by the readiness check, which sees the process gone
+  if (child.pid === undefined) throw new LabError('EDGE_LAB_PROCESS_START', `cannot start ${argv[0]} for ${role}; see ${log}`);
+  let gone = false;
+  const closed = new Promise<void>((r) =>
+    child.once('exit', () => {
+      gone = true;
+      r();
+    }),
+  );
+  let stopping: Promise<void> | undefined;
+  return {
+    role,
+    pid: child.pid,
+    log,
+    child,
+    exited: () => gone,
+    stop(graceMs = 5_000) {
+      stopping ??= (async () => {
+        if (gone) return;
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await closed;
+        clearTimeout(timer);
+      })();
+      return stopping;
+    },
+  };
 }

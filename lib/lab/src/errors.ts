@@ -1,0 +1,24 @@
+/**
+ * The one error class of the lab library. Every failure carries a stable code (EDGE_LAB_<THING>);
+ * docs/errors.md lists each code with how to solve it. The mesh and the scenarios pass these
+ * through unchanged (their CLIs print the code).
+ */
+export type LabErrorCode = 'EDGE_LAB_TOOL_MISSING' | 'EDGE_LAB_COMMAND_FAILED' | 'EDGE_LAB_NOT_READY' | 'EDGE_LAB_PROCESS_START' | 'EDGE_LAB_TOXIPROXY';
+
+export class LabError extends Error {
+  readonly code: LabErrorCode;
+
+  constructor(code: LabErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'LabError';
+    this.code = code;
+  }
+}
+
+/**
+ * A deliberate swallow: the error is expected and harmless where this is called (for example,
+ * removing something that is already gone during teardown). Grep for it to review them all.
+ */
+export function squashError(_err: unknown): void {
+  // intentionally empty
+}

@@ -1,0 +1,27 @@
+/** @syncmesh-edge/lab: the lab's shared code for scenarios/mesh and scenarios/measure (never shipped). */
+export { LabError, squashError } from './errors.js';
+export type { LabErrorCode } from './errors.js';
+export {
+  DEFAULT_RUN_TIMEOUT_MS,
+  delay,
+  hostListeners,
+  httpOk,
+  isAlive,
+  parseProcNetTcp,
+  pool,
+  portTaken,
+  processStartTime,
+  pssBytes,
+  rssBytes,
+  run,
+  startDetached,
+  startService,
+  stopProcess,
+  tail,
+  tcpOpen,
+  tryRun,
+  waitFor,
+} from './sys.js';
+export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './sys.js';
+export { CUT_TOXICS, latencyToxics, Toxiproxy, TOXIPROXY_API_TIMEOUT_MS } from './toxiproxy.js';
+export type { ProxySpec, Toxic } from './toxiproxy.js';
