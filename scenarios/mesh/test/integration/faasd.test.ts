@@ -97,6 +97,14 @@ async function taskPid(nodeId: string, service: string): Promise<number | null> 
   return row && row[2] === 'RUNNING' ? Number(row[1]) : null;
 }
 
+/** The container that serves `name` in a node's containerd namespace (a function being replaced may have two: the newest serves). */
+async function containerId(nodeId: string, ns: string, name: string): Promise<string> {
+  const ids = (await inNode(nodePid(nodeId), ['ctr', '-n', ns, 'containers', 'ls', '-q'])).stdout.split('\n').map((l) => l.trim());
+  const id = ids.includes(name) ? name : ids.filter((i) => i.startsWith(`${name}.`)).sort().pop();
+  assert.ok(id, `a container for ${name} in ${ns}: ${ids.join(' ')}`);
+  return id;
+}
+
 async function pollUntil<T>(what: string, deadlineMs: number, check: () => Promise<T | null | false>): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
@@ -165,10 +173,41 @@ test('faasd mesh - /system/info reports the faasd provider and gateway built her
     const fn = fns.find((f) => f.name === 'syncmesh-fn');
     assert.ok(fn, `syncmesh-fn in ${JSON.stringify(fns)}`);
     assert.ok((fn.replicas ?? 0) >= 1, `replicas ${fn.replicas}`);
-    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key']);
+    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key', 'mongodb-uri']);
     // basic auth guards /system
     assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
   }
+});
+
+test('faasd mesh - the MongoDB URI reaches the function, listener and agent only through the mongodb-uri secret, never env', { skip }, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  const uri = readFileSync(join(node.dir, 'faasd', 'var-lib-faasd', 'secrets', 'mongodb-uri'), 'utf8').trim();
+  assert.match(uri, /^mongodb:\/\//);
+  const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
+  const fn = (await gw.functions()).find((f) => f.name === 'syncmesh-fn')!;
+  assert.equal(fn.envVars?.['MONGODB_URI'], undefined, 'no MONGODB_URI in the deployed env');
+  assert.equal(fn.envVars?.['MONGODB_URI_FILE'], '/var/openfaas/secrets/mongodb-uri');
+  // what containerd runs: the environment of every container of the node
+  for (const [ns, ctr] of [
+    ['openfaas-fn', 'syncmesh-fn'],
+    ['openfaas', 'listener'],
+    ['openfaas', 'miso-agent'],
+  ] as const) {
+    const info = JSON.parse((await inNode(nodePid(n.id), ['ctr', '-n', ns, 'containers', 'info', await containerId(n.id, ns, ctr)])).stdout) as {
+      Spec: { process: { env: string[] } };
+    };
+    const env = info.Spec.process.env;
+    assert.equal(
+      env.some((kv) => kv.startsWith('MONGODB_URI=') || kv.includes(uri)),
+      false,
+      `${ctr}: ${env.filter((kv) => kv.startsWith('MONGODB')).join(' ')}`,
+    );
+    assert.ok(env.some((kv) => kv.startsWith('MONGODB_URI_FILE=')), `${ctr} reads MONGODB_URI_FILE`);
+  }
+  const logs = (await gw.logs('syncmesh-fn', { tail: 500 })).map((l) => l.text).join('\n');
+  assert.equal(logs.includes(uri), false, 'the URI is not in the function log');
+  assert.ok(await httpOk(`${n.function_url}/readyz`, 5_000), 'the function connected with the URI from the secret');
 });
 
 test("faasd mesh - the aggregate through each node's gateway equals the value computed from the data", { skip }, async () => {
