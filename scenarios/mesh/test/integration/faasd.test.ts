@@ -214,11 +214,8 @@ test('faasd mesh - the topology names the runtime, each gateway and its basic-au
     assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
     assert.match(readFileSync(n.basic_auth_file!, 'utf8'), /^admin:[A-Za-z0-9]{20,}$/);
   }
-  const s = await status(stateRoot, name);
-  assert.deepEqual(
-    s.nodes.map((n) => n.ready),
-    [true, true, true],
-  );
+  // status probes /readyz through each gateway with a 1 s timeout: on a loaded host one probe may miss it
+  await pollUntil('mesh-status reports every node ready', 30_000, async () => (await status(stateRoot, name)).nodes.every((n) => n.ready));
 });
 
 test('faasd mesh - /system/info reports the faasd provider and gateway built here; /system/functions lists syncmesh-fn', { skip }, async () => {
