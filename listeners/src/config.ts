@@ -119,9 +119,13 @@ function withMongoUriFromFile(env: Record<string, string | undefined>, readFile:
   try {
     uri = readFile(file).trim();
   } catch (err) {
-    throw new ListenerError(ERROR_CODES.CONFIG, `invalid listener configuration: MONGODB_URI_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, {
-      cause: err,
-    });
+    throw new ListenerError(
+      ERROR_CODES.CONFIG,
+      `invalid listener configuration: MONGODB_URI_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      {
+        cause: err,
+      },
+    );
   }
   if (!/^mongodb(\+srv)?:\/\//.test(uri)) throw configError(`MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`);
   return { ...env, MONGODB_URI: uri };

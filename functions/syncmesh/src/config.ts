@@ -241,16 +241,26 @@ function withMongoUriFromFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const file = env['MONGODB_URI_FILE'];
   if (file === undefined || file === '') return env;
   if (env['MONGODB_URI'] !== undefined && env['MONGODB_URI'] !== '') {
-    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', 'invalid configuration: MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)');
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      'invalid configuration: MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)',
+    );
   }
   let uri: string;
   try {
     uri = readFileSync(file, 'utf8').trim();
   } catch (err) {
-    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: MONGODB_URI_FILE: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: MONGODB_URI_FILE: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+      { cause: err },
+    );
   }
   if (!/^mongodb(\+srv)?:\/\//.test(uri)) {
-    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`);
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`,
+    );
   }
   return { ...env, MONGODB_URI: uri };
 }

@@ -62,7 +62,19 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
       `faasd=http://${node.addr}:8080/function/${FUNCTION_NAME}`,
     ];
     progress(`benchmark in ${node.netns}: database ${mongo}, function task ${fn}, gateway ${gateway}, published ${node.addr}:8080`);
-    const args = ['netns', 'exec', node.netns!, process.execPath, BENCH, '--name', 'function-faasd', '--label', 'faasd node', ...http.flatMap((h) => ['--http', h]), ...argv];
+    const args = [
+      'netns',
+      'exec',
+      node.netns!,
+      process.execPath,
+      BENCH,
+      '--name',
+      'function-faasd',
+      '--label',
+      'faasd node',
+      ...http.flatMap((h) => ['--http', h]),
+      ...argv,
+    ];
     const code = await new Promise<number>((resolve) => {
       const child = spawn('ip', args, {
         stdio: 'inherit',

@@ -133,7 +133,9 @@ async function main(argv: string[]): Promise<number> {
             : runFunctionBenchFaasd(cfg, progress, rest, signal),
       );
     default:
-      process.stderr.write('usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication|bench-function-faasd\n');
+      process.stderr.write(
+        'usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication|bench-function-faasd\n',
+      );
       return 2;
   }
 }

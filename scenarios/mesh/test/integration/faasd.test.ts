@@ -112,7 +112,12 @@ async function taskPid(nodeId: string, service: string): Promise<number | null> 
 /** The container that serves `name` in a node's containerd namespace (a function being replaced may have two: the newest serves). */
 async function containerId(nodeId: string, ns: string, name: string): Promise<string> {
   const ids = (await inNode(nodePid(nodeId), ['ctr', '-n', ns, 'containers', 'ls', '-q'])).stdout.split('\n').map((l) => l.trim());
-  const id = ids.includes(name) ? name : ids.filter((i) => i.startsWith(`${name}.`)).sort().pop();
+  const id = ids.includes(name)
+    ? name
+    : ids
+        .filter((i) => i.startsWith(`${name}.`))
+        .sort()
+        .pop();
   assert.ok(id, `a container for ${name} in ${ns}: ${ids.join(' ')}`);
   return id;
 }
@@ -259,7 +264,10 @@ test('faasd mesh - the MongoDB URI reaches the function, listener and agent only
       false,
       `${ctr}: ${env.filter((kv) => kv.startsWith('MONGODB')).join(' ')}`,
     );
-    assert.ok(env.some((kv) => kv.startsWith('MONGODB_URI_FILE=')), `${ctr} reads MONGODB_URI_FILE`);
+    assert.ok(
+      env.some((kv) => kv.startsWith('MONGODB_URI_FILE=')),
+      `${ctr} reads MONGODB_URI_FILE`,
+    );
   }
   const logs = (await gw.logs('syncmesh-fn', { tail: 500 })).map((l) => l.text).join('\n');
   assert.equal(logs.includes(uri), false, 'the URI is not in the function log');
@@ -350,7 +358,9 @@ for (const [service, probe] of [
       // node-2 kept its own +5 (persisted in its MongoDB), learns the +11 made while it was down, and its new ops reach the others
       await crdtAdd('node-2', 13);
       const ms = await crdtConverged(3 + 5 + 7 + 11 + 13);
-      process.stderr.write(`[faasd test] CRDT counter converged to 39 on all agents ${ms} ms after the restarted agent's op (${Date.now() - t0} ms after the kill)\n`);
+      process.stderr.write(
+        `[faasd test] CRDT counter converged to 39 on all agents ${ms} ms after the restarted agent's op (${Date.now() - t0} ms after the kill)\n`,
+      );
     }
   });
 }
@@ -436,7 +446,10 @@ test('faasd mesh - an update returns in under 5 s while a query is in flight lon
     .replace('image: ${FUNCTION_IMAGE}', `image: ${newRef}`)
     .replace('SYNCMESH_FORWARD_MODE: ${FORWARD_MODE}', 'SYNCMESH_FORWARD_MODE: ${FORWARD_MODE}\n      SYNCMESH_MAX_ROOT_FIELDS: "1"');
   const [fn] = renderStack(updated, stackVars(cfg, node, 'parallel'));
-  const twoRootFields = { query: '{ a: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } b: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } }' };
+  const twoRootFields = {
+    query:
+      '{ a: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } b: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } }',
+  };
   const containers = async () =>
     (await inNode(pid, ['ctr', '-n', 'openfaas-fn', 'containers', 'ls', '-q'])).stdout
       .split('\n')
