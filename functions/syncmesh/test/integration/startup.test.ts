@@ -31,6 +31,14 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** SIGTERM to a child still running, and wait until it exited. */
+async function stopProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
 async function status(url: string): Promise<number | null> {
   try {
     return (await fetch(url, { signal: AbortSignal.timeout(2_000) })).status;
@@ -85,11 +93,7 @@ test('startup - the function started before MongoDB keeps retrying, is not ready
     assert.deepEqual(r.body.errors ?? [], [], JSON.stringify(r.body));
     assert.equal((r.body.data!['sensorsAggregate'] as { count: number }).count, 1);
   } finally {
-    if (fn && fn.exitCode === null) {
-      const exited = once(fn, 'exit');
-      fn.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(fn);
     await db?.stop();
   }
 });
@@ -133,11 +137,7 @@ test('startup - a MongoDB URI with credentials from MONGODB_URI_FILE never appea
     assert.equal(environ.includes(password), false, 'the password is not in the environment');
     assert.equal(/\bMONGODB_URI=/.test(environ), false, 'no MONGODB_URI in the environment');
   } finally {
-    if (fn && fn.exitCode === null) {
-      const exited = once(fn, 'exit');
-      fn.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(fn);
     await db?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
