@@ -19,6 +19,7 @@ import { MeshError } from './errors.js';
 import { down, up, type Progress } from './mesh.js';
 import { faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, inNode } from './runtime-faasd.js';
 import { readState } from './state.js';
+import { run } from './sys.js';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
 
@@ -40,7 +41,7 @@ async function functionAddress(nodePid: number): Promise<string> {
     .sort((a, b) => (a[0]! < b[0]! ? 1 : -1));
   const pid = rows[0]?.[1];
   if (!pid) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no running ${FUNCTION_NAME} task: ${stdout}`);
-  const ip = (await inNode(Number(pid), ['ip', '-4', '-o', 'addr', 'show', 'scope', 'global'])).stdout.match(/inet (\d+\.\d+\.\d+\.\d+)/)?.[1];
+  const ip = (await run('nsenter', ['-t', pid, '-n', 'ip', '-4', '-o', 'addr', 'show', 'scope', 'global'], { timeoutMs: 10_000 })).stdout.match(/inet (\d+\.\d+\.\d+\.\d+)/)?.[1];
   if (!ip) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for the ${FUNCTION_NAME} task ${pid}`);
   return ip;
 }
