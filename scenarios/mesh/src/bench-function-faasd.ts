@@ -41,7 +41,9 @@ async function functionAddress(nodePid: number): Promise<string> {
     .sort((a, b) => (a[0]! < b[0]! ? 1 : -1));
   const pid = rows[0]?.[1];
   if (!pid) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no running ${FUNCTION_NAME} task: ${stdout}`);
-  const ip = (await run('nsenter', ['-t', pid, '-n', 'ip', '-4', '-o', 'addr', 'show', 'scope', 'global'], { timeoutMs: 10_000 })).stdout.match(/inet (\d+\.\d+\.\d+\.\d+)/)?.[1];
+  const ip = (await run('nsenter', ['-t', pid, '-n', 'ip', '-4', '-o', 'addr', 'show', 'scope', 'global'], { timeoutMs: 10_000 })).stdout.match(
+    /inet (\d+\.\d+\.\d+\.\d+)/,
+  )?.[1];
   if (!ip) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for the ${FUNCTION_NAME} task ${pid}`);
   return ip;
 }
