@@ -92,13 +92,24 @@ test-crdt-extensive: build ## Long CRDT property runs (MISO_CRDT_RUNS=5000; over
 ################################################################################
 # Demo and benchmarks
 ################################################################################
+# make demo runs the faasd runtime (every node containerd + faasd: what a user flashes), building
+# faasd and the images for this machine's architecture on a first run; RUNTIME=process runs the
+# bare-process mesh instead.
+DEMO_RUNTIME := $(if $(filter command line environment,$(origin RUNTIME)),$(RUNTIME),faasd)
+
 .PHONY: demo
-demo: mesh-demo ## The main job: a 3-node local mesh answers a collect and an aggregate query, then goes away.
+demo: ## The main job: a 3-node mesh on faasd (RUNTIME=process: bare processes) answers a collect and an aggregate query, then goes away.
+	hack/demo.sh $(DEMO_RUNTIME)
 
 .PHONY: bench-function
-bench-function: build scenarios-venv ## Function latency/throughput vs direct driver queries (needs ../shared/data or DATA=); table, JSON and PNG.
-	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)")
+bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-bins images) ## Function vs direct driver queries; RUNTIME=faasd adds watchdog, gateway and published port of one faasd node (root); table, JSON and PNG.
+ifeq ($(RUNTIME),faasd)
+	$(MESH_ENV) $(MESH_CLI) bench-function-faasd $(BENCH_ARGS)
+	$(VENV)/bin/python $(BENCH_PLOTS) function bench-results/function-faasd.json bench-results/function-faasd.png
+else
+	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)") $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) function bench-results/function.json bench-results/function.png
+endif
 
 .PHONY: bench-miso
 bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick); table, JSON and PNG.
@@ -309,7 +320,7 @@ images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap, co
 
 .PHONY: images
 images: build faasd-bins images-tools ## Build the container images (amd64 + arm64) into .cache/images; cached: seconds when nothing changed.
-	images/build/build.sh $(IMAGE_NAMES)
+	IMAGE_ARCHES="$(FAASD_ARCHES)" images/build/build.sh $(IMAGE_NAMES)
 
 .PHONY: test-images
 test-images: images ## Image tests (root): labels, non-root, no test code, each image starts under a throwaway containerd, same digest twice.

@@ -13,7 +13,8 @@ OUT=${IMAGES_OUT:-$REPO/.cache/images}
 IMAGE_REPO_PREFIX=${IMAGE_REPO_PREFIX:-localhost/syncmesh-edge}
 # org.opencontainers.image.source: the origin remote of this clone unless given.
 IMAGE_SOURCE_URL=${IMAGE_SOURCE_URL:-$(git -C "$REPO" config --get remote.origin.url || echo "unpublished (set IMAGE_SOURCE_URL)")}
-ARCHES=(amd64 arm64)
+# Architectures of every image (a multi-arch index); IMAGE_ARCHES=amd64 builds one (make demo: the host's).
+read -ra ARCHES <<< "${IMAGE_ARCHES:-amd64 arm64}"
 
 log() { printf 'images: %s\n' "$*" >&2; }
 die() { printf 'images: error: %s\n' "$*" >&2; exit 1; }

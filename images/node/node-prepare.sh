@@ -11,6 +11,8 @@
 #   MISO_PEERS        ""                other agents, node-id@host:port,... (the id pinned; host:port accepts any mesh member)
 #   MESH_SECRET_FILE  (required)        file holding the mesh secret, at least 32 bytes (copied into faasd's secrets)
 #   MONGODB_PUBLISH   127.0.0.1         where faasd publishes MongoDB's 27017 in the node (0.0.0.0: test meshes load data from outside)
+#   MONGODB_URI_FILE  (none)            file holding the services' MongoDB URI (may carry credentials); becomes the
+#                                       node secret mongodb-uri. Default: mongodb://mongodb:27017/?directConnection=true
 #   LOG_LEVEL         warn
 #   IMAGES_DIR        <repo>/.cache/images  OCI archives (<name>.oci.tar) and versions (<name>.ref) from `make images`
 #   FAASD_BIN         <repo>/.cache/faasd/bin/<arch>/faasd  from `make faasd-bins`
@@ -80,6 +82,16 @@ printf '%s:%s' "$(cat "$secrets/basic-auth-user")" "$(cat "$secrets/basic-auth-p
 chmod 0600 "$NODE_STATE/basic-auth"
 # the listener and the agent run as the images' app user (10001 in docker-compose.yaml)
 install -m 0400 -o 10001 -g 10001 "$MESH_SECRET_FILE" "$secrets/mesh-secret"
+# the MongoDB URI of the listener and the agent (the function gets the same value as the faasd
+# secret mongodb-uri through /system/secrets): a file, never env, as it may carry credentials
+if [[ -n "${MONGODB_URI_FILE:-}" ]]; then
+  [[ -r "$MONGODB_URI_FILE" ]] || fail "cannot read MONGODB_URI_FILE $MONGODB_URI_FILE"
+  grep -qE '^mongodb(\+srv)?://' "$MONGODB_URI_FILE" || fail "MONGODB_URI_FILE $MONGODB_URI_FILE must hold a URI starting with mongodb:// or mongodb+srv://"
+  install -m 0400 -o 10001 -g 10001 "$MONGODB_URI_FILE" "$secrets/mongodb-uri"
+else
+  printf 'mongodb://mongodb:27017/?directConnection=true' > "$secrets/mongodb-uri.new"
+  chown 10001:10001 "$secrets/mongodb-uri.new" && chmod 0400 "$secrets/mongodb-uri.new" && mv -f "$secrets/mongodb-uri.new" "$secrets/mongodb-uri"
+fi
 umask 022
 # volumes, owned by the user their service runs as (faasd would create them root-owned)
 for v in nats prometheus; do install -d -o 65534 -g 65534 "$NODE_STATE/var-lib-faasd/$v"; done

@@ -65,3 +65,24 @@ test('config - the function node id defaults to the listener node id', () => {
   assert.equal(loadConfig({ SYNCMESH_MESH_SECRET: S, LISTENER_NODE_ID: 'node-a' }, noFile).functionNodeId, 'node-a');
   assert.equal(loadConfig({ SYNCMESH_MESH_SECRET: S, LISTENER_NODE_ID: 'node-a', LISTENER_FUNCTION_NODE_ID: 'fn-a' }, noFile).functionNodeId, 'fn-a');
 });
+
+test('config - MONGODB_URI_FILE supplies the URI; both set, unreadable or not a URI is refused without quoting it', () => {
+  const uri = 'mongodb://listener:s3cret-Pa55@db.example:27017/?replicaSet=rs0';
+  const files: Record<string, string> = { '/run/secrets/mongodb-uri': `${uri}\n`, '/run/secrets/bad': 'http://listener:s3cret-Pa55@x/' };
+  const read = (p: string) => {
+    const v = files[p];
+    if (v === undefined) throw Object.assign(new Error(`ENOENT: ${p}`), { code: 'ENOENT' });
+    return v;
+  };
+  assert.equal(loadConfig({ SYNCMESH_MESH_SECRET: S, MONGODB_URI_FILE: '/run/secrets/mongodb-uri' }, read).mongoUri, uri);
+  for (const [env, want] of [
+    [{ MONGODB_URI_FILE: '/run/secrets/mongodb-uri', MONGODB_URI: uri }, /both set/],
+    [{ MONGODB_URI_FILE: '/run/secrets/missing' }, /MONGODB_URI_FILE: cannot read \/run\/secrets\/missing \(ENOENT\)/],
+    [{ MONGODB_URI_FILE: '/run/secrets/bad' }, /must hold a URI starting with mongodb:\/\//],
+  ] as const) {
+    assert.throws(
+      () => loadConfig({ SYNCMESH_MESH_SECRET: S, ...env }, read),
+      (err: Error & { code?: string }) => err.code === ERROR_CODES.CONFIG && want.test(err.message) && !err.message.includes('s3cret-Pa55'),
+    );
+  }
+});

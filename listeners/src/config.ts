@@ -107,13 +107,38 @@ function configError(message: string): ListenerError {
 }
 
 /**
+ * MONGODB_URI_FILE (a mounted secret, on faasd ./secrets/mongodb-uri) supplies MONGODB_URI, so a
+ * URI with credentials never sits in the environment. Same rule as the function and the agent:
+ * setting both is a configuration error. Messages never quote the URI (it may carry a password).
+ */
+function withMongoUriFromFile(env: Record<string, string | undefined>, readFile: (path: string) => string): Record<string, string | undefined> {
+  const file = env['MONGODB_URI_FILE'];
+  if (!file) return env;
+  if (env['MONGODB_URI']) throw configError('MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)');
+  let uri: string;
+  try {
+    uri = readFile(file).trim();
+  } catch (err) {
+    throw new ListenerError(
+      ERROR_CODES.CONFIG,
+      `invalid listener configuration: MONGODB_URI_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      {
+        cause: err,
+      },
+    );
+  }
+  if (!/^mongodb(\+srv)?:\/\//.test(uri)) throw configError(`MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`);
+  return { ...env, MONGODB_URI: uri };
+}
+
+/**
  * Reads and validates the configuration. Throws a ListenerError (EDGE_LISTENER_CONFIG) naming
  * every offending variable. `readFile` is injectable so tests need no files.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): ListenerConfig {
   // Empty variables count as unset, as in a compose file that lists a name without a value.
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = EnvSchema.safeParse(present);
+  const parsed = EnvSchema.safeParse(withMongoUriFromFile(present, readFile));
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
     throw configError(issues);

@@ -1,5 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig, DEFAULT_DEBOUNCE_MS } from './config.js';
 import { MisoError } from './errors.js';
 
@@ -63,4 +66,27 @@ test('config - a static peer is host:port or node-id@host:port', () => {
   assert.throws(() => loadConfig({ ...secret, MISO_PEERS: 'a@b@10.0.0.1:1' }), /MISO_PEERS/);
   assert.throws(() => loadConfig({ ...secret, MISO_PEERS: 'bad id@10.0.0.1:1' }), /MISO_PEERS/);
   assert.deepEqual(loadConfig({ ...secret, MISO_PEERS: 'n.1@[::1]:7650' }).peers, [{ address: '[::1]:7650', nodeId: 'n.1' }]);
+});
+
+test('config - MONGODB_URI_FILE supplies the URI; both set, unreadable or not a URI is refused without quoting it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'smf-agent-cfg-'));
+  try {
+    const file = join(dir, 'mongodb-uri');
+    const uri = 'mongodb://agent:s3cret-Pa55@db.example:27017/?replicaSet=rs0';
+    writeFileSync(file, `${uri}\n`);
+    assert.equal(loadConfig({ ...secret, MONGODB_URI_FILE: file }).mongodbUri, uri);
+    writeFileSync(join(dir, 'bad'), 'http://agent:s3cret-Pa55@x/');
+    for (const [env, want] of [
+      [{ MONGODB_URI_FILE: file, MONGODB_URI: uri }, /both set/],
+      [{ MONGODB_URI_FILE: join(dir, 'missing') }, /MONGODB_URI_FILE: cannot read .*missing \(ENOENT\)/],
+      [{ MONGODB_URI_FILE: join(dir, 'bad') }, /must hold a URI starting with mongodb:\/\//],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ ...secret, ...env }),
+        (err: unknown) => err instanceof MisoError && err.code === 'EDGE_MISO_CONFIG' && want.test(err.message) && !err.message.includes('s3cret-Pa55'),
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

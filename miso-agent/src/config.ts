@@ -141,9 +141,30 @@ function withSecretFromFile(env: Record<string, string | undefined>): Record<str
   }
 }
 
+/**
+ * MONGODB_URI_FILE (a mounted secret, on faasd ./secrets/mongodb-uri) supplies MONGODB_URI, so a
+ * URI with credentials never sits in the environment. Same rule as the function and the listener:
+ * setting both is a configuration error. Messages never quote the URI (it may carry a password).
+ */
+function withMongoUriFromFile(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const file = env['MONGODB_URI_FILE'];
+  if (!file) return env;
+  const fail = (why: string, cause?: unknown) =>
+    new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: ${why}`, cause === undefined ? undefined : { cause });
+  if (env['MONGODB_URI']) throw fail('MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)');
+  let uri: string;
+  try {
+    uri = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw fail(`MONGODB_URI_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, err);
+  }
+  if (!/^mongodb(\+srv)?:\/\//.test(uri)) throw fail(`MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`);
+  return { ...env, MONGODB_URI: uri };
+}
+
 /** Reads and validates the environment; throws EDGE_MISO_CONFIG naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
-  const r = schema.safeParse(withSecretFromFile(env));
+  const r = schema.safeParse(withMongoUriFromFile(withSecretFromFile(env)));
   if (!r.success) {
     const problems = r.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`).join('; ');
     throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: ${problems}`);

@@ -1,23 +1,31 @@
 /**
- * make bench-function: what the Syncmesh function adds on top of the database.
+ * make bench-function: what the Syncmesh function (and, with RUNTIME=faasd, the faasd path in
+ * front of it) adds on top of the database.
  *
  * One node holding one sensor-month (real Sofia data when available, else generated), queried
- * by 10 concurrent clients, once through the function (HTTP, GraphQL, merge, JSON) and once
- * straight to the database with the driver running the same query. Prints a table and writes
- * JSON. Works unchanged against a real MongoDB through MONGODB_URI.
+ * by concurrent clients along several paths, side by side in one run:
+ *   direct    the driver runs the same query against the database (no HTTP)
+ *   process   the function as a bare Node.js process (started here, same database)
+ *   --http name=URL ...  more HTTP paths to the same function code, e.g. on a faasd node
+ *             (scripts/bench-faasd.sh): the watchdog, the gateway container, the published port
+ * Every path gets the same warm-up; then `--rounds` rounds measure each path for `--seconds`,
+ * the order rotated every round so no path always runs first or last on a busy machine.
+ * Latency percentiles and throughput come from @syncmesh-edge/bench-kit. Table, JSON
+ * (bench-results/<--name>.json) and the PNG (make bench-function plots it).
+ * Works unchanged against a real MongoDB through MONGODB_URI (then nothing is loaded: the
+ * database must hold the data; --load forces a reload).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
+import { hostInfo, resultsPath, runFor, summarize, writeResults, type Summary } from '@syncmesh-edge/bench-kit';
 import { aggregatePipeline, buildFilter, SensorStore } from '../src/data/sensors.js';
 import { METRICS, statsFor } from '../src/data/partials.js';
 import { readSensorCsv } from '../src/load/csv.js';
 import { generateSensorData } from '../src/load/generate.js';
 import { loadReadings } from '../src/load/loader.js';
-import { REPO_ROOT, sofiaFile, startLocalNode } from './node-process.js';
+import { sofiaFile, startLocalNode } from './node-process.js';
 
 interface Case {
   name: string;
@@ -63,42 +71,27 @@ const CASES: Case[] = [
   },
 ];
 
-interface Stats {
+/** One path's result for one case: every round's latencies together. */
+interface PathResult {
+  case: string;
+  path: string;
   requests: number;
-  p50_ms: number;
-  p99_ms: number;
-  mean_ms: number;
-  throughput_rps: number;
+  elapsed_ms: number;
+  ops_per_s: number;
+  latency_ms: Summary;
+  /** Answer size as received (gzip when the path compresses); 0 for the driver. */
+  answer_bytes: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
+const r2 = (x: number) => Math.round(x * 100) / 100;
 
-/** Closed loop: `concurrency` workers send back-to-back requests for `seconds`. */
-async function run(concurrency: number, seconds: number, once: () => Promise<void>): Promise<Stats> {
-  const latencies: number[] = [];
-  const until = performance.now() + seconds * 1000;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < until) {
-        const t = performance.now();
-        await once();
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const r = (x: number) => Math.round(x * 100) / 100;
-  return {
-    requests: latencies.length,
-    p50_ms: r(percentile(latencies, 50)),
-    p99_ms: r(percentile(latencies, 99)),
-    mean_ms: r(latencies.reduce((s, x) => s + x, 0) / latencies.length),
-    throughput_rps: r(latencies.length / elapsed),
+/** An HTTP path: POST the body (accepting gzip, as the original client does), read it all, check 200. */
+function httpPath(url: string, payload: string, onBytes: (n: number) => void): () => Promise<void> {
+  return async () => {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, body: payload });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 200)}`);
+    onBytes(Number(res.headers.get('content-length') ?? Buffer.byteLength(text)));
   };
 }
 
@@ -108,24 +101,35 @@ async function main(): Promise<void> {
       data: { type: 'string' },
       sensor: { type: 'string', default: '8' },
       concurrency: { type: 'string', default: '10' },
-      seconds: { type: 'string', default: '10' },
+      seconds: { type: 'string', default: '4' },
+      rounds: { type: 'string', default: '3' },
       warmup: { type: 'string', default: '3' },
-      out: { type: 'string', default: join(REPO_ROOT, 'bench-results', 'function.json') },
+      http: { type: 'string', multiple: true, default: [] },
+      name: { type: 'string', default: 'function' },
+      label: { type: 'string', default: '' },
+      load: { type: 'boolean', default: false },
       'no-pin': { type: 'boolean', default: false },
     },
   });
   const sensor = Number(values.sensor);
   const concurrency = Number(values.concurrency);
   const seconds = Number(values.seconds);
+  const rounds = Number(values.rounds);
   const warmup = Number(values.warmup);
+  const extra = values.http.map((spec) => {
+    const m = /^([a-z][a-z0-9-]*)=(https?:\/\/\S+)$/.exec(spec);
+    if (!m) throw new Error(`--http wants name=URL (a lowercase name), got ${JSON.stringify(spec)}`);
+    return { path: m[1]!, url: m[2]! };
+  });
   const file = sofiaFile(values.data, sensor);
+  const realDb = process.env['MONGODB_URI'] !== undefined;
 
-  console.log(`starting one node (${process.env['MONGODB_URI'] ? 'MONGODB_URI' : 'MongoDB-compatible test server'}) ...`);
+  console.log(`starting the function as a bare process (${realDb ? 'database: MONGODB_URI' : 'MongoDB-compatible test server'}) ...`);
   const node = await startLocalNode('bench-node');
   // On a small machine the database, the function and the client fight for the same cores, and
-  // the function's CPU then shows up as database queueing. Pin the test server to CPU 0 and the
-  // function and this client to CPU 1, so both paths get the same database and the same client core.
-  const pinned = !values['no-pin'] && node.mongo.pid !== undefined && availableParallelism() >= 2;
+  // the function's CPU then shows up as database queueing. With a local test server and no other
+  // paths, pin it to CPU 0 and the function and this client to CPU 1.
+  const pinned = !values['no-pin'] && !realDb && extra.length === 0 && node.mongo.pid !== undefined && availableParallelism() >= 2;
   if (pinned) {
     execFileSync('taskset', ['-a', '-pc', '0', String(node.mongo.pid)], { stdio: 'ignore' });
     execFileSync('taskset', ['-a', '-pc', '1', String(node.fn.pid)], { stdio: 'ignore' });
@@ -135,85 +139,107 @@ async function main(): Promise<void> {
   const client = await MongoClient.connect(node.mongo.uri, { maxPoolSize: concurrency });
   try {
     const store = new SensorStore(client.db('syncmesh'), 'sensor_data');
-    await store.collection.deleteMany({});
-    await store.ensureIndexes();
-    const source = file ? readSensorCsv(file) : generateSensorData(sensor);
-    const { count } = await loadReadings((b) => store.insert(b), source);
-    console.log(`loaded ${count} readings from ${file ?? `the generator (sensor ${sensor})`}`);
-
-    const results: Array<{ case: string; path: 'direct' | 'function'; stats: Stats; bytes: number; own_p50_ms: number }> = [];
-    for (const c of CASES) {
-      const payload = JSON.stringify(c.body);
-      let bytes = 0;
-      const ownMs: number[] = [];
-      const viaFunction = async () => {
-        const res = await fetch(node.url, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, body: payload });
-        const text = await res.text();
-        if (res.status !== 200) throw new Error(`function answered ${res.status}: ${text.slice(0, 200)}`);
-        bytes = Number(res.headers.get('content-length') ?? text.length);
-        const timing = (JSON.parse(text) as { extensions?: { timing?: { ms: number; db_ms: number } } }).extensions?.timing;
-        if (timing) ownMs.push(timing.ms - timing.db_ms);
-      };
-      const direct = async () => {
-        await c.direct(store.collection);
-      };
-      for (const [path, fn] of [
-        ['direct', direct],
-        ['function', viaFunction],
-      ] as const) {
-        process.stdout.write(`  ${c.name.padEnd(18)} ${path.padEnd(8)} warm-up ${warmup}s, measure ${seconds}s ... `);
-        await run(concurrency, warmup, fn);
-        ownMs.length = 0;
-        const stats = await run(concurrency, seconds, fn);
-        const own = [...ownMs].sort((a, b) => a - b);
-        results.push({
-          case: c.name,
-          path,
-          stats,
-          bytes: path === 'function' ? bytes : 0,
-          own_p50_ms: path === 'function' ? Math.round(percentile(own, 50) * 100) / 100 : 0,
-        });
-        console.log(`p50 ${stats.p50_ms} ms`);
-      }
+    let readings = await store.collection.estimatedDocumentCount();
+    if (!realDb || values.load || readings === 0) {
+      await store.collection.deleteMany({});
+      await store.ensureIndexes();
+      const source = file ? readSensorCsv(file) : generateSensorData(sensor);
+      readings = (await loadReadings((b) => store.insert(b), source)).count;
+      console.log(`loaded ${readings} readings from ${file ?? `the generator (sensor ${sensor})`}`);
+    } else {
+      console.log(`using the ${readings} readings already in the database`);
     }
 
+    const paths = ['direct', 'process', ...extra.map((e) => e.path)];
+    const results: PathResult[] = [];
+    for (const c of CASES) {
+      const payload = JSON.stringify(c.body);
+      const bytes = new Map<string, number>();
+      const ops = new Map<string, () => Promise<void>>([
+        [
+          'direct',
+          async () => {
+            await c.direct(store.collection);
+          },
+        ],
+        ['process', httpPath(node.url, payload, (n) => bytes.set('process', n))],
+        ...extra.map((e) => [e.path, httpPath(e.url, payload, (n) => bytes.set(e.path, n))] as const),
+      ]);
+      process.stdout.write(`  ${c.name.padEnd(18)} warm-up ${warmup} s per path ...`);
+      for (const p of paths) await runFor({ workers: concurrency, durationMs: warmup * 1000, op: ops.get(p)! });
+      const lat = new Map<string, number[]>(paths.map((p) => [p, []]));
+      const elapsed = new Map<string, number>(paths.map((p) => [p, 0]));
+      for (let round = 0; round < rounds; round++) {
+        const order = paths.map((_, i) => paths[(i + round) % paths.length]!);
+        for (const p of order) {
+          const r = await runFor({ workers: concurrency, durationMs: seconds * 1000, op: ops.get(p)! });
+          lat.get(p)!.push(...r.latencies_ms);
+          elapsed.set(p, elapsed.get(p)! + r.elapsed_ms);
+        }
+        process.stdout.write(` round ${round + 1}`);
+      }
+      for (const p of paths) {
+        const l = lat.get(p)!;
+        results.push({
+          case: c.name,
+          path: p,
+          requests: l.length,
+          elapsed_ms: r2(elapsed.get(p)!),
+          ops_per_s: r2(l.length / (elapsed.get(p)! / 1000)),
+          latency_ms: summarize(l),
+          answer_bytes: bytes.get(p) ?? 0,
+        });
+      }
+      console.log(' done');
+    }
+
+    const of = (c: string, p: string) => results.find((r) => r.case === c && r.path === p)!;
+    const last = paths[paths.length - 1]!;
     const rows = CASES.map((c) => {
-      const d = results.find((r) => r.case === c.name && r.path === 'direct')!.stats;
-      const f = results.find((r) => r.case === c.name && r.path === 'function')!;
-      return {
-        case: c.name,
-        direct_p50_ms: d.p50_ms,
-        function_p50_ms: f.stats.p50_ms,
-        added_p50_ms: Math.round((f.stats.p50_ms - d.p50_ms) * 100) / 100,
-        direct_p99_ms: d.p99_ms,
-        function_p99_ms: f.stats.p99_ms,
-        direct_rps: d.throughput_rps,
-        function_rps: f.stats.throughput_rps,
-        throughput_lost_pct: Math.round((1 - f.stats.throughput_rps / d.throughput_rps) * 1000) / 10,
-        // Measured inside the function: its time for the request minus the time it waited for the database.
-        function_own_p50_ms: f.own_p50_ms,
-        answer_bytes: f.bytes,
-      };
+      const row: Record<string, string | number> = { case: c.name };
+      for (const p of paths) {
+        row[`${p}_p50_ms`] = r2(of(c.name, p).latency_ms.p50);
+        row[`${p}_rps`] = of(c.name, p).ops_per_s;
+      }
+      // each path against the one before it: what that hop adds
+      for (let i = 1; i < paths.length; i++) {
+        const [a, b] = [of(c.name, paths[i - 1]!), of(c.name, paths[i]!)];
+        row[`${b.path}_adds_p50_ms`] = r2(b.latency_ms.p50 - a.latency_ms.p50);
+      }
+      if (last !== 'process') {
+        const [p, f] = [of(c.name, 'process'), of(c.name, last)];
+        row[`${last}_vs_process_added_p50_ms`] = r2(f.latency_ms.p50 - p.latency_ms.p50);
+        row[`${last}_vs_process_throughput_lost_pct`] = Math.round((1 - f.ops_per_s / p.ops_per_s) * 1000) / 10;
+      } else {
+        const [d, p] = [of(c.name, 'direct'), of(c.name, 'process')];
+        row['process_throughput_lost_pct'] = Math.round((1 - p.ops_per_s / d.ops_per_s) * 1000) / 10;
+      }
+      return row;
     });
     console.log(
-      `\nbench-function: ${count} readings, ${concurrency} concurrent clients, ${seconds} s per cell (targets: added p50 <= 2 ms, throughput lost <= 10%)`,
+      `\nbench-function${values.label ? ` (${values.label})` : ''}: ${readings} readings, ${concurrency} concurrent clients, ${rounds} rounds x ${seconds} s per path and case, order rotated`,
     );
     console.table(rows);
-    const out = {
+    const out = resultsPath(values.name!);
+    writeResults(out, {
       benchmark: 'function',
-      database: process.env['MONGODB_URI'] ? 'MONGODB_URI' : 'mongo-java-server 1.47.0 (test server, scans without indexes)',
-      readings: count,
+      label: values.label || undefined,
+      host: hostInfo(),
+      database: realDb ? 'MONGODB_URI' : 'mongo-java-server 1.47.0 (test server, scans without indexes)',
+      readings,
       data: file ?? `generated sensor ${sensor}`,
       concurrency,
-      seconds,
+      seconds_per_round: seconds,
+      rounds,
+      warmup_s: warmup,
+      paths,
+      urls: Object.fromEntries([['process', node.url], ...extra.map((e) => [e.path, e.url])]),
       pinned: pinned ? { database_cpu: 0, function_and_client_cpu: 1 } : false,
       rows,
       raw: results,
       measured_at: new Date().toISOString(),
-    };
-    mkdirSync(dirname(values.out!), { recursive: true });
-    writeFileSync(values.out!, JSON.stringify(out, null, 2));
-    console.log(`written ${values.out}`);
+    });
+    console.log(`written ${out}`);
   } finally {
     await client.close();
     await node.stop();

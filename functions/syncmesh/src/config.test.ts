@@ -1,5 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from './config.js';
 
 const SECRET = 'config-test-mesh-secret-of-32-bytes-or-more';
@@ -61,4 +64,31 @@ test('config - a bad allow-list or deadline stops the start, naming the variable
   );
   // unset, it follows a long fan-out deadline
   assert.equal(loadConfig({ ...BASE, SYNCMESH_DEADLINE_MS: '120000' }).requestDeadlineMs, 125_000);
+});
+
+test('config - MONGODB_URI_FILE supplies the URI (credentials stay out of env); both set, unreadable or not a URI is refused without quoting it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'smf-cfg-'));
+  try {
+    const file = join(dir, 'mongodb-uri');
+    const uri = 'mongodb://fn-user:s3cret-Pa55@db.example:27017/?authSource=admin';
+    writeFileSync(file, `${uri}\n`);
+    assert.equal(loadConfig({ ...BASE, MONGODB_URI_FILE: file }).mongodbUri, uri);
+    const refused = (env: Record<string, string>, want: RegExp) =>
+      assert.throws(
+        () => loadConfig({ ...BASE, ...env }),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, 'EDGE_SYNCMESH_CONFIG');
+          assert.match(err.message, want);
+          assert.doesNotMatch(err.message, /s3cret-Pa55/, 'the message never shows the URI');
+          return true;
+        },
+      );
+    refused({ MONGODB_URI_FILE: file, MONGODB_URI: uri }, /MONGODB_URI and MONGODB_URI_FILE are both set/);
+    refused({ MONGODB_URI_FILE: join(dir, 'missing') }, /MONGODB_URI_FILE: cannot read .*missing: ENOENT/);
+    writeFileSync(file, 'http://fn-user:s3cret-Pa55@db.example/');
+    refused({ MONGODB_URI_FILE: file }, /MONGODB_URI_FILE: .* must hold a URI starting with mongodb:\/\//);
+    assert.equal(loadConfig({ ...BASE, MONGODB_URI_FILE: '' }).mongodbUri, 'mongodb://127.0.0.1:27017/?directConnection=true', 'empty = unset');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

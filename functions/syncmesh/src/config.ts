@@ -137,7 +137,7 @@ export interface Config {
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
+  const parsed = envSchema.safeParse(withMongoUriFromFile(env));
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: ${problems}`);
@@ -229,6 +229,40 @@ function configured<T>(variable: string, read: () => T): T {
 /** A key is optional, but when given it must have at least 32 bytes. */
 function optionalKey(key: string | undefined, what: string): string | undefined {
   return key === undefined ? undefined : checkSecret(key, what);
+}
+
+/**
+ * MONGODB_URI_FILE (on faasd the secret `mongodb-uri`, mounted at /var/openfaas/secrets/mongodb-uri)
+ * supplies MONGODB_URI, so a URI with credentials never sits in the environment. Setting both is a
+ * configuration error: which one should win would be a guess. The file must exist and hold the URI
+ * (surrounding white space trimmed). Messages never quote the URI (it may carry a password).
+ */
+function withMongoUriFromFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const file = env['MONGODB_URI_FILE'];
+  if (file === undefined || file === '') return env;
+  if (env['MONGODB_URI'] !== undefined && env['MONGODB_URI'] !== '') {
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      'invalid configuration: MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)',
+    );
+  }
+  let uri: string;
+  try {
+    uri = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: MONGODB_URI_FILE: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+      { cause: err },
+    );
+  }
+  if (!/^mongodb(\+srv)?:\/\//.test(uri)) {
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_CONFIG',
+      `invalid configuration: MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`,
+    );
+  }
+  return { ...env, MONGODB_URI: uri };
 }
 
 function readSecretFile(path: string, what = 'mesh secret'): string | undefined {

@@ -60,20 +60,26 @@ def plot_replication(data, out):
 
 def plot_function(data, out):
     rows = data["rows"]
+    paths = data.get("paths", ["direct", "process"])
     cases = [r["case"] for r in rows]
     x = range(len(rows))
-    fig, (lat, thr) = plt.subplots(1, 2, figsize=(11, 4))
-    lat.bar([i - 0.2 for i in x], [r["direct_p50_ms"] for r in rows], width=0.4, label="direct driver query")
-    lat.bar([i + 0.2 for i in x], [r["function_p50_ms"] for r in rows], width=0.4, label="through the function")
+    width = 0.8 / len(paths)
+    fig, (lat, thr) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for k, p in enumerate(paths):
+        offs = [i - 0.4 + width * (k + 0.5) for i in x]
+        lat.bar(offs, [r.get(f"{p}_p50_ms", 0) for r in rows], width=width, label=p)
+        thr.bar(offs, [r.get(f"{p}_rps", 0) for r in rows], width=width, label=p)
     lat.set_xticks(list(x), cases)
     lat.set_ylabel("p50 latency (ms)")
-    lat.legend()
-    thr.bar([i - 0.2 for i in x], [r["direct_rps"] for r in rows], width=0.4, label="direct driver query")
-    thr.bar([i + 0.2 for i in x], [r["function_rps"] for r in rows], width=0.4, label="through the function")
+    lat.legend(fontsize=8)
     thr.set_xticks(list(x), cases)
     thr.set_ylabel("requests/s")
-    thr.legend()
-    fig.suptitle(f"bench-function: {data.get('concurrency', '?')} concurrent clients, {data.get('readings', '?')} readings")
+    thr.legend(fontsize=8)
+    label = f" ({data['label']})" if data.get("label") else ""
+    fig.suptitle(
+        f"bench-function{label}: {data.get('concurrency', '?')} concurrent clients, {data.get('readings', '?')} readings, "
+        f"{data.get('rounds', 1)} rounds x {data.get('seconds_per_round', '?')} s per path, order rotated"
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 

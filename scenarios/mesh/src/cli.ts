@@ -10,6 +10,7 @@
  *   demo                     3 nodes, a collect and an aggregate query, a table, teardown
  *   bench                    sequential vs parallel fan-out for 3..30 nodes (regional profile)
  *   bench-replication        insert-on-origin to replica-on-subscriber latency and events/s, 1 and 5 subscribers
+ *   bench-function-faasd     the function benchmark on one faasd node: direct, bare process, watchdog, gateway, published port
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import { MeshError } from './errors.js';
 import { cut, down, requireState, restore, status, up } from './mesh.js';
 import { runBench } from './bench.js';
 import { runReplicationBench } from './bench-replication.js';
+import { runFunctionBenchFaasd } from './bench-function-faasd.js';
 import { runDemo } from './demo.js';
 
 const MB = 1024 * 1024;
@@ -121,13 +123,20 @@ async function main(argv: string[]): Promise<number> {
       return runDemo(cfg, progress);
     case 'bench':
     case 'bench-replication':
+    case 'bench-function-faasd':
       // a running start removes what it created; a running measurement ends at its next
       // request, and the bench tears its mesh down before it exits
       return interruptible('interrupted: stopping the benchmark and tearing its mesh down', (signal) =>
-        command === 'bench' ? runBench(cfg, progress, rest, signal) : runReplicationBench(cfg, progress, rest, signal),
+        command === 'bench'
+          ? runBench(cfg, progress, rest, signal)
+          : command === 'bench-replication'
+            ? runReplicationBench(cfg, progress, rest, signal)
+            : runFunctionBenchFaasd(cfg, progress, rest, signal),
       );
     default:
-      process.stderr.write('usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication\n');
+      process.stderr.write(
+        'usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication|bench-function-faasd\n',
+      );
       return 2;
   }
 }

@@ -41,8 +41,11 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
   const onSignal = () => ac.abort();
   process.on('SIGINT', onSignal);
   const t0 = performance.now();
+  let tUp = t0;
+  let tQueries = t0;
   try {
     const mesh = await up(cfg, { progress, signal: ac.signal });
+    tUp = performance.now();
     const entry = mesh.topology.nodes[0]!;
     const measure = async (body: Record<string, unknown>): Promise<[TimedAnswer, CaptureResult | null]> => {
       const capture = cfg.isolation === 'netns' ? await startCapture(mesh.plan) : null;
@@ -115,10 +118,15 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
       `  aggregate vs ${cfg.dataDir ? 'the CSV files' : "the nodes' databases"} computed directly: count ${expected.count}, avg temp ${fmt(expected.average_temperature, 3)} -> ${ok ? 'equal' : 'DIFFERENT'}`,
     );
     process.stdout.write(`\n${out.join('\n')}\n\n`);
+    tQueries = performance.now();
     return ok ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);
+    const tDown = performance.now();
     await down(cfg.stateRoot, cfg.name, progress);
-    progress(`demo finished in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const s = (a: number, b: number) => `${(Math.max(0, b - a) / 1000).toFixed(1)} s`;
+    progress(
+      `demo finished in ${s(t0, performance.now())} (${cfg.runtime} runtime): mesh up ${s(t0, tUp)}, warm-up + queries + check ${s(tUp, tQueries > tUp ? tQueries : tDown)}, teardown ${s(tDown, performance.now())}`,
+    );
   }
 }

@@ -16,6 +16,9 @@ const vars = {
   DEADLINE_MS: '15000',
   FORWARD_MODE: 'parallel',
   LOG_LEVEL: 'warn',
+  REQUEST_DEADLINE_MS: '20000',
+  REPLAY_WINDOW_MS: '30000',
+  WATCHDOG_TIMEOUT: '25s',
 };
 
 test('faasd stack - the repo stack.yml renders to one deployment with its secret, labels and limits', () => {
@@ -23,8 +26,14 @@ test('faasd stack - the repo stack.yml renders to one deployment with its secret
   assert.equal(rest.length, 0);
   assert.equal(fn!.service, 'syncmesh-fn');
   assert.equal(fn!.image, vars.FUNCTION_IMAGE);
-  assert.deepEqual(fn!.secrets, ['mesh-secret', 'write-key']);
+  assert.deepEqual(fn!.secrets, ['mesh-secret', 'write-key', 'mongodb-uri']);
   assert.equal(fn!.envVars['SYNCMESH_NODE_ID'], 'node-1');
+  // the MongoDB URI (it may carry credentials) comes from the secret, never from env
+  assert.equal(fn!.envVars['MONGODB_URI'], undefined);
+  assert.equal(fn!.envVars['MONGODB_URI_FILE'], '/var/openfaas/secrets/mongodb-uri');
+  assert.equal(fn!.envVars['SYNCMESH_REQUEST_DEADLINE_MS'], '20000');
+  assert.equal(fn!.envVars['SYNCMESH_REPLAY_WINDOW_MS'], '30000');
+  assert.equal(fn!.envVars['write_timeout'], '25s');
   assert.equal(fn!.envVars['SYNCMESH_MESH_SECRET_FILE'], '/var/openfaas/secrets/mesh-secret');
   assert.equal(fn!.envVars['SYNCMESH_WRITE_KEY_FILE'], '/var/openfaas/secrets/write-key');
   assert.equal(fn!.envVars['healthcheck_interval'], '1s');
@@ -82,4 +91,23 @@ test("faasd node - the listener signs /events for the function's node id, the ag
   assert.equal(env('listener')['LISTENER_FUNCTION_NODE_ID'], '${NODE_ID}');
   assert.equal(env('miso-agent')['MISO_NODE_ID'], '${NODE_ID}');
   assert.equal(env('miso-agent')['MISO_PEERS'], '${MISO_PEERS}');
+});
+
+test('faasd node - the listener and the agent read the MongoDB URI from the mounted mongodb-uri secret, never from env', () => {
+  const compose = parseYaml(readFileSync(join(FAASD_PATHS.nodeDir, 'docker-compose.yaml'), 'utf8')) as {
+    services: Record<string, { environment: string[]; volumes: { source: string; target: string }[] }>;
+  };
+  for (const svc of ['listener', 'miso-agent']) {
+    const s = compose.services[svc]!;
+    assert.ok(s.environment.includes('MONGODB_URI_FILE=/run/secrets/mongodb-uri'), svc);
+    assert.equal(
+      s.environment.some((kv) => kv.startsWith('MONGODB_URI=')),
+      false,
+      `${svc} has no MONGODB_URI`,
+    );
+    assert.ok(
+      s.volumes.some((v) => v.source === './secrets/mongodb-uri' && v.target === '/run/secrets/mongodb-uri'),
+      `${svc} mounts the secret`,
+    );
+  }
 });

@@ -7,7 +7,7 @@
  *
  * Order of `upFaasd` (state written before each step, so `down` can undo any prefix): preflight
  * -> bridge -> toxiproxy -> per node: namespace, node-prepare.sh, node-run.sh, gateway ready,
- * MongoDB ready, data, secrets (mesh-secret, write-key), function deployed and ready ->
+ * MongoDB ready, data, secrets (mesh-secret, write-key, mongodb-uri), function deployed and ready ->
  * registries (signed v2 for each node's id) -> link profile -> topology.json (with
  * "runtime": "faasd", "gateway_url", "basic_auth_file" and the mesh's "write_key_file").
  */
@@ -35,8 +35,12 @@ const log = moduleLogger('faasd');
 export const FAASD_NODE_ROLE = 'faasd-node';
 /** The function every node serves, as named in stack.yml. */
 export const FUNCTION_NAME = 'syncmesh-fn';
-/** faasd secrets the function reads (/var/openfaas/secrets/<name>): the mesh secret and the clients' write key. */
-export const FUNCTION_SECRETS = { meshSecret: 'mesh-secret', writeKey: 'write-key' } as const;
+/** faasd secrets the function reads (/var/openfaas/secrets/<name>): the mesh secret, the clients' write key and the MongoDB URI (it may carry credentials). */
+export const FUNCTION_SECRETS = { meshSecret: 'mesh-secret', writeKey: 'write-key', mongoUri: 'mongodb-uri' } as const;
+/** The function's own defaults (functions/syncmesh/src/config.ts), written out in stack.yml so an operator sees them. */
+const FUNCTION_REQUEST_DEADLINE_MIN_MS = 20_000;
+const FUNCTION_REQUEST_DEADLINE_MARGIN_MS = 5_000;
+const FUNCTION_REPLAY_WINDOW_MS = 30_000;
 /** Secret names OpenFaaS accepts (Kubernetes DNS-1123 labels). */
 const SECRET_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** A node's whole start (image import, faasd up, deploy) on a busy 2-core host. */
@@ -244,7 +248,12 @@ export function inNode(nodePid: number, argv: readonly string[], timeoutMs = 60_
 
 /** The values stack.yml may use for one node. */
 export function stackVars(cfg: MeshConfig, node: NodePlan, forwardMode: string): Record<string, string> {
+  const requestDeadlineMs = cfg.requestDeadlineMs ?? Math.max(FUNCTION_REQUEST_DEADLINE_MIN_MS, cfg.deadlineMs + FUNCTION_REQUEST_DEADLINE_MARGIN_MS);
   return {
+    REQUEST_DEADLINE_MS: String(requestDeadlineMs),
+    REPLAY_WINDOW_MS: String(cfg.replayWindowMs ?? FUNCTION_REPLAY_WINDOW_MS),
+    // the watchdog must not cut a request the function still answers itself (504 at the deadline)
+    WATCHDOG_TIMEOUT: `${Math.ceil((requestDeadlineMs + FUNCTION_REQUEST_DEADLINE_MARGIN_MS) / 1000)}s`,
     GATEWAY_URL: gatewayUrl(node),
     FUNCTION_IMAGE: readFileSync(join(faasdStateDir(node), 'function-image'), 'utf8').trim(),
     NODE_ID: node.id,
@@ -348,6 +357,8 @@ async function startNode(
   const gw = GatewayClient.forNode(node);
   await gw.upsertSecret(FUNCTION_SECRETS.meshSecret, secret);
   await gw.upsertSecret(FUNCTION_SECRETS.writeKey, readFileSync(writeKeyFileFor(secretFile), 'utf8').trim());
+  // the same URI the node's listener and agent read from their secret file (node-prepare.sh)
+  await gw.upsertSecret(FUNCTION_SECRETS.mongoUri, readFileSync(join(stateDir, 'var-lib-faasd', 'secrets', FUNCTION_SECRETS.mongoUri), 'utf8').trim());
   return rec;
 }
 

@@ -12,6 +12,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
 import { eventually, post, WRITE_KEY } from './harness.js';
@@ -27,6 +29,14 @@ async function freePort(): Promise<number> {
   const { port } = srv.address() as { port: number };
   await new Promise<void>((r) => srv.close(() => r()));
   return port;
+}
+
+/** SIGTERM to a child still running, and wait until it exited. */
+async function stopProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
 }
 
 async function status(url: string): Promise<number | null> {
@@ -83,11 +93,52 @@ test('startup - the function started before MongoDB keeps retrying, is not ready
     assert.deepEqual(r.body.errors ?? [], [], JSON.stringify(r.body));
     assert.equal((r.body.data!['sensorsAggregate'] as { count: number }).count, 1);
   } finally {
-    if (fn && fn.exitCode === null) {
-      const exited = once(fn, 'exit');
-      fn.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(fn);
     await db?.stop();
+  }
+});
+
+test('startup - a MongoDB URI with credentials from MONGODB_URI_FILE never appears in the environment or the logs (auth refused)', { skip }, async () => {
+  // the test server has no authentication: it refuses the SCRAM handshake, so the function keeps
+  // retrying and logging the failure; neither the password nor the URI may show up anywhere
+  const password = `smf-Pa55-${process.pid}-${Date.now()}`;
+  const dir = mkdtempSync(join(tmpdir(), 'smf-uri-'));
+  const [fnPort, dbPort] = [await freePort(), await freePort()];
+  let fn: ChildProcess | undefined;
+  let db: TestServer | undefined;
+  try {
+    db = await startTestServer({ port: dbPort });
+    const uriFile = join(dir, 'mongodb-uri');
+    writeFileSync(uriFile, `mongodb://syncmesh-fn:${password}@127.0.0.1:${dbPort}/?directConnection=true&authSource=admin\n`, { mode: 0o600 });
+    fn = spawn(process.execPath, [MAIN], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        PORT: String(fnPort),
+        HOST: '127.0.0.1',
+        MONGODB_URI_FILE: uriFile,
+        SYNCMESH_NODE_ID: 'uri-file',
+        SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
+        SYNCMESH_MESH_SECRET_FILE: '/nonexistent/syncmesh-test/mesh-secret',
+        LOG_LEVEL: 'debug',
+      },
+    });
+    let out = '';
+    fn.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+    fn.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const base = `http://127.0.0.1:${fnPort}`;
+    await eventually('the function listens', async () => (await status(`${base}/healthz`)) === 200, 20_000);
+    await eventually('two refused connects logged', async () => (out.match(/MongoDB not reachable yet/g) ?? []).length >= 2, 40_000);
+    assert.equal(await status(`${base}/readyz`), 503, 'not ready: the server refused the credentials');
+    assert.match(out, /saslStart|auth/i, 'the refusal is logged');
+    assert.match(out, /"mongodb":"mongodb:\/\/\*\*\*@127\.0\.0\.1/, 'the URI is logged with its credentials masked');
+    assert.equal(out.includes(password), false, 'the password is not in the logs');
+    const environ = readFileSync(`/proc/${fn.pid}/environ`, 'utf8');
+    assert.equal(environ.includes(password), false, 'the password is not in the environment');
+    assert.equal(/\bMONGODB_URI=/.test(environ), false, 'no MONGODB_URI in the environment');
+  } finally {
+    await stopProcess(fn);
+    await db?.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -21,13 +21,25 @@ import { down, status, up, type MeshHandle } from '../../src/mesh.js';
 import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
 import { readState } from '../../src/state.js';
-import { deployFunctions, FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode, mongoReady, restartFaasdNode } from '../../src/runtime-faasd.js';
+import {
+  deployFunctions,
+  FAASD_NODE_ROLE,
+  FAASD_PATHS,
+  GatewayClient,
+  inNode,
+  mongoReady,
+  renderStack,
+  restartFaasdNode,
+  stackVars,
+} from '../../src/runtime-faasd.js';
 import { MeshError } from '../../src/errors.js';
 import { cut, restore } from '../../src/mesh.js';
 import { listNodes, meta } from '../../src/client.js';
 import { MongoClient, ObjectId } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import { httpOk, run } from '@syncmesh-edge/lab';
+import { SDK_MAIN, type SdkClient } from '../../src/chaos-driver.js';
+import { pathToFileURL } from 'node:url';
 import {
   iptablesRules,
   leftovers,
@@ -97,6 +109,66 @@ async function taskPid(nodeId: string, service: string): Promise<number | null> 
   return row && row[2] === 'RUNNING' ? Number(row[1]) : null;
 }
 
+/** The container that serves `name` in a node's containerd namespace (a function being replaced may have two: the newest serves). */
+async function containerId(nodeId: string, ns: string, name: string): Promise<string> {
+  const ids = (await inNode(nodePid(nodeId), ['ctr', '-n', ns, 'containers', 'ls', '-q'])).stdout.split('\n').map((l) => l.trim());
+  const id = ids.includes(name)
+    ? name
+    : ids
+        .filter((i) => i.startsWith(`${name}.`))
+        .sort()
+        .pop();
+  assert.ok(id, `a container for ${name} in ${ns}: ${ids.join(' ')}`);
+  return id;
+}
+
+/** A unary SDK client on a node's MISO agent (its socket is bind-mounted from the node's state). */
+async function agentClient(nodeId: string): Promise<SdkClient> {
+  const sdk = (await import(pathToFileURL(SDK_MAIN).href)) as { MisoClient: new (socket: string, deadlineMs: number, transport: string) => SdkClient };
+  const node = readState(join(stateRoot, name))!.plan.nodes.find((x) => x.id === nodeId)!;
+  return new sdk.MisoClient(join(node.dir, 'faasd', 'var-lib-faasd', 'miso-agent', 'agent.sock'), 10_000, 'unary');
+}
+
+const CRDT = { fn: 'faasd-test', object: 'counters', name: 'hits' } as const;
+
+/** Adds n to the test's grow-only counter through a node's agent (retried while the agent restarts). */
+async function crdtAdd(nodeId: string, n: number): Promise<void> {
+  await pollUntil(`+${n} through ${nodeId}'s agent`, 60_000, async () => {
+    const c = await agentClient(nodeId);
+    try {
+      await c.register(CRDT.fn, `faasd-test-${nodeId}`);
+      await c.apply(CRDT.fn, CRDT.object, CRDT.name, 'gcounter', { op: 'add', n });
+      return true;
+    } catch (err) {
+      // a call that never reached the agent did nothing: retry; one the agent refused is a failure
+      if (!/UNAVAILABLE|ECONNREFUSED|ENOENT|No connection/i.test(String((err as Error).message))) throw err;
+      return false;
+    } finally {
+      c.close();
+    }
+  });
+}
+
+/** Waits until every node's agent reads `want` for the counter; returns the ms it took. */
+async function crdtConverged(want: number, deadlineMs = 60_000): Promise<number> {
+  const t0 = Date.now();
+  const seen: Record<string, unknown> = {};
+  await pollUntil(`every agent reads ${want} (last: ${JSON.stringify(seen)})`, deadlineMs, async () => {
+    for (const n of mesh.topology.nodes) {
+      const c = await agentClient(n.id);
+      try {
+        seen[n.id] = (await c.read(CRDT.fn, CRDT.object, CRDT.name, 'gcounter')).value;
+      } catch (err) {
+        seen[n.id] = String((err as Error).message).slice(0, 60);
+      } finally {
+        c.close();
+      }
+    }
+    return Object.values(seen).every((v) => v === want);
+  });
+  return Date.now() - t0;
+}
+
 async function pollUntil<T>(what: string, deadlineMs: number, check: () => Promise<T | null | false>): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
@@ -147,11 +219,8 @@ test('faasd mesh - the topology names the runtime, each gateway and its basic-au
     assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
     assert.match(readFileSync(n.basic_auth_file!, 'utf8'), /^admin:[A-Za-z0-9]{20,}$/);
   }
-  const s = await status(stateRoot, name);
-  assert.deepEqual(
-    s.nodes.map((n) => n.ready),
-    [true, true, true],
-  );
+  // status probes /readyz through each gateway with a 1 s timeout: on a loaded host one probe may miss it
+  await pollUntil('mesh-status reports every node ready', 30_000, async () => (await status(stateRoot, name)).nodes.every((n) => n.ready));
 });
 
 test('faasd mesh - /system/info reports the faasd provider and gateway built here; /system/functions lists syncmesh-fn', { skip }, async () => {
@@ -165,10 +234,44 @@ test('faasd mesh - /system/info reports the faasd provider and gateway built her
     const fn = fns.find((f) => f.name === 'syncmesh-fn');
     assert.ok(fn, `syncmesh-fn in ${JSON.stringify(fns)}`);
     assert.ok((fn.replicas ?? 0) >= 1, `replicas ${fn.replicas}`);
-    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key']);
+    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key', 'mongodb-uri']);
     // basic auth guards /system
     assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
   }
+});
+
+test('faasd mesh - the MongoDB URI reaches the function, listener and agent only through the mongodb-uri secret, never env', { skip }, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  const uri = readFileSync(join(node.dir, 'faasd', 'var-lib-faasd', 'secrets', 'mongodb-uri'), 'utf8').trim();
+  assert.match(uri, /^mongodb:\/\//);
+  const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
+  const fn = (await gw.functions()).find((f) => f.name === 'syncmesh-fn')!;
+  assert.equal(fn.envVars?.['MONGODB_URI'], undefined, 'no MONGODB_URI in the deployed env');
+  assert.equal(fn.envVars?.['MONGODB_URI_FILE'], '/var/openfaas/secrets/mongodb-uri');
+  // what containerd runs: the environment of every container of the node
+  for (const [ns, ctr] of [
+    ['openfaas-fn', 'syncmesh-fn'],
+    ['openfaas', 'listener'],
+    ['openfaas', 'miso-agent'],
+  ] as const) {
+    const info = JSON.parse((await inNode(nodePid(n.id), ['ctr', '-n', ns, 'containers', 'info', await containerId(n.id, ns, ctr)])).stdout) as {
+      Spec: { process: { env: string[] } };
+    };
+    const env = info.Spec.process.env;
+    assert.equal(
+      env.some((kv) => kv.startsWith('MONGODB_URI=') || kv.includes(uri)),
+      false,
+      `${ctr}: ${env.filter((kv) => kv.startsWith('MONGODB')).join(' ')}`,
+    );
+    assert.ok(
+      env.some((kv) => kv.startsWith('MONGODB_URI_FILE=')),
+      `${ctr} reads MONGODB_URI_FILE`,
+    );
+  }
+  const logs = (await gw.logs('syncmesh-fn', { tail: 500 })).map((l) => l.text).join('\n');
+  assert.equal(logs.includes(uri), false, 'the URI is not in the function log');
+  assert.ok(await httpOk(`${n.function_url}/readyz`, 5_000), 'the function connected with the URI from the secret');
 });
 
 test("faasd mesh - the aggregate through each node's gateway equals the value computed from the data", { skip }, async () => {
@@ -224,8 +327,19 @@ for (const [service, probe] of [
   test(`faasd mesh - kill -9 of the ${service}'s container task: it runs again within ${RESTART_WITHIN_MS / 1000} s`, { skip }, async () => {
     const n = mesh.topology.nodes[1]!;
     const before = await pollUntil(`${service} running`, 30_000, () => taskPid(n.id, service));
+    if (service === 'miso-agent') {
+      // CRDT state on every node before the kill: 3 + 5 + 7
+      for (const [id, k] of [
+        ['node-1', 3],
+        ['node-2', 5],
+        ['node-3', 7],
+      ] as const)
+        await crdtAdd(id, k);
+      await crdtConverged(15);
+    }
     const t0 = Date.now();
     process.kill(before, 'SIGKILL');
+    if (service === 'miso-agent') await crdtAdd('node-1', 11); // while node-2's agent is down
     const after = await pollUntil(`${service} restarted`, RESTART_WITHIN_MS, async () => {
       const p = await taskPid(n.id, service);
       return p !== null && p !== before && (await probe(n.address, p)) ? p : null;
@@ -241,6 +355,12 @@ for (const [service, probe] of [
         return /^edge_miso_peers\{state="connected"\} 2$/m.test(m);
       });
       process.stderr.write(`[faasd test] miso-agent on ${n.id}: connected to both peers ${Date.now() - t0} ms after the kill\n`);
+      // node-2 kept its own +5 (persisted in its MongoDB), learns the +11 made while it was down, and its new ops reach the others
+      await crdtAdd('node-2', 13);
+      const ms = await crdtConverged(3 + 5 + 7 + 11 + 13);
+      process.stderr.write(
+        `[faasd test] CRDT counter converged to 39 on all agents ${ms} ms after the restarted agent's op (${Date.now() - t0} ms after the kill)\n`,
+      );
     }
   });
 }
@@ -309,35 +429,95 @@ test('faasd mesh - bad deploy input (unknown image, missing or badly named secre
   assert.ok(await httpOk(`${mesh.topology.nodes[0]!.function_url}/readyz`, 5_000), 'the function still answers');
 });
 
-test('faasd mesh - a function update drains a query in flight (nothing lost) and the function answers again', { skip }, async () => {
+test('faasd mesh - an update returns in under 5 s while a query is in flight longer than that; the query is answered, new queries reach the new version', {
+  skip,
+}, async () => {
   const n = mesh.topology.nodes[0]!;
   const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
-  await cut(stateRoot, name, 'node-3'); // the query waits SYNCMESH_NODE_TIMEOUT_MS for node-3: long in flight
+  const pid = nodePid('node-1');
+  const gw = GatewayClient.forNode(node);
+  // a new image reference in the node (the same bytes under a new tag: a rebuilt image takes
+  // minutes) and a setting the new version answers differently: at most 1 root field per query
+  const oldRef = readFileSync(join(node.dir, 'faasd', 'function-image'), 'utf8').trim();
+  const newRef = `${oldRef}-update`;
+  await inNode(pid, ['ctr', '-n', 'openfaas-fn', 'images', 'tag', '--force', oldRef, newRef]);
+  const stack = readFileSync(FAASD_PATHS.stack, 'utf8');
+  const updated = stack
+    .replace('image: ${FUNCTION_IMAGE}', `image: ${newRef}`)
+    .replace('SYNCMESH_FORWARD_MODE: ${FORWARD_MODE}', 'SYNCMESH_FORWARD_MODE: ${FORWARD_MODE}\n      SYNCMESH_MAX_ROOT_FIELDS: "1"');
+  const [fn] = renderStack(updated, stackVars(cfg, node, 'parallel'));
+  const twoRootFields = {
+    query:
+      '{ a: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } b: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } }',
+  };
+  const containers = async () =>
+    (await inNode(pid, ['ctr', '-n', 'openfaas-fn', 'containers', 'ls', '-q'])).stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l === 'syncmesh-fn' || l.startsWith('syncmesh-fn.'));
+  const before = await containers();
+  assert.equal(before.length, 1, `one version serves before the update: ${before.join(' ')}`);
+  await cut(stateRoot, name, 'node-3'); // the query waits SYNCMESH_NODE_TIMEOUT_MS (10 s) for node-3
+  let inflightDone = 0;
   try {
     const t0 = Date.now();
-    const inflight = postFunction(n.function_url, aggregateRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 30_000 });
+    const inflight = postFunction(n.function_url, aggregateRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), {
+      timeoutMs: DEADLINE_MS + 30_000,
+    }).finally(() => (inflightDone = Date.now()));
     await new Promise((r) => setTimeout(r, 1_500));
     const tu = Date.now();
-    await deployFunctions(cfg, node, nodePid('node-1'), 'sequential'); // a changed deployment: PUT
+    assert.equal(await gw.deploy(fn!), 'updated');
     const updateMs = Date.now() - tu;
+    // while the old version still drains the query in flight, new queries reach the new one
+    const during = await postFunction(n.function_url, twoRootFields, { timeoutMs: 10_000 });
+    const duringAt = Date.now();
+    assert.equal(during.status, 400, `the new version (1 root field) answered: ${JSON.stringify(during.answer)}`);
+    assert.equal(during.answer.errors?.[0]?.extensions?.['code'], 'EDGE_SYNCMESH_QUERY_TOO_COSTLY');
+    assert.equal((await containers()).length, 2, 'the old version is still draining');
     const a = await inflight;
-    assert.deepEqual(a.answer.errors ?? [], [], 'the in-flight query was answered');
+    assert.deepEqual(a.answer.errors ?? [], [], 'the query in flight across the update was answered');
     assert.ok(aggregateOf(a).count > 0);
+    const inflightMs = inflightDone - t0;
     process.stderr.write(
-      `[faasd test] update with a query in flight for ${tu - t0} ms: function answering ${updateMs} ms after the PUT; the query took ${Date.now() - t0} ms and was answered\n`,
+      `[faasd test] update (PUT ${newRef}) returned ${updateMs} ms after it was sent, with a query in flight since ${tu - t0} ms; a new query hit the new version ${duringAt - tu} ms after the PUT; the query in flight took ${inflightMs} ms and was answered\n`,
     );
+    assert.ok(inflightMs > 5_000, `the query was in flight longer than 5 s (${inflightMs} ms)`);
+    assert.ok(duringAt < inflightDone, 'the new version answered while the old one was still draining');
+    assert.ok(updateMs < 5_000, `the update returned in ${updateMs} ms (must be under 5 s)`);
+    // the old version is removed once its query is done
+    const left = await pollUntil('the old version removed', 60_000, async () => {
+      const c = await containers();
+      return c.length === 1 ? c : null;
+    });
+    assert.notDeepEqual(left, before);
+    const fns = await gw.functions();
+    assert.equal(fns.find((f) => f.name === 'syncmesh-fn')?.image, newRef);
   } finally {
     await restore(stateRoot, name, 'node-3');
   }
+  // back to the original deployment, nothing in flight
   const tIdle = Date.now();
-  await deployFunctions(cfg, node, nodePid('node-1'), 'parallel');
+  await deployFunctions(cfg, node, pid, 'parallel');
   process.stderr.write(`[faasd test] update with nothing in flight: function answering ${Date.now() - tIdle} ms after the PUT\n`);
+  const again = await postFunction(n.function_url, twoRootFields, { timeoutMs: 10_000 });
+  assert.equal(again.status, 200, JSON.stringify(again.answer));
 });
 
 test('faasd mesh - a node restarted (faasd up and containerd stopped and started) keeps its data and registry', { skip }, async () => {
   const n = mesh.topology.nodes[2]!;
   const before = await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
   const peersBefore = (await listNodes(n.function_url, mesh.secret)).map((x) => x.id).sort();
+  // CRDT state before the restart (the agent test above left 39 when it ran): +17 through node-3
+  const crdtBase = await (async () => {
+    const c = await agentClient(n.id);
+    try {
+      return Number((await c.read(CRDT.fn, CRDT.object, CRDT.name, 'gcounter')).value ?? 0);
+    } finally {
+      c.close();
+    }
+  })();
+  await crdtAdd(n.id, 17);
+  await crdtConverged(crdtBase + 17);
   const s = await restartFaasdNode(readState(join(stateRoot, name))!, n.id);
   process.stderr.write(
     `[faasd test] ${n.id} restarted; after the start: gateway ${s.gatewayS.toFixed(1)} s, MongoDB ${s.mongoS.toFixed(1)} s, function ready ${s.functionS.toFixed(1)} s\n`,
@@ -349,6 +529,10 @@ test('faasd mesh - a node restarted (faasd up and containerd stopped and started
     timeoutMs: DEADLINE_MS + 10_000,
   });
   assert.equal(aggregateOf(a).count, (await expected(MONTH_START, MONTH_END)).count);
+  // the CRDT value survived the restart, and the restarted agent's new op reaches every node
+  await crdtAdd(n.id, 19);
+  const ms = await crdtConverged(crdtBase + 17 + 19);
+  process.stderr.write(`[faasd test] ${n.id}'s CRDT counter survived the restart; ${crdtBase + 36} on all agents ${ms} ms after its next op\n`);
 });
 
 test('faasd mesh - mesh-down leaves no process, namespace, cgroup, mount or iptables rule', { skip }, async () => {

@@ -1,0 +1,98 @@
+/**
+ * `make bench-function RUNTIME=faasd`: one faasd node (this package's faasd runtime, its data
+ * loaded as for any mesh), then the function benchmark (functions/syncmesh/scripts/bench.js) run
+ * inside the node's network namespace, so every path reaches the same database container the
+ * same way (its CNI address, no port proxy) and the hops of the faasd path can be measured one
+ * by one:
+ *   direct    driver -> MongoDB container
+ *   process   the function as a bare Node.js process in the node's namespace -> MongoDB
+ *   watchdog  of-watchdog in the function's container (its CNI address :8080) -> function
+ *   gateway   the gateway container (CNI address :8080/function/syncmesh-fn) -> provider -> watchdog
+ *   faasd     the published port (node address :8080, faasd up's port proxy) -> gateway -> ...: what a client uses
+ * The node is removed afterwards (also on failure or Ctrl-C).
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT, type MeshConfig } from './config.js';
+import { MeshError } from './errors.js';
+import { down, up, type Progress } from './mesh.js';
+import { faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, inNode } from './runtime-faasd.js';
+import { readState } from './state.js';
+import { run } from './sys.js';
+
+const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
+
+/** The address of a compose service in a faasd node (faasd up writes /var/lib/faasd/hosts). */
+function serviceAddress(stateDir: string, service: string): string {
+  const hosts = readFileSync(join(stateDir, 'var-lib-faasd', 'hosts'), 'utf8');
+  const line = hosts.split('\n').find((l) => l.trim().split(/\s+/).slice(1).includes(service));
+  if (!line) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for ${service} in the node's hosts file`);
+  return line.trim().split(/\s+/)[0]!;
+}
+
+/** The CNI address of the function's serving task (the newest running syncmesh-fn container). */
+async function functionAddress(nodePid: number): Promise<string> {
+  const { stdout } = await inNode(nodePid, ['ctr', '-n', 'openfaas-fn', 'tasks', 'ls']);
+  const rows = stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => (f[0] === FUNCTION_NAME || f[0]?.startsWith(`${FUNCTION_NAME}.`)) && f[2] === 'RUNNING')
+    .sort((a, b) => (a[0]! < b[0]! ? 1 : -1));
+  const pid = rows[0]?.[1];
+  if (!pid) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no running ${FUNCTION_NAME} task: ${stdout}`);
+  const ip = (await run('nsenter', ['-t', pid, '-n', 'ip', '-4', '-o', 'addr', 'show', 'scope', 'global'], { timeoutMs: 10_000 })).stdout.match(
+    /inet (\d+\.\d+\.\d+\.\d+)/,
+  )?.[1];
+  if (!ip) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for the ${FUNCTION_NAME} task ${pid}`);
+  return ip;
+}
+
+export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
+  const cfg: MeshConfig = { ...base, nodes: 1, latency: 'none', runtime: 'faasd' };
+  const mesh = await up(cfg, { progress, signal });
+  try {
+    const state = readState(mesh.plan.stateDir)!;
+    const node = state.plan.nodes[0]!;
+    const nodePid = state.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === node.id)!.pid;
+    const stateDir = faasdStateDir(node);
+    const mongo = serviceAddress(stateDir, 'mongodb');
+    const gateway = serviceAddress(stateDir, 'gateway');
+    const fn = await functionAddress(nodePid);
+    const http = [
+      `watchdog=http://${fn}:8080/`,
+      `gateway=http://${gateway}:8080/function/${FUNCTION_NAME}`,
+      `faasd=http://${node.addr}:8080/function/${FUNCTION_NAME}`,
+    ];
+    progress(`benchmark in ${node.netns}: database ${mongo}, function task ${fn}, gateway ${gateway}, published ${node.addr}:8080`);
+    const args = [
+      'netns',
+      'exec',
+      node.netns!,
+      process.execPath,
+      BENCH,
+      '--name',
+      'function-faasd',
+      '--label',
+      'faasd node',
+      ...http.flatMap((h) => ['--http', h]),
+      ...argv,
+    ];
+    const code = await new Promise<number>((resolve) => {
+      const child = spawn('ip', args, {
+        stdio: 'inherit',
+        env: { ...process.env, MONGODB_URI: `mongodb://${mongo}:27017/?directConnection=true` },
+      });
+      const stop = () => child.kill('SIGTERM');
+      signal.addEventListener('abort', stop, { once: true });
+      child.once('exit', (c) => {
+        signal.removeEventListener('abort', stop);
+        resolve(c ?? 1);
+      });
+      child.once('error', () => resolve(127));
+    });
+    return code;
+  } finally {
+    await down(cfg.stateRoot, mesh.plan.name, progress);
+  }
+}
