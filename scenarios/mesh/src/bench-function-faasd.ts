@@ -19,7 +19,7 @@ import { MeshError } from './errors.js';
 import { down, up, type Progress } from './mesh.js';
 import { faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, inNode } from './runtime-faasd.js';
 import { readState } from './state.js';
-import { run } from './sys.js';
+import { run } from '@syncmesh-edge/lab';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
 
