@@ -75,7 +75,7 @@ topology() {  # topology INVENTORY: .mesh/topology.json for the mesh of that inv
 agents_peers() {
   local inv=$1 want=$(($2 - 1)) out
   out=$(ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible -i "$inv" syncmesh_nodes -o -m ansible.builtin.shell -a \
-    "set -o pipefail; ip=\$(awk '\$2 == \"miso-agent\" {print \$1}' /var/lib/faasd/hosts | head -1); python3 -c \"import urllib.request,sys; t=urllib.request.urlopen('http://'+sys.argv[1]+':9464/metrics',timeout=5).read().decode(); print([l for l in t.splitlines() if l.startswith('edge_miso_peers{state=\\\"live\\\"}')][0])\" \$ip") || { echo "$out"; return 1; }
+    "set -o pipefail; ip=\$(awk '\$2 == \"miso-agent\" {print \$1}' /var/lib/faasd/hosts | tail -1); python3 -c \"import urllib.request,sys; t=urllib.request.urlopen('http://'+sys.argv[1]+':9464/metrics',timeout=5).read().decode(); print([l for l in t.splitlines() if l.startswith('edge_miso_peers{state=\\\"live\\\"}')][0])\" \$ip") || { echo "$out"; return 1; }
   echo "$out"
   (( $(grep -cE "edge_miso_peers\{state=\"live\"\} $want\b" <<<"$out") == $2 ))
 }
