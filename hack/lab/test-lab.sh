@@ -71,13 +71,13 @@ topology() {  # topology INVENTORY: .mesh/topology.json for the mesh of that inv
   python3 hack/lab/topology.py .lab/inventory.json "$PWD/.lab/.secrets/mesh-secret" .mesh/topology.json &&
   python3 -c 'import json,sys; t=json.load(open(".mesh/topology.json")); print("\n".join(n["id"]+" "+n["function_url"] for n in t["nodes"]))'
 }
-# agents_peers INVENTORY HOSTS: every MISO agent of the mesh has HOSTS-1 live peers (its metrics).
+# agents_peers INVENTORY HOSTS: every MISO agent of the mesh has HOSTS-1 connected peers (its metrics).
 agents_peers() {
   local inv=$1 want=$(($2 - 1)) out
   out=$(ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible -i "$inv" syncmesh_nodes -o -m ansible.builtin.shell -a \
-    "set -o pipefail; ip=\$(awk '\$2 == \"miso-agent\" {print \$1}' /var/lib/faasd/hosts | tail -1); python3 -c \"import urllib.request,sys; t=urllib.request.urlopen('http://'+sys.argv[1]+':9464/metrics',timeout=5).read().decode(); print([l for l in t.splitlines() if l.startswith('edge_miso_peers{state=\\\"live\\\"}')][0])\" \$ip") || { echo "$out"; return 1; }
+    "ip=\$(awk '\$2 == \"miso-agent\" {print \$1}' /var/lib/faasd/hosts | tail -1); python3 -c \"import urllib.request,sys; t=urllib.request.urlopen('http://'+sys.argv[1]+':9464/metrics',timeout=5).read().decode(); print([l for l in t.splitlines() if l.startswith('edge_miso_peers{state=\\\"connected\\\"}')][0])\" \$ip") || { echo "$out"; return 1; }
   echo "$out"
-  (( $(grep -cE "edge_miso_peers\{state=\"live\"\} $want\b" <<<"$out") == $2 ))
+  (( $(grep -cE "edge_miso_peers\{state=\"connected\"\} $want\b" <<<"$out") == $2 ))
 }
 # quiet_host HOST_ADDR SECONDS CMD...: runs CMD while capturing on the host's veth; fails if any other
 # lab host sent it an IP packet meanwhile (the controller, .1, may: it runs the playbooks).
@@ -125,16 +125,16 @@ step "site.yml cold on 3 hosts" converge .lab/inventory-3.yml 3 0 site.yml
 step "site.yml again (changed=0)" converge .lab/inventory-3.yml 3 1 site.yml
 step "topology.json (3 nodes)" topology .lab/inventory-3.yml
 step "verify.yml with data (3 nodes)" playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
-step "agents: 2 live peers each" agents_peers .lab/inventory-3.yml 3
+step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
 step "add-node.yml (${prefix}4 joins)" converge .lab/inventory-4.yml 4 0 add-node.yml -e syncmesh_new_node="${prefix}4"
 step "topology.json (4 nodes)" topology .lab/inventory-4.yml
 step "verify.yml with data (4 nodes)" playbook .lab/inventory-4.yml verify.yml -e verify_readings="$readings"
-step "agents: 3 live peers each" agents_peers .lab/inventory-4.yml 4
+step "agents: 3 connected peers each" agents_peers .lab/inventory-4.yml 4
 step "remove-node.yml (${prefix}4 leaves)" converge .lab/inventory-4.yml 4 0 remove-node.yml -e syncmesh_old_node="${prefix}4"
 step "topology.json (3 nodes)" topology .lab/inventory-3.yml
 step "verify.yml with data (3 nodes), nothing reaches ${prefix}4" quiet_host "$subnet.14" "${prefix}4-h" \
   playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
-step "agents: 2 live peers each" agents_peers .lab/inventory-3.yml 3
+step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
 step "next bundle (new function, listener, agent versions)" hack/lab/next-bundle.sh "$bundle/payload" .lab/bundle-next
 "$venv/bin/python3" hack/lab/mesh-poll.py .mesh/topology.json 1 > "$logs/poll.json" 2> "$logs/poll.err" &
 poller=$!
