@@ -51,6 +51,8 @@ for dev in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "
 done
 ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
 rm -rf "$LAB_DIR"
+# the topology make provision / test-lab wrote for the lab (mesh "ansible"); a local mesh's stays
+if [[ -f .mesh/topology.json ]] && grep -q '"mesh": "ansible"' .mesh/topology.json; then rm -f .mesh/topology.json; fi
 # nspawn's mount-propagation folders (it refuses to remove them itself when /run is not a tmpfs)
 for d in /run/systemd/nspawn/propagate/"$LAB_PREFIX"[0-9]*; do [[ -d $d ]] && rm -rf --one-file-system "$d"; done
-echo "lab-down: no lab host, namespace, veth, bridge or mount left"
+echo "lab-down: no lab host, namespace, veth, bridge, mount or lab topology left"

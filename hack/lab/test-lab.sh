@@ -1,40 +1,153 @@
 #!/usr/bin/env bash
-# make test-lab: boots 3 bare lab hosts, converges site.yml from the offline bundle (stage
-# LAB_TEST_TAGS, default "runtime": base + containerd; the mesh stage needs the faasd-node
-# outputs), runs it again and requires changed=0 on every host (idempotence), checks that a
-# container runs on every host, and removes the lab. Prints the time of each step.
+# make test-lab: the whole life of a provisioned mesh on bare lab hosts, as one script.
+#   bundle tarball -> lab-up (4 hosts) -> site.yml on 3 of them from the unpacked bundle (the hosts
+#   reach nothing but this machine) -> site.yml again (changed=0 on every host) -> topology.json ->
+#   verify.yml with data -> add-node.yml (the 4th joins) -> verify with data on 4 + agents' peers ->
+#   remove-node.yml (it leaves) -> verify with data on 3 while nothing may reach the removed host ->
+#   upgrade.yml to a next bundle (new function, listener and agent versions), rolling, while a
+#   poller asks the mesh through every node -> the new versions run, verify with data -> lab-down
+#   leaves nothing.
+# Prints each step as it starts and its time when done, and a table of times at the end. Logs per
+# step in .cache/lab/test-lab/. Needs root, the bundle inputs (make faasd-bins images), the venv.
+#
+# Env: LAB_TEST_READINGS (20 readings per node per verify run), LAB_TEST_KEEP (1: leave the lab up
+# at the end or after a failure, for a look; make lab-down removes it).
 set -o errexit -o nounset -o pipefail
 
-LAB_TEST_TAGS=${LAB_TEST_TAGS:-runtime}
 venv=${ANSIBLE_VENV:-$PWD/.cache/ansible-venv}
-export ANSIBLE_CONFIG=$PWD/ansible/ansible.cfg PATH=$venv/bin:$PATH ANSIBLE_NOCOLOR=1
-log=.cache/lab/test-lab.log; mkdir -p .cache/lab; : > "$log"
-trap 'hack/lab/lab-down.sh >/dev/null 2>&1 || true' EXIT
-step() { local t0=$SECONDS; "$@" >> "$log" 2>&1 || { echo "test-lab: '$*' failed; see $log" >&2; tail -40 "$log" >&2; exit 1; }; echo "  $(( SECONDS - t0 )) s"; }
+readings=${LAB_TEST_READINGS:-20}
+keep=${LAB_TEST_KEEP:-0}
+prefix=${LAB_PREFIX:-smn}
+subnet=${LAB_SUBNET:-10.231.77}
+export PATH=$venv/bin:$PATH ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+logs=.cache/lab/test-lab; rm -rf "$logs"; mkdir -p "$logs"
+poller=""
+cleanup() {
+  [[ -n $poller ]] && kill "$poller" 2>/dev/null || true
+  if [[ $keep == 1 ]]; then echo "test-lab: LAB_TEST_KEEP=1: the lab stays up (make lab-down removes it)"; else hack/lab/lab-down.sh >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+names=() times=() n=0 t_all=$SECONDS
+# step NAME CMD...: runs CMD with its output in its own log; prints the time, or the log's end on failure.
+step() {
+  local name=$1 t0=$SECONDS log; shift
+  n=$((n + 1)); log=$(printf '%s/%02d-%s.log' "$logs" "$n" "${name// /-}")
+  echo "test-lab: [$n] $name"
+  if ! "$@" > "$log" 2>&1; then
+    echo "test-lab: [$n] $name FAILED after $((SECONDS - t0)) s; the end of $log:" >&2
+    tail -40 "$log" >&2
+    exit 1
+  fi
+  names+=("$name"); times+=($((SECONDS - t0)))
+  echo "  done in $((SECONDS - t0)) s"
+}
+# recap_ok LOG HOSTS WANT_CHANGED0: every host of the play recap has failed=0 (and changed=0 when asked).
+recap_ok() {
+  local log=$1 hosts=$2 want_unchanged=$3 recap
+  recap=$(grep -E "^${prefix}[0-9]+ +: ok=" "$log") || { echo "no play recap in $log" >&2; return 1; }
+  echo "$recap" | sed 's/^/  /'
+  (( $(grep -c ' failed=0 ' <<<"$recap") == hosts )) || { echo "a host failed" >&2; return 1; }
+  if [[ $want_unchanged == 1 ]] && (( $(grep -c ' changed=0 ' <<<"$recap") != hosts )); then
+    echo "test-lab: not idempotent: these tasks changed something:" >&2
+    grep -E '^(changed|TASK)' "$log" | grep -B1 '^changed' >&2 || true
+    return 1
+  fi
+}
+playbook() {  # playbook INVENTORY PLAYBOOK ARGS...: from the unpacked bundle, with its ansible.cfg
+  local inv=$1 pb=$2; shift 2
+  ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible-playbook -i "$inv" "$bundle/ansible/$pb" "$@"
+}
+converge() {  # converge INVENTORY HOSTS WANT_CHANGED0 PLAYBOOK ARGS...
+  local inv=$1 hosts=$2 unchanged=$3 log; shift 3
+  log=$(mktemp "$logs/run.XXXXXX")
+  playbook "$inv" "$@" > "$log" 2>&1 && rc=0 || rc=$?
+  cat "$log"; echo "--- recap"
+  recap_ok "$log" "$hosts" "$unchanged" && (( rc == 0 ))
+}
+topology() {  # topology INVENTORY: .mesh/topology.json for the mesh of that inventory
+  mkdir -p .mesh &&
+  ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible-inventory -i "$1" --list > .lab/inventory.json &&
+  python3 hack/lab/topology.py .lab/inventory.json "$PWD/.lab/.secrets/mesh-secret" .mesh/topology.json &&
+  python3 -c 'import json,sys; t=json.load(open(".mesh/topology.json")); print("\n".join(n["id"]+" "+n["function_url"] for n in t["nodes"]))'
+}
+# agents_peers INVENTORY HOSTS: every MISO agent of the mesh has HOSTS-1 connected peers (its metrics).
+agents_peers() {
+  local inv=$1 want=$(($2 - 1)) out
+  out=$(ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible -i "$inv" syncmesh_nodes -o -m ansible.builtin.shell -a \
+    "ip=\$(awk '\$2 == \"miso-agent\" {print \$1}' /var/lib/faasd/hosts | tail -1); python3 -c \"import urllib.request,sys; t=urllib.request.urlopen('http://'+sys.argv[1]+':9464/metrics',timeout=5).read().decode(); print([l for l in t.splitlines() if l.startswith('edge_miso_peers{state=\\\"connected\\\"}')][0])\" \$ip") || { echo "$out"; return 1; }
+  echo "$out"
+  (( $(grep -cE "edge_miso_peers\{state=\"connected\"\} $want\b" <<<"$out") == $2 ))
+}
+# quiet_host HOST_ADDR SECONDS CMD...: runs CMD while capturing on the host's veth; fails if any other
+# lab host sent it an IP packet meanwhile (the controller, .1, may: it runs the playbooks).
+quiet_host() {
+  local addr=$1 ifname=$2; shift 2
+  local cap=$logs/quiet.pcap
+  tcpdump -i "$ifname" -n -w "$cap" "ip and dst host $addr and src net $subnet.0/24 and not src host $subnet.1" 2>"$logs/tcpdump.err" &
+  local tpid=$!
+  sleep 1
+  "$@" && rc=0 || rc=$?
+  kill "$tpid"; wait "$tpid" 2>/dev/null || true
+  local packets
+  packets=$(tcpdump -r "$cap" -n 2>/dev/null | wc -l)
+  echo "packets from the other lab hosts to $addr while checking: $packets"
+  tcpdump -r "$cap" -n 2>/dev/null | head -5
+  (( rc == 0 && packets == 0 ))
+}
+upgraded() {  # upgraded INVENTORY HOSTS SUFFIX: every node runs the function, listener and agent of the next version
+  local out
+  out=$(ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible -i "$1" syncmesh_nodes -o -m ansible.builtin.shell -a \
+    "ctr -n openfaas-fn containers ls | awk 'NR>1 {print \$2}'; ctr -n openfaas containers ls | awk 'NR>1 {print \$2}' | grep -E 'listener|miso-agent'") || { echo "$out"; return 1; }
+  echo "$out"
+  (( $(grep -o "syncmesh-fn:[^ ]*-$3" <<<"$out" | wc -l) >= $2 && $(grep -o "listener:[^ ]*-$3" <<<"$out" | wc -l) == $2 \
+     && $(grep -o "miso-agent:[^ ]*-$3" <<<"$out" | wc -l) == $2 ))
+}
+nothing_left() {
+  local left
+  left=$( { ip netns list | grep -E "^${prefix}[0-9]+" || true; ip -o link show | grep -oE " ${prefix}[0-9a-z-]+" || true;
+    pgrep -f "systemd-nspawn .*--machine=${prefix}[0-9]" || true; [[ -e .lab ]] && echo ".lab"; [[ -e .mesh/topology.json ]] && grep -l '"mesh": "ansible"' .mesh/topology.json || true; } )
+  [[ -z $left ]] || { echo "left behind: $left"; return 1; }
+  echo "nothing left"
+}
 
 hack/lab/lab-down.sh > /dev/null
-echo "test-lab: bundle (apt repositories for bookworm/amd64)"
-step env BUNDLE_ARCHES=amd64 hack/bundle/build.sh
-echo "test-lab: lab-up (3 hosts)"
-step env LAB_HOSTS=3 hack/lab/lab-up.sh
-echo "test-lab: converge (tags $LAB_TEST_TAGS)"
-step ansible-playbook -i .lab/inventory.yml ansible/site.yml --tags "$LAB_TEST_TAGS"
-echo "test-lab: second run (must report changed=0 on every host)"
-t0=$SECONDS
-ansible-playbook -i .lab/inventory.yml ansible/site.yml --tags "$LAB_TEST_TAGS" > .cache/lab/test-lab-rerun.log 2>&1
-echo "  $(( SECONDS - t0 )) s"
-recap=$(grep -E '^smn[0-9]+ +: ok=' .cache/lab/test-lab-rerun.log)
-echo "$recap" | sed 's/^/  /'
-[[ $(grep -c 'changed=0 ' <<<"$recap") == 3 && $(grep -c 'failed=0 ' <<<"$recap") == 3 ]] \
-  || { echo "test-lab: the second run changed or failed something" >&2; grep -B3 -E '^changed:' .cache/lab/test-lab-rerun.log >&2 || true; exit 1; }
-echo "test-lab: a container runs on every host (containerd + runc + overlayfs + cgroups inside nspawn)"
-image=$(hack/lab/test-image.sh)
-step ansible -i .lab/inventory.yml syncmesh_nodes -m ansible.builtin.copy -a "src=$image dest=/var/tmp/lab-test.oci.tar mode=0644"
-step ansible -i .lab/inventory.yml syncmesh_nodes -m ansible.builtin.command \
-  -a "ctr --namespace syncmesh-lab-test images import --base-name localhost/lab-test /var/tmp/lab-test.oci.tar"
-out=$(ansible -i .lab/inventory.yml syncmesh_nodes -m ansible.builtin.command \
-  -a "ctr --namespace syncmesh-lab-test run --rm --memory-limit 67108864 localhost/lab-test:test t1 /bin/sh -c 'echo container-ran-on-\$(hostname)'" 2>&1) || true
-echo "$out" >> "$log"
-[[ $(grep -c '^container-ran-on-' <<<"$out") == 3 ]] || { echo "test-lab: a container did not run on every host:" >&2; echo "$out" >&2; exit 1; }
-echo "  ran on 3 hosts"
-echo "test-lab: passed"
+version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+tarball=.cache/bundle/syncmesh-edge-bundle-$version.tar
+step "bundle" env BUNDLE_STRICT=1 hack/bundle/build.sh
+step "lab-up 4 hosts" env LAB_HOSTS=4 LAB_PREFIX="$prefix" LAB_SUBNET="$subnet" hack/lab/lab-up.sh
+bundle=$PWD/.lab/bundle/syncmesh-edge
+step "unpack the bundle" tar -xf "$tarball" -C "$(mkdir -p .lab/bundle && echo .lab/bundle)"
+python3() { "$venv/bin/python3" "$@"; }
+python3 hack/lab/inventory.py .lab/inventory.yml .lab/inventory-3.yml "${prefix}1,${prefix}2,${prefix}3"
+cp .lab/inventory.yml .lab/inventory-4.yml
+step "site.yml cold on 3 hosts" converge .lab/inventory-3.yml 3 0 site.yml
+step "site.yml again (changed=0)" converge .lab/inventory-3.yml 3 1 site.yml
+step "topology.json (3 nodes)" topology .lab/inventory-3.yml
+step "verify.yml with data (3 nodes)" playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
+step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
+step "add-node.yml (${prefix}4 joins)" converge .lab/inventory-4.yml 4 0 add-node.yml -e syncmesh_new_node="${prefix}4"
+step "topology.json (4 nodes)" topology .lab/inventory-4.yml
+step "verify.yml with data (4 nodes)" playbook .lab/inventory-4.yml verify.yml -e verify_readings="$readings"
+step "agents: 3 connected peers each" agents_peers .lab/inventory-4.yml 4
+step "remove-node.yml (${prefix}4 leaves)" converge .lab/inventory-4.yml 4 0 remove-node.yml -e syncmesh_old_node="${prefix}4"
+step "topology.json (3 nodes)" topology .lab/inventory-3.yml
+step "verify.yml with data (3 nodes), nothing reaches ${prefix}4" quiet_host "$subnet.14" "${prefix}4-h" \
+  playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
+step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
+step "next bundle (new function, listener, agent versions)" hack/lab/next-bundle.sh "$bundle/payload" .lab/bundle-next
+"$venv/bin/python3" hack/lab/mesh-poll.py .mesh/topology.json 1 > "$logs/poll.json" 2> "$logs/poll.err" &
+poller=$!
+step "upgrade.yml (rolling, one node at a time)" converge .lab/inventory-3.yml 3 0 upgrade.yml -e syncmesh_bundle_dir="$PWD/.lab/bundle-next/payload"
+kill "$poller"; wait "$poller" || true; poller=""
+echo "  the mesh during the upgrade (a query every second, round robin over the nodes): $(cat "$logs/poll.json")"
+step "every node runs the new versions" upgraded .lab/inventory-3.yml 3 lab-next
+step "verify.yml with data after the upgrade" playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
+if [[ $keep != 1 ]]; then
+  step "lab-down" hack/lab/lab-down.sh
+  step "nothing left" nothing_left
+fi
+echo "test-lab: passed in $((SECONDS - t_all)) s"
+printf '\n| step | seconds |\n| --- | ---: |\n'
+for i in "${!names[@]}"; do printf '| %s | %s |\n' "${names[$i]}" "${times[$i]}"; done
+printf '| **total** | **%s** |\n' "$((SECONDS - t_all))"

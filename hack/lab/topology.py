@@ -3,10 +3,14 @@
 src/topology.ts) plus "runtime": "faasd", so mesh clients and scenarios run against it.
 
     topology.py INVENTORY_JSON MESH_SECRET_FILE OUT      (INVENTORY_JSON from ansible-inventory --list)
+
+The write key (data writes: Authorization: Bearer) is the file "write-key" beside the mesh secret,
+where the syncmesh_node role generates it (inventory_dir/.secrets/).
 """
 
 import datetime
 import json
+import os
 import sys
 
 inventory_json, secret_file, out = sys.argv[1:4]
@@ -45,6 +49,7 @@ topology = {
     "forward_mode": "parallel",
     "toxiproxy_api": None,
     "secret_file": secret_file,
+    "write_key_file": os.path.join(os.path.dirname(secret_file), "write-key"),
     "created_at": datetime.datetime.now(datetime.UTC).isoformat(),
     "nodes": nodes,
 }
