@@ -405,3 +405,9 @@ image-vm: faasd-bins images appliance-tools ## x86-64 appliance VM image (root):
 .PHONY: test-appliance
 test-appliance: build tools image-vm ## Appliance tier (root): boots 3 VMs + 1 with a bad node file (QEMU TCG), exact mesh checks, teardown.
 	images/appliance/test/test-vm.sh
+
+.PHONY: test-appliance-unit
+test-appliance-unit: ## The appliance's node-file validator (Python unittest, no VM; under a second).
+	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s images/appliance/node
+
+test: test-appliance-unit
