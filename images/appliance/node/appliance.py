@@ -407,6 +407,8 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     resolv = f"{STATE}/resolv.conf" if os.path.exists(f"{STATE}/resolv.conf") else "/run/systemd/resolve/resolv.conf"
     if os.path.exists(resolv):
         shutil.copyfile(resolv, f"{NODE_STATE}/var-lib-faasd/resolv.conf")
+    else:  # functions bind-mount it: it must exist (as the Ansible role's default)
+        write_file(f"{NODE_STATE}/var-lib-faasd/resolv.conf", "nameserver 127.0.0.1\n")
     write_status(message="starting containerd and importing the bundled images (first boot: a few minutes)")
     sh("systemctl", "start", "containerd.service")
     wait_for("containerd", lambda: sh("ctr", "version", check=False).returncode == 0, 120)
@@ -429,7 +431,7 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
         "GATEWAY_URL": GATEWAY,
         "FUNCTION_IMAGE": open(f"{NODE_STATE}/function-image", encoding="utf-8").read().strip(),
         "NODE_ID": nid,
-        "NODE_TIMEOUT_MS": os.environ.get("SYNCMESH_NODE_TIMEOUT_MS", "10000"),
+        "NODE_TIMEOUT_MS": os.environ.get("SYNCMESH_NODE_TIMEOUT_MS", "20000"),
         "DEADLINE_MS": os.environ.get("SYNCMESH_DEADLINE_MS", "25000"),
         "FORWARD_MODE": os.environ.get("SYNCMESH_FORWARD_MODE", "parallel"),
         "LOG_LEVEL": node["log_level"],

@@ -179,9 +179,18 @@ for i in 1 2 3 4; do
 done
 
 health() { curl -s --max-time 5 "http://$NET.1$1:8099/health" || true; }
-field() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read() or "{}"); v=d; 
-for k in sys.argv[1].split("."): v=v.get(k) if isinstance(v,dict) else None
-print("" if v is None else (json.dumps(v) if isinstance(v,(dict,list)) else v))' "$1"; }
+# one field of a JSON document on stdin ("" when absent or not JSON: the VM is still booting)
+field() {
+  python3 -c '
+import json, sys
+try:
+    v = json.loads(sys.stdin.read().strip() or "{}")
+except ValueError:
+    v = {}
+for k in sys.argv[1].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else v))' "$1"
+}
 
 declare -A ready_at
 deadline=$(( $(date +%s) + READY_S ))
