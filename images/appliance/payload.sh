@@ -94,7 +94,7 @@ rm -rf "$root/usr/share/i18n" "$root/usr/share/locale"
 
 # --- the overlay and the links faasd's fixed paths need ------------------------------------------
 cp -a "$here/overlay/." "$root/"
-mkdir -p "$root/var/lib/syncmesh/node" "$root/etc/syncmesh/authorized_keys" "$root/opt/cni" "$root/usr/local/bin" "$root/boot/efi"
+mkdir -p "$root/var/lib/syncmesh/node" "$root/etc/cni/net.d" "$root/etc/syncmesh/authorized_keys" "$root/opt/cni" "$root/usr/local/bin" "$root/boot/efi"
 chmod 0700 "$root/var/lib/syncmesh"
 ln -sfn /var/lib/syncmesh/node/var-lib-faasd "$root/var/lib/faasd"
 ln -sfn /var/lib/syncmesh/node/var-lib-faasd-provider "$root/var/lib/faasd-provider"
