@@ -165,8 +165,47 @@ def node_file_from_cloud_init() -> None:
             write_file(NODE_FILE_CLOUD, content, 0o600)
 
 
+def boot_partition() -> str | None:
+    """Partition 1 of the root's disk (the boot partition), from /sys: no udev links needed."""
+    root = sh("findmnt", "-no", "SOURCE", "/", check=False).stdout.strip()
+    part = os.path.basename(os.path.realpath(root)) if root else ""
+    if not part or not os.path.exists(f"/sys/class/block/{part}/partition"):
+        return None
+    disk_dir = os.path.dirname(os.path.realpath(f"/sys/class/block/{part}"))
+    for name in sorted(os.listdir(disk_dir)):
+        try:
+            with open(os.path.join(disk_dir, name, "partition"), encoding="utf-8") as f:
+                if f.read().strip() == "1":
+                    return f"/dev/{name}"
+        except OSError:
+            continue
+    return None
+
+
+def mount_boot_partition(timeout_s: float = 600) -> None:
+    """The node file lives there: on a slow boot (TCG) fstab's mount may give up before udev is done."""
+    if os.path.ismount(os.path.dirname(NODE_FILE_BOOT)):
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        dev = boot_partition()
+        if dev and os.path.exists(dev):
+            os.makedirs(os.path.dirname(NODE_FILE_BOOT), exist_ok=True)
+            r = sh("mount", "-t", "vfat", "-o", "umask=0077", dev, os.path.dirname(NODE_FILE_BOOT), check=False)
+            if r.returncode == 0:
+                log(f"mounted the boot partition {dev} on {os.path.dirname(NODE_FILE_BOOT)}")
+                return
+            log(f"mounting {dev}: {r.stderr.strip()}")
+        if time.monotonic() > deadline:
+            log("no boot partition to mount")
+            return
+        time.sleep(3)
+
+
 def find_node_file() -> str:
     node_file_from_cloud_init()
+    if not os.path.exists(NODE_FILE_CLOUD):
+        mount_boot_partition()
     return NODE_FILE_CLOUD if os.path.exists(NODE_FILE_CLOUD) else NODE_FILE_BOOT
 
 
