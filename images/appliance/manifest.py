@@ -70,7 +70,11 @@ def main() -> None:
         "sizes_bytes": {
             "raw": os.path.getsize(args.raw),
             "installed_root": args.installed_mib * 1024 * 1024,
-            **{f: os.path.getsize(os.path.join(args.out, f)) for f in sorted(os.listdir(args.out)) if f.startswith(args.name) and not f.endswith(".key")},
+            **{
+                f: os.path.getsize(os.path.join(args.out, f))
+                for f in sorted(os.listdir(args.out))
+                if f.startswith(args.name) and not f.endswith(".key")
+            },
         },
         "database": json.load(open(os.path.join(args.root, "usr/lib/syncmesh/database.json"), encoding="utf-8")),
         "images": images,
@@ -78,7 +82,9 @@ def main() -> None:
             "binary_sha256": hashlib.sha256(open(os.path.join(args.root, "usr/lib/syncmesh/bin/faasd"), "rb").read()).hexdigest(),
             "licenses": "MIT (faasd, OpenFaaS gateway, of-watchdog, queue worker; /usr/share/doc/syncmesh-edge/faasd-licenses)",
         },
-        "licenses_note": "Debian packages: /usr/share/doc/<package>/copyright in the image; images: images/NOTICE (/usr/share/doc/syncmesh-edge/NOTICE)",
+        "licenses_note": (
+            "Debian packages: /usr/share/doc/<package>/copyright in the image; images: images/NOTICE (/usr/share/doc/syncmesh-edge/NOTICE)"
+        ),
         "packages": packages,
     }
     print(json.dumps(out, indent=2))

@@ -215,7 +215,13 @@ def apply_access(access: nodefile.Access) -> None:
         write_file("/etc/hostname", access.node_id + "\n")
         sh("hostname", access.node_id, check=False)
     net = access.network or nodefile.Network()
-    lines = ["# written by syncmesh-configure from the node file; edit the node file, not this", "[Match]", f"Name={net.interface}", "", "[Network]"]
+    lines = [
+        "# written by syncmesh-configure from the node file; edit the node file, not this",
+        "[Match]",
+        f"Name={net.interface}",
+        "",
+        "[Network]",
+    ]
     if net.address:
         lines.append(f"Address={net.address}")
         if net.gateway:
@@ -573,7 +579,10 @@ def validate_cmd(path: str) -> int:
         for p in err.problems:
             print(f"{path}: {p}")
         return 1
-    print(f"{path}: valid: node {cfg.node_id} at {cfg.lat},{cfg.lon}, {len(cfg.peers)} peers, secret sha256 {hashlib.sha256(cfg.mesh_secret.encode()).hexdigest()[:12]}")
+    print(
+        f"{path}: valid: node {cfg.node_id} at {cfg.lat},{cfg.lon}, {len(cfg.peers)} peers, "
+        f"secret sha256 {hashlib.sha256(cfg.mesh_secret.encode()).hexdigest()[:12]}"
+    )
     return 0
 
 

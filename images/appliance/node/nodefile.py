@@ -22,7 +22,10 @@ MIN_SECRET_BYTES = 32
 # the node id is also the host name and part of the signatures (lib/mesh-auth): a DNS label
 NODE_ID_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 HOST_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
-SSH_KEY_RE = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/=]{16,}( .*)?$")
+SSH_KEY_RE = re.compile(
+    r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)"
+    r" [A-Za-z0-9+/=]{16,}( .*)?$"
+)
 IFACE_RE = re.compile(r"^[A-Za-z0-9*?_.:-]{1,15}$")
 COUNTRY_RE = re.compile(r"^[A-Z]{2}$")
 LOG_LEVELS = ("fatal", "error", "warn", "info", "debug", "trace")
@@ -119,7 +122,9 @@ def _secret(doc: dict, name: str, problems: list[str]) -> str | None:
             problems.append(f"{name}_file: cannot read {path}: {err.strerror}")
             return None
     if value is None:
-        problems.append(f"{name}: missing (a random string of at least {MIN_SECRET_BYTES} bytes, e.g. `openssl rand -hex 32`; or {name}_file)")
+        problems.append(
+            f"{name}: missing (a random string of at least {MIN_SECRET_BYTES} bytes, e.g. `openssl rand -hex 32`; or {name}_file)"
+        )
         return None
     if not isinstance(value, str):
         problems.append(f"{name}: must be a string (quote it)")
@@ -331,7 +336,9 @@ def validate(doc: dict) -> NodeConfig:
     keys = _ssh_keys(doc.get("ssh_authorized_keys"), problems)
     publish = doc.get("mongodb_publish", "127.0.0.1")
     if publish not in ("127.0.0.1", "0.0.0.0"):
-        problems.append(f"mongodb_publish: '{publish}' is not allowed (127.0.0.1: only this node; 0.0.0.0: labs that load data from outside)")
+        problems.append(
+            f"mongodb_publish: '{publish}' is not allowed (127.0.0.1: only this node; 0.0.0.0: labs that load data from outside)"
+        )
     level = doc.get("log_level", "warn")
     if level not in LOG_LEVELS:
         problems.append(f"log_level: '{level}' is not allowed ({', '.join(LOG_LEVELS)})")

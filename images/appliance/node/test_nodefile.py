@@ -74,7 +74,9 @@ class NodeFileTest(unittest.TestCase):
             f.write(SECRET + "\n")
         try:
             text = GOOD.replace(f'mesh_secret: "{SECRET}"', f"mesh_secret_file: {f.name}").replace(KEY, SECRET)
-            self.assertEqual(problems(text), ["write_key: must differ from mesh_secret (clients hold the write key; only nodes hold the mesh secret)"])
+            self.assertEqual(
+                problems(text), ["write_key: must differ from mesh_secret (clients hold the write key; only nodes hold the mesh secret)"]
+            )
         finally:
             os.unlink(f.name)
 

@@ -29,7 +29,9 @@ def plan_actions(current: list, desired: list, prune: bool = False) -> list:
     for node_id, node in want.items():
         have = have_by_id.get(node_id)
         if have is None:
-            actions.append(("addNode", node_id, {"query": "mutation($n: NodeInput!) { addNode(node: $n) { id } }", "variables": {"n": node}}))
+            actions.append(
+                ("addNode", node_id, {"query": "mutation($n: NodeInput!) { addNode(node: $n) { id } }", "variables": {"n": node}})
+            )
         elif any(have.get(f) != node[f] for f in FIELDS):
             patch = {f: node[f] for f in FIELDS}
             actions.append(
@@ -45,5 +47,7 @@ def plan_actions(current: list, desired: list, prune: bool = False) -> list:
     if prune:
         for node_id, have in have_by_id.items():
             if node_id not in want and not have.get("own_node"):
-                actions.append(("deleteNode", node_id, {"query": "mutation($id: ID!) { deleteNode(id: $id) }", "variables": {"id": node_id}}))
+                actions.append(
+                    ("deleteNode", node_id, {"query": "mutation($id: ID!) { deleteNode(id: $id) }", "variables": {"id": node_id}})
+                )
     return actions
