@@ -63,7 +63,7 @@ cat > "$WORK/esp/loader/entries/syncmesh.conf" <<EOC
 title   Syncmesh Edge node (Debian trixie, kernel $kver)
 linux   /syncmesh/vmlinuz
 initrd  /syncmesh/initrd.img
-options root=PARTUUID=$ROOT_PARTUUID rw rootwait console=tty0 console=ttyS0,115200n8 net.ifnames=1 systemd.show_status=auto
+options root=PARTUUID=$ROOT_PARTUUID rw rootwait console=tty0 console=ttyS0,115200n8 net.ifnames=1 systemd.show_status=auto transparent_hugepage=never
 EOC
 cp "$here/vm/syncmesh-node.yaml" "$WORK/esp/syncmesh-node.yaml"
 
