@@ -119,18 +119,7 @@ log "containerd up"
 
 # --- images (imported once; content stays in this node's containerd root) -----------------------
 if [[ -n "${NODE_IMAGES:-}" && -f "$NODE_IMAGES" ]]; then
-  arch=$(dpkg --print-architecture)
-  while read -r ns archive ref; do
-    [[ -n "$ns" ]] || continue
-    # (the list in a variable: `ctr … | grep -q` fails under pipefail when grep stops early)
-    have=$(ctr -n "$ns" images ls -q)
-    if grep -qx "$ref" <<<"$have"; then continue; fi
-    t0=$(date +%s%N)
-    ctr -n "$ns" images import --platform "linux/$arch" "$archive" >/dev/null
-    have=$(ctr -n "$ns" images ls -q)
-    grep -qx "$ref" <<<"$have" || { log "import of $archive did not give $ref"; stop_all; exit 1; }
-    log "imported $ref into $ns in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-  done < "$NODE_IMAGES"
+  "$(dirname "$0")/node-import.sh" "$NODE_IMAGES" || { log "image import failed"; stop_all; exit 1; }
 fi
 
 # --- faasd provider and faasd up ----------------------------------------------------------------

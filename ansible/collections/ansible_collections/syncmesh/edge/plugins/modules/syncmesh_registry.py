@@ -80,8 +80,7 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible_collections.syncmesh.edge.plugins.module_utils.mesh_auth import sign_v1, sign_v2
-
-FIELDS = ("address", "lat", "lon", "own_node", "subscribed")
+from ansible_collections.syncmesh.edge.plugins.module_utils.registry import LIST_QUERY, plan_actions
 
 
 def call(module, body, sign):
@@ -104,17 +103,6 @@ def call(module, body, sign):
     return answer.get("data") or {}
 
 
-def wanted(entry):
-    return {
-        "id": entry["id"],
-        "address": entry["address"],
-        "lat": float(entry["lat"]),
-        "lon": float(entry["lon"]),
-        "own_node": bool(entry.get("own_node", False)),
-        "subscribed": bool(entry.get("subscribed", False)),
-    }
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -130,34 +118,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    desired = {n["id"]: wanted(n) for n in module.params["nodes"]}
-    query = "{ nodes { id address lat lon own_node subscribed } }"
-    current = {n["id"]: n for n in call(module, {"request_type": "meta", "query": query}, sign=False).get("nodes", [])}
-    actions = []
-    for node_id, node in desired.items():
-        have = current.get(node_id)
-        if have is None:
-            actions.append(
-                ("addNode", node_id, {"query": "mutation($n: NodeInput!) { addNode(node: $n) { id } }", "variables": {"n": node}})
-            )
-        elif any(have.get(f) != node[f] for f in FIELDS):
-            patch = {f: node[f] for f in FIELDS}
-            actions.append(
-                (
-                    "updateNode",
-                    node_id,
-                    {
-                        "query": "mutation($id: ID!, $p: NodePatch!) { updateNode(id: $id, node: $p) { id } }",
-                        "variables": {"id": node_id, "p": patch},
-                    },
-                )
-            )
-    if module.params["prune"]:
-        for node_id, have in current.items():
-            if node_id not in desired and not have.get("own_node"):
-                actions.append(
-                    ("deleteNode", node_id, {"query": "mutation($id: ID!) { deleteNode(id: $id) }", "variables": {"id": node_id}})
-                )
+    current = call(module, {"request_type": "meta", "query": LIST_QUERY}, sign=False).get("nodes", [])
+    actions = plan_actions(current, module.params["nodes"], module.params["prune"])
     if not module.check_mode:
         for _, _, body in actions:
             call(module, dict(body, request_type="meta"), sign=True)

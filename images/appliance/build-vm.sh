@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# make image-vm: the x86-64 appliance VM image (UEFI: OVMF / any UEFI firmware + systemd-boot on
+# the EFI system partition; serial console ttyS0). Needs root (mmdebstrap, file ownership in ext4).
+#
+# Out (.cache/appliance/out/): syncmesh-edge-vm-amd64.raw.zst, syncmesh-edge-vm-amd64.qcow2
+# (zstd-compressed clusters), SHA256SUMS, manifest.json. Cached: nothing changed -> seconds.
+#
+# Env: APPLIANCE_CACHE (<repo>/.cache/appliance), MONGO_IMAGE (see README.md), ZSTD_LEVEL (12).
+set -o errexit -o nounset -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+export APPLIANCE_CACHE=${APPLIANCE_CACHE:-$repo/.cache/appliance}
+CACHE=$APPLIANCE_CACHE
+ARCH=amd64
+NAME=syncmesh-edge-vm-$ARCH
+OUT=$CACHE/out
+WORK=$CACHE/work/vm
+ZSTD_LEVEL=${ZSTD_LEVEL:-12}
+# fixed identities of the image's partitions: the kernel finds its root by PARTUUID
+ROOT_PARTUUID=6d2c1f0e-5a1b-4c8e-9f3a-53796e636d31
+t0=$(date +%s)
+
+[[ $(id -u) == 0 ]] || { echo "image-vm: needs root (mmdebstrap, ext4 ownership)" >&2; exit 1; }
+for t in skopeo mmdebstrap sfdisk mformat qemu-img zstd; do
+  command -v "$t" >/dev/null || { echo "image-vm: $t is missing: make appliance-tools" >&2; exit 1; }
+done
+
+rootfs=$(APPLIANCE_ARCH=$ARCH APPLIANCE_PACKAGES=linux-image-cloud-amd64,systemd-boot-efi,initramfs-tools "$here/rootfs.sh")
+
+# Cache key: the rootfs, every file this build puts in, the scripts themselves.
+key=$(
+  {
+    echo "$rootfs" "${MONGO_IMAGE:-}"
+    find "$here" -type f \( -path "$here/test/*" -o -name README.md -o -name "*.pyc" \) -prune -o -type f -print0 | sort -z | xargs -0 sha256sum
+    sha256sum "$repo"/images/node/{node-prepare.sh,node-import.sh,docker-compose.yaml,prometheus.yml,stack.yml,containerd.toml} "$repo/images/NOTICE"
+    sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/{mesh_auth,registry}.py
+    sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/{templates/faasd.service.j2,templates/faasd-provider.service.j2,defaults/main.yml}
+    cat "${IMAGES_DIR:-$repo/.cache/images}"/*.digest "${IMAGES_DIR:-$repo/.cache/images}"/*.ref
+    sha256sum "${FAASD_DIR:-$repo/.cache/faasd}/bin/$ARCH/faasd"
+  } | sha256sum | cut -c1-16
+)
+if [[ -f "$OUT/$NAME.key" && "$(cat "$OUT/$NAME.key")" == "$key" && -s "$OUT/$NAME.qcow2" && -s "$OUT/$NAME.raw.zst" && -s "$WORK/$NAME.raw" ]]; then
+  echo "image-vm: up to date ($OUT/$NAME.qcow2, key $key; $(($(date +%s) - t0)) s)" >&2
+  exit 0
+fi
+
+echo "image-vm: assembling the image (key $key)" >&2
+rm -rf "$WORK"
+mkdir -p "$WORK/root" "$WORK/esp" "$OUT"
+tar -C "$WORK/root" --numeric-owner -xpf "$rootfs"
+"$here/payload.sh" "$WORK/root" "$ARCH"
+cp -a "$here/vm/overlay/." "$WORK/root/"
+
+# --- the EFI system partition: systemd-boot, the kernel and initrd, the node file ---------------
+kver=$(basename "$(ls -d "$WORK"/root/lib/modules/* | sort -V | tail -n1)")
+mkdir -p "$WORK/esp/EFI/BOOT" "$WORK/esp/loader/entries" "$WORK/esp/syncmesh"
+cp "$WORK/root/usr/lib/systemd/boot/efi/systemd-bootx64.efi" "$WORK/esp/EFI/BOOT/BOOTX64.EFI"
+cp "$WORK/root/boot/vmlinuz-$kver" "$WORK/esp/syncmesh/vmlinuz"
+cp "$WORK/root/boot/initrd.img-$kver" "$WORK/esp/syncmesh/initrd.img"
+printf 'default syncmesh.conf\ntimeout 0\nconsole-mode keep\neditor no\n' > "$WORK/esp/loader/loader.conf"
+cat > "$WORK/esp/loader/entries/syncmesh.conf" <<EOC
+title   Syncmesh Edge node (Debian trixie, kernel $kver)
+linux   /syncmesh/vmlinuz
+initrd  /syncmesh/initrd.img
+options root=PARTUUID=$ROOT_PARTUUID rw rootwait console=tty0 console=ttyS0,115200n8 net.ifnames=1 systemd.show_status=auto
+EOC
+cp "$here/vm/syncmesh-node.yaml" "$WORK/esp/syncmesh-node.yaml"
+
+# --- package list (before the docs go), then the disk ------------------------------------------
+chroot "$WORK/root" dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n' > "$WORK/packages.tsv"
+rm -rf "$WORK/root/boot/"{vmlinuz,initrd.img,System.map,config}-* "$WORK/root/var/cache/apt/"*.bin
+installed_mib=$(du -sm "$WORK/root" | cut -f1)
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct)}
+DISK_TABLE=gpt DISK_BOOT_MIB=256 DISK_ROOT_PARTUUID=$ROOT_PARTUUID \
+  "$here/disk.sh" "$WORK/$NAME.raw" "$WORK/esp" "$WORK/root"
+
+# --- outputs --------------------------------------------------------------------------------------
+rm -f "$OUT/$NAME".*
+qemu-img convert -f raw -O qcow2 -c -o compression_type=zstd "$WORK/$NAME.raw" "$OUT/$NAME.qcow2.partial"
+mv "$OUT/$NAME.qcow2.partial" "$OUT/$NAME.qcow2"
+zstd -q -T0 "-$ZSTD_LEVEL" --sparse -f "$WORK/$NAME.raw" -o "$OUT/$NAME.raw.zst"
+python3 "$here/manifest.py" --name "$NAME" --arch "$ARCH" --packages "$WORK/packages.tsv" --root "$WORK/root" \
+  --images "${IMAGES_DIR:-$repo/.cache/images}" --image-list "$WORK/root/usr/lib/syncmesh/images" \
+  --installed-mib "$installed_mib" --raw "$WORK/$NAME.raw" --out "$OUT" > "$OUT/manifest.json"
+(cd "$OUT" && sha256sum "$NAME.raw.zst" "$NAME.qcow2" manifest.json > SHA256SUMS)
+rm -rf "$WORK/root" "$WORK/esp"
+echo "$key" > "$OUT/$NAME.key"
+echo "image-vm: $OUT/$NAME.qcow2 $(du -m "$OUT/$NAME.qcow2" | cut -f1) MiB, $NAME.raw.zst $(du -m "$OUT/$NAME.raw.zst" | cut -f1) MiB, installed $installed_mib MiB, in $(($(date +%s) - t0)) s" >&2

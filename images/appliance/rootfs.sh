@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds (once) the Debian root filesystem of an appliance image with mmdebstrap and keeps it as a
+# tarball under .cache/appliance/rootfs/. Shared by every appliance target: the target only adds
+# packages (kernel, boot loader, firmware). Nothing of Syncmesh is in it: build-*.sh adds the
+# node's files, binaries and images on top (so a change there never rebuilds the rootfs).
+#
+#   images/appliance/rootfs.sh     prints the path of the cached tarball (builds it when missing)
+#
+# Env (documented defaults):
+#   APPLIANCE_ARCH      amd64       Debian architecture (arm64 runs the maintainer scripts under qemu-user-static)
+#   APPLIANCE_SUITE     trixie
+#   APPLIANCE_PACKAGES  ""          the target's packages, comma-separated (e.g. linux-image-cloud-amd64,systemd-boot-efi)
+#   APPLIANCE_CACHE     <repo>/.cache/appliance
+#   APPLIANCE_ROOTFS_HOOK ""        file with extra `chroot "$ROOT" ...` lines of the target (sourced in the customize hook)
+set -o errexit -o nounset -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+ARCH=${APPLIANCE_ARCH:-amd64}
+SUITE=${APPLIANCE_SUITE:-trixie}
+CACHE=${APPLIANCE_CACHE:-$repo/.cache/appliance}
+TARGET_PACKAGES=${APPLIANCE_PACKAGES:-}
+TARGET_HOOK=${APPLIANCE_ROOTFS_HOOK:-}
+
+# What every appliance has (packages.common: one per line, comments allowed).
+common=$(grep -v '^\s*#' "$here/packages.common" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
+packages="$common${TARGET_PACKAGES:+,$TARGET_PACKAGES}"
+hook_sum=$(cat "$here/rootfs-hook.sh" ${TARGET_HOOK:+"$TARGET_HOOK"} | sha256sum | cut -c1-12)
+key=$(printf '%s|%s|%s|%s' "$SUITE" "$ARCH" "$packages" "$hook_sum" | sha256sum | cut -c1-12)
+out="$CACHE/rootfs/rootfs-$SUITE-$ARCH-$key.tar"
+
+if [[ -s "$out" ]]; then
+  echo "$out"
+  exit 0
+fi
+command -v mmdebstrap >/dev/null || { echo "appliance: mmdebstrap is missing: apt-get install mmdebstrap" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || { echo "appliance: building the rootfs needs root (mmdebstrap --mode=root)" >&2; exit 1; }
+mkdir -p "$CACHE/rootfs"
+echo "appliance: building the $SUITE/$ARCH rootfs with mmdebstrap (once; cached as $out)" >&2
+t0=$(date +%s)
+# minbase + the lists; no recommends. The hook runs inside the finished tree ("$1").
+mmdebstrap --quiet --mode=root --variant=minbase --arch="$ARCH" --include="$packages" \
+  --components=main \
+  --aptopt='APT::Install-Recommends "false"' \
+  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+  --dpkgopt='path-exclude=/usr/share/info/*' \
+  --customize-hook="TARGET_HOOK='$TARGET_HOOK' bash '$here/rootfs-hook.sh' \"\$1\"" \
+  "$SUITE" "$out.partial.tar" >&2
+mv "$out.partial.tar" "$out"
+echo "appliance: rootfs built in $(($(date +%s) - t0)) s" >&2
+echo "$out"
