@@ -382,3 +382,32 @@ test-lab: ansible-venv ## Lab tier (root): 3 nspawn hosts, converge site.yml's r
 # the Ansible tiers without hosts run in `make test` (about 2 min: lint of the collection and
 # playbooks, then the preflight checks against bad inventories); the lab tier stays `make test-lab`
 test: ansible-lint test-ansible
+
+################################################################################
+# Appliance images (images/appliance; see images/appliance/README.md)
+################################################################################
+# Tools of the appliance build and its test tier, from apt.
+APPLIANCE_APT := mmdebstrap skopeo fdisk mtools dosfstools e2fsprogs zstd qemu-system-x86 qemu-utils ovmf python3-jinja2 python3-yaml openssh-client
+
+.PHONY: appliance-tools
+appliance-tools: ## Install the appliance build and test tools from apt (mmdebstrap, sfdisk, mtools, qemu, OVMF, ...).
+	@for t in mmdebstrap skopeo sfdisk mformat mkfs.ext4 zstd qemu-system-x86_64 qemu-img ssh-keygen; do command -v $$t >/dev/null || missing=1; done; \
+	[[ -f /usr/share/OVMF/OVMF_CODE_4M.fd ]] || missing=1; \
+	if [[ -n $${missing:-} ]]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APPLIANCE_APT) || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APPLIANCE_APT); }; \
+	fi
+
+.PHONY: image-vm
+image-vm: faasd-bins images appliance-tools ## x86-64 appliance VM image (root): .cache/appliance/out/syncmesh-edge-vm-amd64.{raw.zst,qcow2}, SHA256SUMS, manifest.json.
+	images/appliance/build-vm.sh
+
+.PHONY: test-appliance
+test-appliance: build tools image-vm ## Appliance tier (root): boots 3 VMs + 1 with a bad node file (QEMU TCG), exact mesh checks, teardown.
+	images/appliance/test/test-vm.sh
+
+.PHONY: test-appliance-unit
+test-appliance-unit: ## The appliance's node-file validator (Python unittest, no VM; under a second).
+	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s images/appliance/node
+
+test: test-appliance-unit

@@ -2,7 +2,8 @@
 // The errors-table check of `make verify`: every EDGE_* code a component defines or raises has
 // exactly one row in docs/errors.md with a "How to solve" cell, and every row names a code that
 // still exists in the code. Codes are found as whole string literals ('EDGE_SVC_THING') in the
-// TypeScript sources of every npm workspace (src/, bench/, scripts/; tests excluded), so a code
+// TypeScript sources of every npm workspace (src/, bench/, scripts/; tests excluded) and the Python
+// sources of PYTHON_DIRS, so a code
 // that is only declared in a type union counts as well as one passed to an error constructor.
 // functions/syncmesh/src/errors.test.ts additionally checks the HTTP status of its rows.
 //
@@ -14,6 +15,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DOC = 'docs/errors.md';
 const SOURCE_DIRS = ['src', 'bench', 'scripts'];
+// components that are not npm workspaces: their Python sources (tests excluded)
+const PYTHON_DIRS = ['images/appliance/node'];
 const CODE_LITERAL = /['"`](EDGE_[A-Z0-9]+(?:_[A-Z0-9]+)+)['"`]/g;
 const MIN_FIX_CHARS = 10;
 
@@ -44,6 +47,14 @@ function codesInSources() {
         for (const m of readFileSync(file, 'utf8').matchAll(CODE_LITERAL)) {
           if (!codes.has(m[1])) codes.set(m[1], relative(ROOT, file));
         }
+      }
+    }
+  }
+  for (const dir of PYTHON_DIRS) {
+    for (const name of readdirSync(join(ROOT, dir)).sort()) {
+      if (!name.endsWith('.py') || name.startsWith('test_')) continue;
+      for (const m of readFileSync(join(ROOT, dir, name), 'utf8').matchAll(CODE_LITERAL)) {
+        if (!codes.has(m[1])) codes.set(m[1], join(dir, name));
       }
     }
   }

@@ -28,6 +28,7 @@ READMES = {
     "scenarios/mongo-test-server/README.md": "mongo-test-server",
     "lib/bench-kit/README.md": "bench-kit",
     "DEVELOPERS.md": "developers",
+    "images/appliance/README.md": "appliance",
 }
 
 # A warning on an mkdocs logger counts in --strict, so a README link to a missing file fails the build.

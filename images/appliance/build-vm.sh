@@ -5,7 +5,7 @@
 # Out (.cache/appliance/out/): syncmesh-edge-vm-amd64.raw.zst, syncmesh-edge-vm-amd64.qcow2
 # (zstd-compressed clusters), SHA256SUMS, manifest.json. Cached: nothing changed -> seconds.
 #
-# Env: APPLIANCE_CACHE (<repo>/.cache/appliance), MONGO_IMAGE (see README.md), ZSTD_LEVEL (12).
+# Env: APPLIANCE_CACHE (<repo>/.cache/appliance), MONGO_IMAGE (see README.md), ZSTD_LEVEL (6).
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,7 @@ ARCH=amd64
 NAME=syncmesh-edge-vm-$ARCH
 OUT=$CACHE/out
 WORK=$CACHE/work/vm
-ZSTD_LEVEL=${ZSTD_LEVEL:-12}
+ZSTD_LEVEL=${ZSTD_LEVEL:-6}
 # fixed identities of the image's partitions: the kernel finds its root by PARTUUID
 ROOT_PARTUUID=6d2c1f0e-5a1b-4c8e-9f3a-53796e636d31
 t0=$(date +%s)

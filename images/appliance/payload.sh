@@ -84,9 +84,17 @@ for unit in ("faasd-provider", "faasd"):
     open(f"{dest}/{unit}.service", "w").write(env.get_template(f"{unit}.service.j2").render(**values))
 PY
 
+# --- slimming: what a node never runs (the packages stay in manifest.json's list) ---------------
+# faasd's CNI network uses bridge + host-local + firewall (and loopback, portmap); runc v2 shim only
+for plugin in "$root"/usr/lib/cni/*; do
+  case $(basename "$plugin") in bridge | host-local | firewall | loopback | portmap) ;; *) rm -f "$plugin" ;; esac
+done
+rm -f "$root/usr/bin/containerd-shim-runc-v1" "$root/usr/bin/containerd-shim"
+rm -rf "$root/usr/share/i18n" "$root/usr/share/locale"
+
 # --- the overlay and the links faasd's fixed paths need ------------------------------------------
 cp -a "$here/overlay/." "$root/"
-mkdir -p "$root/var/lib/syncmesh/node" "$root/etc/syncmesh/authorized_keys" "$root/opt/cni" "$root/usr/local/bin" "$root/boot/efi"
+mkdir -p "$root/var/lib/syncmesh/node" "$root/etc/cni/net.d" "$root/etc/syncmesh/authorized_keys" "$root/opt/cni" "$root/usr/local/bin" "$root/boot/efi"
 chmod 0700 "$root/var/lib/syncmesh"
 ln -sfn /var/lib/syncmesh/node/var-lib-faasd "$root/var/lib/faasd"
 ln -sfn /var/lib/syncmesh/node/var-lib-faasd-provider "$root/var/lib/faasd-provider"

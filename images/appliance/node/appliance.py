@@ -52,6 +52,9 @@ GATEWAY = "http://127.0.0.1:8080"
 FUNCTION = "syncmesh-fn"
 AGENT_PORT = 7070
 BOOT_STAMP = f"{RUN}/boot-monotonic"
+# error codes (docs/errors.md)
+NODE_FILE_ERROR = "EDGE_APPLIANCE_NODE_FILE"
+START_ERROR = "EDGE_APPLIANCE_START"
 DATABASE_TEST = {
     "kind": "test-server",
     "warning": "TEST-ONLY: this image runs the MongoDB-compatible test server (mongo-java-server), not MongoDB; "
@@ -247,10 +250,10 @@ def refuse(path: str, problems: list[str], status: dict, node_id=None) -> int:
         **status,
     )
     for p in problems:
-        log(f"EDGE_APPLIANCE_NODE_FILE: {path}: {p}")
+        log(f"{NODE_FILE_ERROR}: {path}: {p}")
     console(
         [
-            f"EDGE_APPLIANCE_NODE_FILE: the node file {path} is wrong;",
+            f"{NODE_FILE_ERROR}: the node file {path} is wrong;",
             "this node does NOT join the mesh until it is fixed (edit it, then reboot):",
             *[f"  - {p}" for p in problems],
             f"SSH (by key) stays up; status: http://<this node>:{HEALTH_PORT}/health",
@@ -371,9 +374,9 @@ def up() -> int:
     try:
         return start_node(node, nid, t_boot)
     except Exception as err:  # reported where the operator looks; systemd restarts the unit
-        write_status(state="failed", ready=False, message=f"EDGE_APPLIANCE_START: {err}")
-        log(f"EDGE_APPLIANCE_START: {err}")
-        console([f"EDGE_APPLIANCE_START: node {nid} failed to start: {err}", "it is retried; journalctl -u syncmesh-node shows the steps"])
+        write_status(state="failed", ready=False, message=f"{START_ERROR}: {err}")
+        log(f"{START_ERROR}: {err}")
+        console([f"{START_ERROR}: node {nid} failed to start: {err}", "it is retried; journalctl -u syncmesh-node shows the steps"])
         return 1
 
 
@@ -404,6 +407,8 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     resolv = f"{STATE}/resolv.conf" if os.path.exists(f"{STATE}/resolv.conf") else "/run/systemd/resolve/resolv.conf"
     if os.path.exists(resolv):
         shutil.copyfile(resolv, f"{NODE_STATE}/var-lib-faasd/resolv.conf")
+    else:  # functions bind-mount it: it must exist (as the Ansible role's default)
+        write_file(f"{NODE_STATE}/var-lib-faasd/resolv.conf", "nameserver 127.0.0.1\n")
     write_status(message="starting containerd and importing the bundled images (first boot: a few minutes)")
     sh("systemctl", "start", "containerd.service")
     wait_for("containerd", lambda: sh("ctr", "version", check=False).returncode == 0, 120)
@@ -426,7 +431,7 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
         "GATEWAY_URL": GATEWAY,
         "FUNCTION_IMAGE": open(f"{NODE_STATE}/function-image", encoding="utf-8").read().strip(),
         "NODE_ID": nid,
-        "NODE_TIMEOUT_MS": os.environ.get("SYNCMESH_NODE_TIMEOUT_MS", "10000"),
+        "NODE_TIMEOUT_MS": os.environ.get("SYNCMESH_NODE_TIMEOUT_MS", "20000"),
         "DEADLINE_MS": os.environ.get("SYNCMESH_DEADLINE_MS", "25000"),
         "FORWARD_MODE": os.environ.get("SYNCMESH_FORWARD_MODE", "parallel"),
         "LOG_LEVEL": node["log_level"],

@@ -1,0 +1,150 @@
+/**
+ * The appliance VM image's mesh (images/appliance/test/test-vm.sh boots it under QEMU and writes
+ * its topology.json in the local mesh's format): the same exact checks as the faasd mesh —
+ * aggregate and collect through every node's gateway against the value computed from the data —
+ * plus the gateway's API, the health URL and the node with a bad node file (it says why, does
+ * not join, stays reachable by SSH).
+ *
+ * Tier `make test-appliance` (sets APPLIANCE_TOPOLOGY, APPLIANCE_BAD_NODE, APPLIANCE_SSH_KEY).
+ */
+import { before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { postFunction, type TimedAnswer } from '../../src/client.js';
+import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
+import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
+import { GatewayClient } from '../../src/runtime-faasd.js';
+import type { Topology } from '../../src/topology.js';
+
+const TIMEOUT_MS = 120_000;
+const topologyFile = process.env['APPLIANCE_TOPOLOGY'] ?? '';
+const badNode = process.env['APPLIANCE_BAD_NODE'] ?? '';
+const sshKey = process.env['APPLIANCE_SSH_KEY'] ?? '';
+const serialLogs = process.env['APPLIANCE_SERIAL_LOGS'] ?? '';
+const dataDir = process.env['MESH_TEST_DATA'] ?? '';
+const skip = topologyFile && existsSync(topologyFile) ? false : 'appliance tier: run make test-appliance (boots the VMs, sets APPLIANCE_TOPOLOGY)';
+const topo: Topology = skip ? ({ nodes: [] } as unknown as Topology) : (JSON.parse(readFileSync(topologyFile, 'utf8')) as Topology);
+
+before(async () => {
+  if (skip) return;
+  // the first query on a fresh JVM (the test server) is slow, slower still under TCG: warm every
+  // node's database directly, one at a time, as the faasd tier does
+  for (const n of topo.nodes) await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
+});
+
+async function expected(start: string, end: string): Promise<ExpectedAggregate> {
+  return dataDir
+    ? expectedFromCsv(
+        topo.nodes.map((_, i) => join(dataDir, `${i + 1}.csv`)),
+        start,
+        end,
+      )
+    : expectedFromMongo(
+        topo.nodes.map((n) => n.mongodb_uri),
+        start,
+        end,
+      );
+}
+
+function aggregateOf(a: TimedAnswer): Record<'count' | 'average_temperature' | 'average_humidity' | 'average_pressure', number> {
+  assert.deepEqual(a.answer.errors ?? [], [], 'no GraphQL errors');
+  return a.answer.data!['sensorsAggregate'] as never;
+}
+
+async function health(host: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`http://${host}:8099/health`, { signal: AbortSignal.timeout(10_000) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+function ssh(host: string, command: string): string {
+  return execFileSync(
+    'ssh',
+    ['-i', sshKey, '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', `root@${host}`, command],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+}
+
+test('appliance mesh - the topology has the faasd runtime, each gateway and its basic-auth file', { skip }, () => {
+  assert.equal(topo.runtime, 'faasd');
+  assert.equal(topo.nodes.length, 3);
+  for (const n of topo.nodes) {
+    assert.equal(n.gateway_url, `http://${n.address}:8080`);
+    assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
+    assert.match(readFileSync(n.basic_auth_file!, 'utf8'), /^admin:[A-Za-z0-9]{20,}$/);
+  }
+});
+
+test('appliance mesh - each node is ready at its health URL and says it runs the test server, not MongoDB', { skip }, async () => {
+  for (const n of topo.nodes) {
+    const h = await health(n.address);
+    assert.equal(h.status, 200, JSON.stringify(h.body));
+    assert.equal(h.body['state'], 'ready');
+    assert.equal(h.body['node_id'], n.id);
+    assert.deepEqual(
+      Object.values(h.body['peers'] as Record<string, string>),
+      ['registered', 'registered'],
+      `${n.id} peers ${JSON.stringify(h.body['peers'])}`,
+    );
+    const db = h.body['database'] as { kind: string; warning: string };
+    assert.equal(db.kind, 'test-server');
+    assert.match(db.warning, /TEST-ONLY/);
+  }
+});
+
+test("appliance mesh - /system/info reports faasd 0.19.0 and gateway 0.27.5; /system needs the node's basic auth", { skip }, async () => {
+  for (const n of topo.nodes) {
+    const gw = new GatewayClient(n.gateway_url!, readFileSync(n.basic_auth_file!, 'utf8').trim());
+    const info = await gw.info();
+    assert.equal(info.provider.provider, 'faasd');
+    assert.equal(info.provider.version.release, '0.19.0');
+    assert.equal(info.version.release, '0.27.5');
+    const fn = (await gw.functions()).find((f) => f.name === 'syncmesh-fn');
+    assert.ok(fn, 'syncmesh-fn deployed');
+    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key']);
+    assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
+  }
+});
+
+test("appliance mesh - the aggregate through each node's gateway equals the value computed from the data", { skip, timeout: 600_000 }, async () => {
+  const want = await expected(MONTH_START, MONTH_END);
+  assert.ok(want.count > 0, 'data loaded');
+  for (const n of topo.nodes) {
+    const a = await postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: TIMEOUT_MS });
+    assert.equal(a.answer.extensions?.['answered'], 3, `${n.id}: ${JSON.stringify(a.answer.extensions)}`);
+    const got = aggregateOf(a);
+    assert.equal(got.count, want.count, `${n.id} count`);
+    for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
+      assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${n.id} ${k}: mesh ${got[k]} vs direct ${want[k]}`);
+    }
+  }
+});
+
+test("appliance mesh - a collect through each node's gateway returns every reading of the day", { skip, timeout: 600_000 }, async () => {
+  const want = await expected(MONTH_START, DAY_END);
+  for (const n of topo.nodes) {
+    const a = await postFunction(n.function_url, collectRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: TIMEOUT_MS });
+    assert.deepEqual(a.answer.errors ?? [], []);
+    const rows = a.answer.data!['sensors'] as { _id: string }[];
+    assert.equal(rows.length, want.count, `${n.id}: ${rows.length} readings, the data has ${want.count}`);
+    assert.equal(new Set(rows.map((r) => `${r._id}`)).size, rows.length, 'no reading twice');
+  }
+});
+
+test('appliance bad node file - the node says why at its health URL and on its console, does not join, stays reachable by SSH', { skip }, async () => {
+  const h = await health(badNode);
+  assert.equal(h.status, 503);
+  assert.equal(h.body['state'], 'invalid-node-file');
+  const problems = (h.body['problems'] as string[]).join('\n');
+  assert.match(problems, /^lat: missing/m);
+  assert.match(problems, /^mesh_secret: too short \(9 bytes; at least 32/m);
+  const consoleLog = readFileSync(join(serialLogs, readdirSync(serialLogs).find((f) => f.startsWith('sma-vm4'))!), 'utf8');
+  assert.match(consoleLog, /EDGE_APPLIANCE_NODE_FILE/);
+  assert.match(consoleLog, /lat: missing/);
+  // reachable by SSH (the key from its node file), and no faasd, no gateway
+  assert.equal(ssh(badNode, 'hostname').trim(), 'node-bad');
+  assert.equal(ssh(badNode, 'systemctl is-active faasd.service || true').trim(), 'inactive');
+  assert.match(ssh(badNode, 'journalctl -u syncmesh-configure -b --no-pager'), /EDGE_APPLIANCE_NODE_FILE: .*lat: missing/);
+  await assert.rejects(fetch(`http://${badNode}:8080/healthz`, { signal: AbortSignal.timeout(5_000) }));
+});
