@@ -15,7 +15,8 @@
 #    and manifest.json. Nothing changed since the last build (same key): seconds, no rebuild.
 #
 # Env: MONGO_IMAGE (an OCI archive of mongo:4.4.18 for arm64; empty: the test server, and the
-# node says so), PI_COMPRESS (zstd | xz, default zstd), the rest in pi/common.sh.
+# node says so), PI_COMPRESS (zstd | xz, default zstd), ZSTD_LEVEL (12), PI_ROOTFS (a rootfs tarball to use
+# instead of rootfs.sh's), the rest in pi/common.sh.
 set -o errexit -o nounset -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=images/appliance/pi/common.sh
@@ -25,8 +26,9 @@ COMPRESS=${PI_COMPRESS:-zstd}
 t0=$(date +%s)
 fail() { echo "image-pi: $*" >&2; exit 1; }
 
-# 1. The cached rootfs.
-rootfs=$(APPLIANCE_ARCH=arm64 APPLIANCE_PACKAGES="$PI_PACKAGES" APPLIANCE_COMPONENTS="$PI_COMPONENTS" \
+# 1. The cached rootfs (PI_ROOTFS: use this rootfs tarball instead, e.g. while a new one builds).
+rootfs=${PI_ROOTFS:-}
+[[ -n $rootfs ]] || rootfs=$(APPLIANCE_ARCH=arm64 APPLIANCE_PACKAGES="$PI_PACKAGES" APPLIANCE_COMPONENTS="$PI_COMPONENTS" \
   APPLIANCE_SETUP_HOOK="$here/rootfs-setup.sh" APPLIANCE_CACHE="$APPLIANCE_CACHE" "$appliance/rootfs.sh")
 t_rootfs=$(date +%s)
 echo "image-pi: rootfs $rootfs ($((t_rootfs - t0)) s)" >&2
@@ -98,7 +100,7 @@ t_disk=$(date +%s)
 dpkg-query --admindir="$stage/var/lib/dpkg" -W -f '${Package}\t${Version}\t${Architecture}\n' > "$work/packages.tsv"
 rm -f "$PI_OUT/$PI_IMAGE_NAME".img.* "$PI_OUT/manifest.json" "$PI_OUT/SHA256SUMS"
 case $COMPRESS in
-  zstd) zimg="$img.zst"; zstd -q -f -T0 -12 --sparse -o "$zimg.partial" "$img" ;;
+  zstd) zimg="$img.zst"; zstd -q -f -T0 "-${ZSTD_LEVEL:-12}" --sparse -o "$zimg.partial" "$img" ;;
   xz) zimg="$img.xz"; xz -T0 -6 -c "$img" > "$zimg.partial" ;;
   *) fail "PI_COMPRESS must be zstd or xz, not $COMPRESS" ;;
 esac
