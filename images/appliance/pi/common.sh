@@ -17,7 +17,10 @@ PI_BOOT_LABEL=SMBOOT
 PI_BOOT_MIB=256
 # Debian's kernel names the Pi 4's GPIO UART (the mini UART with enable_uart=1) ttyS1.
 PI_CONSOLES="ttyS1,115200 tty1"
-PI_CMA=64M
+# CMA=0: no cma= on the command line. raspi-firmware's hook leaves cma= out on a Pi 4 (it
+# "renders it unbootable") only when it detects one from the device tree, which a build host
+# has not: with CMA=64M the image built here would carry cma=64M. 0 is the hook's "omit".
+PI_CMA=0
 
 # Added to packages.common (the Pi has no RTC: timesyncd; FAT tools for /boot/firmware).
 PI_PACKAGES=raspi-firmware,linux-image-arm64,firmware-brcm80211,wireless-regdb,systemd-timesyncd,dosfstools

@@ -94,6 +94,8 @@ check "boot - cmdline.txt: root=PARTUUID=$partuuid_root (partition 2 of this dis
   bash -c "printf '%s\n' ${cmdline[*]@Q} | grep -qx 'root=PARTUUID=$partuuid_root'"
 check "boot - cmdline.txt: serial console ttyS1,115200 (GPIO UART) and tty1 (HDMI)" \
   bash -c "printf '%s\n' ${cmdline[*]@Q} | grep -qx 'console=ttyS1,115200' && printf '%s\n' ${cmdline[*]@Q} | grep -qx 'console=tty1'"
+check "boot - cmdline.txt: no cma= (raspi-firmware: a Pi 4 does not boot with it)" \
+  bash -c "! grep -qE '(^| )cma=' '$TMP/cmdline.txt'"
 check "boot - cmdline.txt: rootwait, no build-host device" \
   bash -c "printf '%s\n' ${cmdline[*]@Q} | grep -qx rootwait && ! grep -qE '/dev/(vd|sd|nvme)' '$TMP/cmdline.txt'"
 mtype -i "$fat" ::syncmesh-node.yaml > "$TMP/node.yaml" 2>/dev/null || true
