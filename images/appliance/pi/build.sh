@@ -66,7 +66,7 @@ grep -qw "root=$PI_ROOTPART" "$fw/cmdline.txt" \
   || fail "cmdline.txt of the cached rootfs does not boot $PI_ROOTPART: $(cat "$fw/cmdline.txt" 2>/dev/null)"
 ! grep -qE "(^| )cma=" "$fw/cmdline.txt" \
   || fail "cmdline.txt of the cached rootfs sets cma= (a Pi 4 does not boot with it): $(cat "$fw/cmdline.txt")"
-for f in start4.elf fixup4.dat bcm2711-rpi-4-b.dtb bcm2711-rpi-400.dtb bcm2711-rpi-cm4.dtb config.txt; do
+for f in start4.elf fixup4.dat bcm2711-rpi-4-b.dtb bcm2711-rpi-400.dtb bcm2711-rpi-cm4-io.dtb config.txt; do
   [[ -s "$fw/$f" ]] || fail "raspi-firmware's hook did not put $f into /boot/firmware"
 done
 

@@ -79,7 +79,7 @@ has() { grep -qx "::/$1" "$TMP/fat.ls"; }
 mtype -i "$fat" ::config.txt > "$TMP/config.txt" 2>/dev/null || true
 mtype -i "$fat" ::cmdline.txt > "$TMP/cmdline.txt" 2>/dev/null || true
 check "boot - FAT32 with label $PI_BOOT_LABEL" bash -c "minfo -i '$fat' :: | grep -q 'disk type=\"FAT32' && minfo -i '$fat' :: | grep -q 'disk label=\"$PI_BOOT_LABEL'"
-for f in start4.elf fixup4.dat bcm2711-rpi-4-b.dtb bcm2711-rpi-400.dtb bcm2711-rpi-cm4.dtb config.txt cmdline.txt syncmesh-node.yaml; do
+for f in start4.elf fixup4.dat bcm2711-rpi-4-b.dtb bcm2711-rpi-400.dtb bcm2711-rpi-cm4-io.dtb config.txt cmdline.txt syncmesh-node.yaml; do
   check "boot - $f present" has "$f"
 done
 check "boot - config.txt: arm_64bit=1" grep -qx 'arm_64bit=1' "$TMP/config.txt"
