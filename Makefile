@@ -422,3 +422,17 @@ test-appliance-unit: ## The appliance's node-file validator (Python unittest, no
 	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s images/appliance/node
 
 test: test-appliance-unit
+
+# The Raspberry Pi 4 / Pi 400 / CM4 image (images/appliance/pi; see its README). Its own tier:
+# the static checks take seconds, the aarch64 boot under TCG tens of minutes.
+PI_APT := qemu-user-static binfmt-support qemu-system-arm jq curl openssl
+
+.PHONY: image-pi
+image-pi: faasd-bins images appliance-tools ## Raspberry Pi 4 / 400 / CM4 SD image (root): .cache/appliance/out/pi/syncmesh-edge-pi4-arm64.img.zst, SHA256SUMS, manifest.json.
+	@command -v qemu-aarch64-static >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(PI_APT)
+	images/appliance/pi/build.sh
+
+.PHONY: test-pi
+test-pi: image-pi ## Pi image tier (root): partition table, boot files, node file; boots it under qemu-system-aarch64 (virt, TCG) until ready, then as an SD card on raspi3b.
+	@command -v qemu-system-aarch64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(PI_APT)
+	images/appliance/pi/test.sh

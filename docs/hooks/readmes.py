@@ -29,6 +29,7 @@ READMES = {
     "lib/bench-kit/README.md": "bench-kit",
     "DEVELOPERS.md": "developers",
     "images/appliance/README.md": "appliance",
+    "images/appliance/pi/README.md": "appliance-pi",
 }
 
 # A warning on an mkdocs logger counts in --strict, so a README link to a missing file fails the build.

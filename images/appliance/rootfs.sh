@@ -12,6 +12,9 @@
 #   APPLIANCE_PACKAGES  ""          the target's packages, comma-separated (e.g. linux-image-cloud-amd64,systemd-boot-efi)
 #   APPLIANCE_CACHE     <repo>/.cache/appliance
 #   APPLIANCE_ROOTFS_HOOK ""        file with extra `chroot "$ROOT" ...` lines of the target (sourced in the customize hook)
+#   APPLIANCE_COMPONENTS  main      Debian components (the Pi adds non-free-firmware: raspi-firmware, firmware-brcm80211)
+#   APPLIANCE_SETUP_HOOK  ""        script run as `bash FILE ROOT` on the empty tree before any package is configured
+#                                   (the Pi writes /etc/default/raspi-firmware there, read by the kernel hook)
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,12 +24,14 @@ SUITE=${APPLIANCE_SUITE:-trixie}
 CACHE=${APPLIANCE_CACHE:-$repo/.cache/appliance}
 TARGET_PACKAGES=${APPLIANCE_PACKAGES:-}
 TARGET_HOOK=${APPLIANCE_ROOTFS_HOOK:-}
+COMPONENTS=${APPLIANCE_COMPONENTS:-main}
+SETUP_HOOK=${APPLIANCE_SETUP_HOOK:-}
 
 # What every appliance has (packages.common: one per line, comments allowed).
 common=$(grep -v '^\s*#' "$here/packages.common" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
 packages="$common${TARGET_PACKAGES:+,$TARGET_PACKAGES}"
-hook_sum=$(cat "$here/rootfs-hook.sh" ${TARGET_HOOK:+"$TARGET_HOOK"} | sha256sum | cut -c1-12)
-key=$(printf '%s|%s|%s|%s' "$SUITE" "$ARCH" "$packages" "$hook_sum" | sha256sum | cut -c1-12)
+hook_sum=$(cat "$here/rootfs-hook.sh" ${TARGET_HOOK:+"$TARGET_HOOK"} ${SETUP_HOOK:+"$SETUP_HOOK"} | sha256sum | cut -c1-12)
+key=$(printf '%s|%s|%s|%s|%s' "$SUITE" "$ARCH" "$packages" "$hook_sum" "$COMPONENTS" | sha256sum | cut -c1-12)
 out="$CACHE/rootfs/rootfs-$SUITE-$ARCH-$key.tar"
 
 if [[ -s "$out" ]]; then
@@ -38,9 +43,12 @@ command -v mmdebstrap >/dev/null || { echo "appliance: mmdebstrap is missing: ap
 mkdir -p "$CACHE/rootfs"
 echo "appliance: building the $SUITE/$ARCH rootfs with mmdebstrap (once; cached as $out)" >&2
 t0=$(date +%s)
+# The target's setup hook runs on the empty tree, before any package is configured.
+setup=()
+[[ -z "$SETUP_HOOK" ]] || setup=(--setup-hook="bash '$SETUP_HOOK' \"\$1\"")
 # minbase + the lists; no recommends. The hook runs inside the finished tree ("$1").
 mmdebstrap --quiet --mode=root --variant=minbase --arch="$ARCH" --include="$packages" \
-  --components=main \
+  --components="$COMPONENTS" "${setup[@]}" \
   --aptopt='APT::Install-Recommends "false"' \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
