@@ -15,18 +15,18 @@ locals {
     secret_file    = abspath("${local.dir}/.secrets/mesh-secret")
     write_key_file = abspath("${local.dir}/write-key")
     nodes = [for n in var.nodes : {
-      id             = n.id
-      function_url   = "http://${n.address}:${var.gateway_port}/function/syncmesh-fn"
-      gateway_url    = "http://${n.address}:${var.gateway_port}"
+      id              = n.id
+      function_url    = "http://${n.address}:${var.gateway_port}/function/syncmesh-fn"
+      gateway_url     = "http://${n.address}:${var.gateway_port}"
       basic_auth_file = null
       mongodb_uri     = var.mongodb_port == null ? null : "mongodb://${n.address}:${var.mongodb_port}/?directConnection=true"
-      agent_address  = "${n.address}:${var.agent_port}"
-      lat            = n.lat
-      lon            = n.lon
-      namespace      = n.namespace
-      address        = n.address
-      host_interface = n.host_interface
-      peers = { for p in var.nodes : p.id => "http://${p.address}:${var.gateway_port}/function/syncmesh-fn" if p.id != n.id }
+      agent_address   = "${n.address}:${var.agent_port}"
+      lat             = n.lat
+      lon             = n.lon
+      namespace       = n.namespace
+      address         = n.address
+      host_interface  = n.host_interface
+      peers           = { for p in var.nodes : p.id => "http://${p.address}:${var.gateway_port}/function/syncmesh-fn" if p.id != n.id }
     }]
   }
 

@@ -39,14 +39,14 @@ variable "zones" {
   }
   validation {
     condition = alltrue([for z in var.zones : contains(flatten([for region, letters in {
-      "asia-east1" = "abc", "asia-east2" = "abc", "asia-northeast1" = "abc", "asia-south1" = "abc",
-      "asia-southeast1" = "abc", "australia-southeast1" = "abc", "europe-central2" = "abc",
-      "europe-north1" = "abc", "europe-southwest1" = "abc", "europe-west1" = "bcd", "europe-west2" = "abc",
-      "europe-west3" = "abc", "europe-west4" = "abc", "europe-west6" = "abc", "europe-west8" = "abc",
-      "europe-west9" = "abc", "europe-west10" = "abc", "europe-west12" = "abc", "me-west1" = "abc",
+      "asia-east1"              = "abc", "asia-east2" = "abc", "asia-northeast1" = "abc", "asia-south1" = "abc",
+      "asia-southeast1"         = "abc", "australia-southeast1" = "abc", "europe-central2" = "abc",
+      "europe-north1"           = "abc", "europe-southwest1" = "abc", "europe-west1" = "bcd", "europe-west2" = "abc",
+      "europe-west3"            = "abc", "europe-west4" = "abc", "europe-west6" = "abc", "europe-west8" = "abc",
+      "europe-west9"            = "abc", "europe-west10" = "abc", "europe-west12" = "abc", "me-west1" = "abc",
       "northamerica-northeast1" = "abc", "southamerica-east1" = "abc", "us-central1" = "abcf",
-      "us-east1" = "bcd", "us-east4" = "abc", "us-east5" = "abc", "us-south1" = "abc", "us-west1" = "abc",
-      "us-west2" = "abc", "us-west3" = "abc", "us-west4" = "abc",
+      "us-east1"                = "bcd", "us-east4" = "abc", "us-east5" = "abc", "us-south1" = "abc", "us-west1" = "abc",
+      "us-west2"                = "abc", "us-west3" = "abc", "us-west4" = "abc",
     } : [for l in split("", letters) : "${region}-${l}"]]), z)])
     error_message = "every zone must be a known GCP zone REGION-LETTER, e.g. europe-west3-a, europe-west1-b, us-central1-f (regions: asia-*, australia-southeast1, europe-central2/north1/southwest1/west1-12, me-west1, northamerica-northeast1, southamerica-east1, us-central1/east1/east4/east5/south1/west1-4)."
   }

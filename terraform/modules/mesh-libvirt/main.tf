@@ -54,9 +54,9 @@ resource "libvirt_volume" "disk" {
 }
 
 resource "libvirt_cloudinit_disk" "seed" {
-  for_each       = local.by_id
-  name           = "${each.value.host}-seed.iso"
-  pool           = libvirt_pool.this.name
+  for_each  = local.by_id
+  name      = "${each.value.host}-seed.iso"
+  pool      = libvirt_pool.this.name
   user_data = module.config.user_data[each.key]
   meta_data = module.config.meta_data[each.key]
 }
