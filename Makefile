@@ -412,13 +412,4 @@ tf-test: ## tofu fmt -check, validate and tofu test (mock providers, real schema
 
 .PHONY: test-tf-smoke
 test-tf-smoke: tf-tools ## Real libvirt apply of local-3 with the tiny test VM (plumbing: domains, seeds, static addresses, teardown).
-	terraform/tests/local.sh tiny
-
-.PHONY: test-tf-local
-test-tf-local: tf-tools ## Real apply of local-3 from the appliance image: mesh aggregate == CSV, then tf-down leaves nothing (root).
-	terraform/tests/local.sh local-3
-
-.PHONY: test-scale
-test-scale: tf-tools ## local-12 and local-30 (outside CI): apply, boot, query times and memory.
-	terraform/tests/local.sh local-12
-	terraform/tests/local.sh local-30
+	terraform/tests/local.sh
