@@ -69,7 +69,9 @@ build() {
 
 start=$(date +%s)
 tofu="$cache/bin/tofu"
-if [ -x "$tofu" ] && "$tofu" version 2>/dev/null | grep -q "^OpenTofu v$TOFU_VERSION$"; then
+# (the output is read whole first: `tofu version | grep -q` can fail on SIGPIPE under pipefail)
+have_version=$([ -x "$tofu" ] && "$tofu" version 2>/dev/null || true)
+if grep -q "^OpenTofu v$TOFU_VERSION$" <<<"$have_version"; then
   log "tofu $TOFU_VERSION cached"
 else
   log "building OpenTofu $TOFU_VERSION (about 7 min cold)"
