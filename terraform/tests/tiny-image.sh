@@ -40,11 +40,13 @@ cat >"$ird/init" <<'INIT'
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in virtio_pci virtio_net virtio_blk ata_piix ahci sr_mod isofs; do modprobe "$m" 2>/dev/null; done
-i=0; while [ ! -b /dev/sr0 ] && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.1; done
+i=0; while [ ! -b /dev/sr0 ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.5; done
+echo "tiny: seed device after $i waits: $(ls /dev/sr* 2>&1)" >/dev/console
 mount -t iso9660 -o ro /dev/sr0 /seed || echo "tiny: no seed on /dev/sr0" >/dev/console
 id=$(sed -n 's/^local-hostname: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /seed/meta-data)
 addr=$(grep -o '[0-9]*\.[0-9]*\.[0-9]*\.[0-9]*/[0-9]*' /seed/user-data | head -n1)
 hostname "$id"
+echo "tiny: id=$id addr=$addr" >/dev/console
 ip link set lo up; ip link set eth0 up; ip addr add "$addr" dev eth0
 printf '{"node":"%s","address":"%s","image":"tiny"}\n' "$id" "$addr" >/www/healthz
 httpd -p 8080 -h /www
