@@ -95,10 +95,15 @@ resource "libvirt_domain" "node" {
   initrd  = var.initrd
   cmdline = var.kernel == null ? null : [{ "_" = var.kernel_cmdline }]
 
-  cloudinit = libvirt_cloudinit_disk.seed[each.key].id
-
   disk {
     volume_id = libvirt_volume.disk[each.key].id
+  }
+
+  # The NoCloud seed as a second virtio disk (/dev/vdb, label cidata), not the provider's IDE
+  # CD-ROM: the appliance's cloud kernel has no AHCI, and IDE probing under software emulation
+  # took minutes here.
+  disk {
+    file = split(";", libvirt_cloudinit_disk.seed[each.key].id)[0]
   }
 
   network_interface {
