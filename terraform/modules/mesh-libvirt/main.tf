@@ -99,9 +99,9 @@ resource "libvirt_domain" "node" {
     volume_id = libvirt_volume.disk[each.key].id
   }
 
-  # The NoCloud seed as a second virtio disk (/dev/vdb, label cidata), not the provider's IDE
-  # CD-ROM: the appliance's cloud kernel has no AHCI, and IDE probing under software emulation
-  # took minutes here.
+  # The NoCloud seed as a second virtio disk (/dev/vdb, label cidata; the XSLT turns the
+  # provider's IDE CD-ROM into it): the appliance's cloud kernel has no AHCI, and IDE probing
+  # under software emulation took minutes here.
   disk {
     file = split(";", libvirt_cloudinit_disk.seed[each.key].id)[0]
   }
