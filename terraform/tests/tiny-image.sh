@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A tiny VM for testing the libvirt plumbing without the appliance image (make test-tf-smoke):
 # Debian's cloud kernel + a busybox initramfs whose /init reads the NoCloud seed the module
-# attaches as /dev/vdb (meta-data; user-data: the node file's network.address), sets that static address on eth0 and serves the node file
+# attaches as a virtio disk (meta-data; user-data: the node file's network.address), sets that static address on eth0 and serves the node file
 # fields it must not leak (none: only id and address) over HTTP on :8080 (/healthz). It proves
 # domains, network, taps, seeds, static addresses and teardown; it is NOT a mesh node.
 #
@@ -40,10 +40,10 @@ cat >"$ird/init" <<'INIT'
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in virtio_pci virtio_net virtio_blk ata_piix ahci sr_mod isofs; do modprobe "$m" 2>/dev/null; done
-i=0; while [ ! -b /dev/vdb ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.5; done
+i=0; while [ ! -b /dev/vdb ] && [ ! -b /dev/vda ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.5; done
 echo "tiny: seed device after $i waits: $(ls /dev/vd* 2>&1)" >/dev/console
-mount -t iso9660 -o ro /dev/vdb /seed || echo "tiny: no seed on /dev/vdb" >/dev/console
-id=$(sed -n 's/^local-hostname: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /seed/meta-data)
+mount -t iso9660 -o ro /dev/vda /seed 2>/dev/null || mount -t iso9660 -o ro /dev/vdb /seed || echo "tiny: no seed on /dev/vda or vdb" >/dev/console
+id=$(sed -n 's/^"\{0,1\}local-hostname"\{0,1\}: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /seed/meta-data)
 addr=$(grep -o '[0-9]*\.[0-9]*\.[0-9]*\.[0-9]*/[0-9]*' /seed/user-data | head -n1)
 hostname "$id"
 echo "tiny: id=$id addr=$addr" >/dev/console
