@@ -436,3 +436,34 @@ image-pi: faasd-bins images appliance-tools ## Raspberry Pi 4 / 400 / CM4 SD ima
 test-pi: image-pi ## Pi image tier (root): partition table, boot files, node file; boots it under qemu-system-aarch64 (virt, TCG) until ready, then as an SD card on raspi3b.
 	@command -v qemu-system-aarch64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(PI_APT)
 	images/appliance/pi/test.sh
+
+################################################################################
+# Terraform scenarios (terraform/README.md, docs/guides/terraform-scenarios.md)
+################################################################################
+TF := terraform/hack/tf.sh
+SCENARIO ?= local-3
+
+.PHONY: tf-tools
+tf-tools: ## Install libvirt, QEMU, OVMF and ISO tools from apt for the local Terraform scenarios.
+	@command -v libvirtd >/dev/null && command -v dnsmasq >/dev/null && command -v xsltproc >/dev/null && command -v mkisofs >/dev/null && command -v cpio >/dev/null && command -v depmod >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libvirt-daemon-system qemu-system-x86 qemu-utils ovmf genisoimage dnsmasq-base xsltproc kmod cpio busybox-static
+
+.PHONY: tf-toolchain
+tf-toolchain: ## Build OpenTofu 1.12.6 and the pinned providers into .cache/terraform (cached; cold ~45 min under load).
+	terraform/hack/toolchain.sh
+
+.PHONY: tf-up
+tf-up: tf-tools ## Apply a local scenario and wait until every node is ready: make tf-up SCENARIO=local-3 (root; TF_TINY=1: plumbing-only VM).
+	$(TF) up $(SCENARIO)
+
+.PHONY: tf-down
+tf-down: ## Destroy the scenario, stop libvirtd, check no domain/network/volume/bridge/process is left (idempotent).
+	$(TF) down $(SCENARIO)
+
+.PHONY: tf-test
+tf-test: ## tofu fmt -check, validate and tofu test (mock providers, real schemas) of every module, stack and scenario.
+	$(TF) test
+
+.PHONY: test-tf-smoke
+test-tf-smoke: tf-tools ## Real libvirt apply of local-3 with the tiny test VM (plumbing: domains, seeds, static addresses, teardown).
+	terraform/tests/local.sh

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The Terraform scenarios' driver (the Makefile's tf-* targets call it; see terraform/README.md).
+#
+#   terraform/hack/tf.sh up SCENARIO      local-*: toolchain, libvirtd, tofu apply, wait for every node ready
+#   terraform/hack/tf.sh down SCENARIO    tofu destroy, stop libvirtd, check nothing is left (idempotent)
+#   terraform/hack/tf.sh plan SCENARIO    gcp-*: tofu plan with TF_VAR_run from the environment or GCP_VARS
+#   terraform/hack/tf.sh test             fmt -check, validate and tofu test of every module, stack, scenario
+#   terraform/hack/tf.sh tofu DIR ARGS..  run tofu in DIR with the pinned toolchain (TF_DATA_DIR under .cache)
+#
+# Env (documented defaults):
+#   TF_IMAGE        .cache/appliance/out/syncmesh-edge-vm-amd64.qcow2 (make image-vm)
+#   TF_TINY=1       use the tiny test VM of terraform/tests/tiny-image.sh instead (plumbing only, no mesh)
+#   TF_MEMORY_MB    1536 per VM (the appliance asks for >= 1.5 GiB; tiny: 256)
+#   TF_BOOT_TIMEOUT 1500 s until every node's health URL says ready (software emulation is slow)
+#   TF_MONGODB_PUBLISH  0.0.0.0 for local scenarios (the mesh tools load data from the host)
+#   DATA            folder of the Sofia CSVs for placement (default ../shared/data/sofia; without it: a grid)
+set -o errexit -o nounset -o pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+tfdir="$root/terraform"
+cache="${TF_CACHE:-$root/.cache/terraform}"
+export TF_CLI_CONFIG_FILE="$cache/tofurc" TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1
+tofu_bin="$cache/bin/tofu"
+
+log() { printf 'tf: %s\n' "$*" >&2; }
+die() { printf 'tf: ERROR: %s\n' "$*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+
+# tofu in a configuration folder; its working data (providers, modules) under .cache
+tofu_in() {
+  local dir="$1"; shift
+  local rel="${dir#"$tfdir"/}"
+  TF_DATA_DIR="$cache/data/$rel" "$tofu_bin" -chdir="$dir" "$@"
+}
+
+scenario_dir() {
+  local s="${1:?SCENARIO (local-3, local-12, local-30, gcp-regional-3, gcp-regional-12)}"
+  [[ -d "$tfdir/scenarios/$s" ]] || die "no scenario $s (allowed: $(ls "$tfdir/scenarios" | tr '\n' ' '))"
+  echo "$tfdir/scenarios/$s"
+}
+
+sofia_dir() {
+  local d
+  for d in "${DATA:-}" "$root/../shared/data/sofia" "$root/../../shared/data/sofia"; do
+    [[ -n "$d" && -f "$d/1.csv" ]] && { (cd "$d" && pwd); return; }
+  done
+}
+
+run_json() {
+  local scenario="$1" work="$2" image="$3" sofia
+  sofia=$(sofia_dir)
+  python3 - "$scenario" "$work" "$image" "$sofia" "$root/.mesh" <<'PY'
+import json, os, sys
+scenario, work, image, sofia, state = sys.argv[1:6]
+run = {"image_path": image, "state_dir": state, "work_dir": work,
+       "host_address": "10.61.0.2", "libvirt_netns": os.environ.get("TF_NETNS", "smt-lv"),
+       "memory_mb": int(os.environ.get("TF_MEMORY_MB", "256" if os.environ.get("TF_TINY") == "1" else "1536")),
+       "mongodb_publish": os.environ.get("TF_MONGODB_PUBLISH", "0.0.0.0")}
+if sofia:
+    run.update(placement="sofia", sofia_dir=sofia)
+else:
+    run.update(placement="grid")
+if os.environ.get("TF_TINY") == "1":
+    tiny = os.path.join(os.path.dirname(image))
+    run.update(image_format="raw", kernel=os.path.join(tiny, "vmlinuz"), initrd=os.path.join(tiny, "initrd.img"))
+elif image.endswith(".raw"):
+    run.update(image_format="raw")
+print(json.dumps(run))
+PY
+}
+
+# Polls every node's health URL until it is ready; prints each node's time.
+wait_ready() {
+  local topology="$1" t0="$2" timeout="${TF_BOOT_TIMEOUT:-1500}"
+  python3 - "$topology" "$timeout" "$t0" "${TF_TINY:-0}" <<'PY'
+import json, sys, time, urllib.request
+topo, timeout, t0, tiny = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
+nodes = json.load(open(topo))["nodes"]
+pending = {n["id"]: n["address"] for n in nodes}
+last = {}
+deadline = time.time() + timeout
+while pending and time.time() < deadline:
+    for node, addr in list(pending.items()):
+        url = f"http://{addr}:8080/healthz" if tiny else f"http://{addr}:8099/health"
+        try:
+            with urllib.request.urlopen(url, timeout=3) as r:
+                body = json.loads(r.read() or b"{}")
+                if tiny or body.get("ready"):
+                    print(f"tf: {node} ready after {time.time() - t0:.0f} s (node's own boot_to_ready_s: {body.get('boot_to_ready_s')})", file=sys.stderr, flush=True)
+                    del pending[node]
+                    continue
+                last[node] = body.get("state")
+        except urllib.error.HTTPError as e:
+            try:
+                b = json.loads(e.read() or b"{}")
+                state = f"{b.get('state')}: {b.get('message')}"
+                if b.get("state") in ("invalid-node-file", "failed"):
+                    sys.exit(f"tf: {node} is {state} {b.get('problems') or ''}")
+                last[node] = state
+            except ValueError:
+                last[node] = f"HTTP {e.code}"
+        except Exception as e:
+            last[node] = type(e).__name__
+    time.sleep(2)
+if pending:
+    sys.exit(f"tf: not ready within {timeout:.0f} s: " + ", ".join(f"{n} ({last.get(n)})" for n in pending))
+print(f"tf: all {len(nodes)} nodes ready after {time.time() - t0:.0f} s", file=sys.stderr)
+PY
+}
+
+up() {
+  local scenario="$1" dir work image t0 t1 bridge
+  dir=$(scenario_dir "$scenario")
+  [[ "$scenario" == local-* ]] || die "tf-up applies local-* scenarios here; for $scenario see docs/guides/terraform-scenarios.md (tf.sh plan)"
+  "$root/terraform/hack/toolchain.sh" --no-google
+  work="$cache/run/$scenario"
+  if [[ "${TF_TINY:-0}" == 1 ]]; then
+    image="$("$root/terraform/tests/tiny-image.sh" "$cache/tiny")/disk.raw"
+  else
+    image="${TF_IMAGE:-$root/.cache/appliance/out/syncmesh-edge-vm-amd64.qcow2}"
+    [[ -f "$image" ]] || die "no VM image at $image: run make image-vm (or set TF_IMAGE=, or TF_TINY=1 for the plumbing-only test VM)"
+  fi
+  "$root/terraform/hack/libvirt.sh" start
+  mkdir -p "$work/pool" "$work/logs"
+  export TF_VAR_run
+  TF_VAR_run=$(run_json "$scenario" "$work" "$image")
+  tofu_in "$dir" init -input=false -no-color -backend-config="path=$cache/state/$scenario.tfstate" >"$work/init.log" || { cat "$work/init.log" >&2; die "tofu init failed"; }
+  t0=$(now)
+  log "apply $scenario"
+  tofu_in "$dir" apply -input=false -auto-approve -no-color >"$work/apply.log" 2>&1 || { tail -40 "$work/apply.log" >&2; die "tofu apply failed (log: $work/apply.log; make tf-down SCENARIO=$scenario cleans up)"; }
+  log "applied in $(since "$t0") s"
+  t1=$(now)
+  bridge=$(tofu_in "$dir" output -json stack | python3 -c 'import json,sys; print(json.load(sys.stdin)["network"]["bridge"])')
+  "$root/terraform/hack/libvirt.sh" attach "$bridge"
+  wait_ready "$root/.mesh/topology.json" "$t1"
+  log "up: $scenario in $(since "$t0") s (apply + boot); topology $root/.mesh/topology.json, inventory $root/.mesh/smt${scenario#local-}/inventory.yml"
+}
+
+down() {
+  local scenario="$1" dir t0 left
+  dir=$(scenario_dir "$scenario")
+  t0=$(now)
+  if [[ -s "$cache/state/$scenario.tfstate" ]] && [[ -x "$tofu_bin" ]] && "$root/terraform/hack/libvirt.sh" status >/dev/null 2>&1 && virsh -q -c qemu:///system version >/dev/null 2>&1; then
+    export TF_VAR_run
+    TF_VAR_run=$(run_json "$scenario" "$cache/run/$scenario" "/nonexistent")
+    tofu_in "$dir" destroy -input=false -auto-approve -no-color >"$cache/destroy-$scenario.log" 2>&1 || { tail -20 "$cache/destroy-$scenario.log" >&2; log "tofu destroy failed; the sweep below removes what is left"; }
+  fi
+  "$root/terraform/hack/libvirt.sh" stop
+  rm -rf "$cache/run/$scenario" "$cache/state/$scenario.tfstate" "$cache/state/$scenario.tfstate.backup"
+  rm -rf "$root/.mesh/smt${scenario#local-}"
+  # nothing may be left: no QEMU of ours, no smt interface, no namespace
+  left=$( (pgrep -af 'qemu-system.*-name guest=smt' || true; ip -o link show | awk -F': ' '$2 ~ /^smt/{print "interface " $2}' || true; ip netns list | awk '/^smt-lv/{print "netns " $1}' || true) )
+  [[ -z "$left" ]] || die "left behind after down: $left"
+  log "down: $scenario in $(since "$t0") s; no domain, network, volume, bridge or process left"
+}
+
+plan() {
+  local scenario="$1" dir
+  dir=$(scenario_dir "$scenario")
+  [[ -n "${TF_VAR_run:-}" || -n "${GCP_VARS:-}" ]] || die "set GCP_VARS=file.tfvars (run = { project = ..., ... }) or TF_VAR_run; see docs/guides/terraform-scenarios.md"
+  "$root/terraform/hack/toolchain.sh"
+  tofu_in "$dir" init -input=false -backend-config="path=$cache/state/$scenario.tfstate"
+  tofu_in "$dir" plan -input=false ${GCP_VARS:+-var-file="$GCP_VARS"} "${@:2}"
+}
+
+test_all() {
+  local t0 dir rel failed=0
+  t0=$(now)
+  "$root/terraform/hack/toolchain.sh"
+  log "fmt -check"
+  "$tofu_bin" fmt -check -recursive -diff "$tfdir" || die "tofu fmt -check failed: run $tofu_bin fmt -recursive terraform"
+  for dir in "$tfdir"/modules/* "$tfdir"/stacks/* "$tfdir"/scenarios/* "$tfdir"/modules/*/examples/*; do
+    [[ -d "$dir" ]] || continue
+    ls "$dir"/*.tf >/dev/null 2>&1 || continue
+    rel="${dir#"$tfdir"/}"
+    tofu_in "$dir" init -input=false -backend=false -no-color >"$cache/init.log" 2>&1 || { cat "$cache/init.log" >&2; log "FAIL init $rel"; failed=1; continue; }
+    if ! tofu_in "$dir" validate -no-color; then log "FAIL validate $rel"; failed=1; continue; fi
+    if [[ -d "$dir/tests" ]]; then
+      if ! tofu_in "$dir" test -no-color; then log "FAIL test $rel"; failed=1; fi
+    fi
+  done
+  ((failed == 0)) || die "tf-test failed (see FAIL lines above)"
+  log "tf-test passed in $(since "$t0") s"
+}
+
+case "${1:-}" in
+  up) up "${2:-}" ;;
+  down) down "${2:-}" ;;
+  plan) plan "${2:-}" "${@:3}" ;;
+  test) test_all ;;
+  tofu) shift; d="$1"; shift; tofu_in "$(cd "$d" && pwd)" "$@" ;;
+  *) die "usage: $0 up|down|plan SCENARIO | test | tofu DIR ARGS" ;;
+esac

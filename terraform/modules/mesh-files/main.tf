@@ -1,0 +1,77 @@
+locals {
+  dir = "${var.state_dir}/${var.mesh_name}"
+
+  # The format of scenarios/mesh/src/topology.ts with "runtime": "faasd": every URL reachable
+  # from the machine that applied. Peers talk to each other directly (no emulated links).
+  topology = {
+    runtime        = "faasd"
+    mesh           = var.mesh_name
+    isolation      = "vm"
+    subnet         = var.subnet
+    host_address   = var.host_address
+    latency        = var.latency
+    forward_mode   = "parallel"
+    toxiproxy_api  = null
+    secret_file    = abspath("${local.dir}/.secrets/mesh-secret")
+    write_key_file = abspath("${local.dir}/write-key")
+    nodes = [for n in var.nodes : {
+      id              = n.id
+      function_url    = "http://${n.address}:${var.gateway_port}/function/syncmesh-fn"
+      gateway_url     = "http://${n.address}:${var.gateway_port}"
+      basic_auth_file = null
+      mongodb_uri     = var.mongodb_port == null ? null : "mongodb://${n.address}:${var.mongodb_port}/?directConnection=true"
+      agent_address   = "${n.address}:${var.agent_port}"
+      lat             = n.lat
+      lon             = n.lon
+      namespace       = n.namespace
+      address         = n.address
+      host_interface  = n.host_interface
+      peers           = { for p in var.nodes : p.id => "http://${p.address}:${var.gateway_port}/function/syncmesh-fn" if p.id != n.id }
+    }]
+  }
+
+  # The format of ansible/inventories/example/hosts.yml.
+  inventory = {
+    all = {
+      children = {
+        (var.inventory_group) = {
+          hosts = { for n in var.nodes : n.id => {
+            ansible_host          = n.address
+            ansible_user          = n.ssh_user
+            syncmesh_node_id      = n.id
+            syncmesh_node_address = n.address
+            syncmesh_lat          = n.lat
+            syncmesh_lon          = n.lon
+          } }
+        }
+      }
+    }
+  }
+}
+
+resource "local_sensitive_file" "mesh_secret" {
+  filename             = "${local.dir}/.secrets/mesh-secret"
+  content              = var.mesh_secret
+  file_permission      = "0600"
+  directory_permission = "0700"
+}
+
+resource "local_sensitive_file" "write_key" {
+  filename             = "${local.dir}/write-key"
+  content              = var.write_key
+  file_permission      = "0600"
+  directory_permission = "0700"
+}
+
+resource "local_file" "inventory" {
+  filename        = "${local.dir}/inventory.yml"
+  content         = "# Written by terraform/modules/mesh-files; the mesh secret is in .secrets/mesh-secret beside this file.\n${yamlencode(local.inventory)}"
+  file_permission = "0644"
+}
+
+resource "local_file" "topology" {
+  for_each        = toset(["${local.dir}/topology.json", "${var.state_dir}/topology.json"])
+  filename        = each.value
+  content         = jsonencode(local.topology)
+  file_permission = "0644"
+}

@@ -1,0 +1,24 @@
+output "topology" {
+  description = "The topology object written to topology.json (format of scenarios/mesh/src/topology.ts, runtime faasd)."
+  value       = local.topology
+}
+
+output "topology_path" {
+  description = "STATE_DIR/MESH_NAME/topology.json (also copied to STATE_DIR/topology.json, which the mesh clients and make scenario read)."
+  value       = local_file.topology["${local.dir}/topology.json"].filename
+}
+
+output "inventory" {
+  description = "The Ansible inventory (YAML text; format of ansible/inventories/example/hosts.yml, group syncmesh_nodes)."
+  value       = local_file.inventory.content
+}
+
+output "inventory_path" {
+  description = "STATE_DIR/MESH_NAME/inventory.yml: ansible-playbook -i <this> ansible/site.yml."
+  value       = local_file.inventory.filename
+}
+
+output "secret_file" {
+  description = "File holding the mesh secret (mode 0600), beside the inventory where the playbooks look for it."
+  value       = local_sensitive_file.mesh_secret.filename
+}

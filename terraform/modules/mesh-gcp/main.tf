@@ -1,0 +1,141 @@
+locals {
+  regions = distinct([for z in var.zones : regex("^(.*)-[a-z]$", z)[0]])
+  subnets = { for i, r in local.regions : r => cidrsubnet(var.subnet_base, 8, i) }
+  tag     = "${var.name}-mesh"
+
+  nodes = [for n in var.nodes : merge(n, {
+    zone = var.zones[(n.index - 1) % length(var.zones)]
+  })]
+  placed = [for n in local.nodes : merge(n, {
+    region = regex("^(.*)-[a-z]$", n.zone)[0]
+    # static internal address: .(10 + i) of the region's subnet
+    address = cidrhost(local.subnets[regex("^(.*)-[a-z]$", n.zone)[0]], 10 + n.index)
+  })]
+  by_id = { for n in local.placed : n.id => n }
+  ports = [tostring(var.gateway_port), tostring(var.agent_port), "22"]
+}
+
+resource "random_id" "mesh_secret" {
+  byte_length = 32
+}
+
+resource "random_id" "write_key" {
+  byte_length = 32
+}
+
+module "config" {
+  source              = "../node-config"
+  nodes               = [for n in local.placed : { id = n.id, address = n.address, lat = n.lat, lon = n.lon }]
+  mesh_secret         = coalesce(var.mesh_secret, random_id.mesh_secret.hex)
+  write_key           = random_id.write_key.hex
+  ssh_authorized_keys = var.ssh_authorized_keys
+}
+
+resource "google_compute_network" "this" {
+  project                 = var.project
+  name                    = "${var.name}-net"
+  auto_create_subnetworks = false
+}
+
+resource "google_compute_subnetwork" "this" {
+  for_each      = local.subnets
+  project       = var.project
+  name          = "${var.name}-${each.key}"
+  region        = each.key
+  network       = google_compute_network.this.id
+  ip_cidr_range = each.value
+}
+
+# Only the gateway, agent and SSH ports, between mesh members and from the operator. GCP denies
+# every other ingress by default.
+resource "google_compute_firewall" "members" {
+  project     = var.project
+  name        = "${var.name}-members"
+  network     = google_compute_network.this.id
+  direction   = "INGRESS"
+  source_tags = [local.tag]
+  target_tags = [local.tag]
+  allow {
+    protocol = "tcp"
+    ports    = local.ports
+  }
+}
+
+resource "google_compute_firewall" "operator" {
+  project       = var.project
+  name          = "${var.name}-operator"
+  network       = google_compute_network.this.id
+  direction     = "INGRESS"
+  source_ranges = var.operator_cidrs
+  target_tags   = [local.tag]
+  allow {
+    protocol = "tcp"
+    ports    = local.ports
+  }
+}
+
+resource "google_storage_bucket" "images" {
+  project                     = var.project
+  name                        = var.bucket_name
+  location                    = upper(local.regions[0])
+  uniform_bucket_level_access = true
+  force_destroy               = true
+  labels                      = var.labels
+}
+
+resource "google_storage_bucket_object" "image" {
+  bucket = google_storage_bucket.images.name
+  name   = "${var.name}-appliance.tar.gz"
+  source = var.image_tarball
+}
+
+resource "google_compute_image" "appliance" {
+  project = var.project
+  name    = "${var.name}-appliance"
+  labels  = var.labels
+  raw_disk {
+    source = "https://storage.googleapis.com/${google_storage_bucket.images.name}/${google_storage_bucket_object.image.name}"
+  }
+  guest_os_features {
+    type = "UEFI_COMPATIBLE"
+  }
+  guest_os_features {
+    type = "VIRTIO_SCSI_MULTIQUEUE"
+  }
+}
+
+resource "google_compute_instance" "node" {
+  for_each     = local.by_id
+  project      = var.project
+  name         = "${var.name}-${each.key}"
+  zone         = each.value.zone
+  machine_type = var.machine_type
+  tags         = [local.tag]
+  labels       = merge(var.labels, { syncmesh-node = each.key })
+
+  boot_disk {
+    initialize_params {
+      image  = google_compute_image.appliance.self_link
+      size   = var.disk_size_gb
+      labels = var.labels
+    }
+  }
+
+  network_interface {
+    subnetwork = google_compute_subnetwork.this[each.value.region].id
+    network_ip = each.value.address
+    access_config {}
+  }
+
+  # cloud-init (NoCloud/GCE datasource) writes the node file; the appliance reads it at first boot.
+  metadata = {
+    user-data              = module.config.user_data[each.key]
+    block-project-ssh-keys = "true"
+    ssh-keys               = join("\n", [for k in var.ssh_authorized_keys : "syncmesh:${k}"])
+    serial-port-enable     = "true"
+  }
+
+  shielded_instance_config {
+    enable_secure_boot = false
+  }
+}

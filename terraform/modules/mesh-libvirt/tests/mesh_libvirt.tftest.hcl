@@ -1,0 +1,46 @@
+mock_provider "libvirt" {}
+mock_provider "random" {
+  mock_resource "random_id" {
+    defaults = { hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" }
+  }
+}
+
+variables {
+  name       = "smtt"
+  image_path = "/tmp/appliance.qcow2"
+  pool_dir   = "/tmp/smtt-pool"
+  log_dir    = "/tmp/smtt-logs"
+  nodes      = [for i in range(1, 4) : { id = "node-${i}", index = i, lat = 42.6, lon = 23.3 }]
+}
+
+run "three_nodes_static_addresses" {
+  command = plan
+  assert {
+    condition     = [for n in output.nodes : n.address] == ["10.61.0.11", "10.61.0.12", "10.61.0.13"]
+    error_message = "node i gets .(10 + i)"
+  }
+  assert {
+    condition     = libvirt_network.this.mode == "none" && libvirt_network.this.bridge == "smtt-br"
+    error_message = "an isolated network on the named bridge"
+  }
+  assert {
+    condition     = strcontains(libvirt_cloudinit_disk.seed["node-2"].user_data, "node-1@10.61.0.11")
+    error_message = "node-2's node file lists node-1 as a peer"
+  }
+}
+
+run "rejects_31_nodes" {
+  command = plan
+  variables {
+    nodes = [for i in range(1, 32) : { id = "node-${i}", index = i, lat = 42.6, lon = 23.3 }]
+  }
+  expect_failures = [var.nodes]
+}
+
+run "rejects_bad_name" {
+  command = plan
+  variables {
+    name = "Smt-Too-Long"
+  }
+  expect_failures = [var.name]
+}

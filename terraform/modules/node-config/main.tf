@@ -1,0 +1,41 @@
+locals {
+  # The node file of the appliance image (images/appliance/README.md, "The node file"); it
+  # refuses unknown fields, so only documented ones are written, and optional ones only when set.
+  node_files = { for n in var.nodes : n.id => yamlencode(merge(
+    {
+      node_id     = n.id
+      lat         = n.lat
+      lon         = n.lon
+      mesh_secret = var.mesh_secret
+      write_key   = var.write_key
+      discovery   = "static"
+      peers       = [for p in var.nodes : "${p.id}@${p.address}" if p.id != n.id]
+      address     = n.address
+      log_level   = var.log_level
+    },
+    var.static_network == null ? {} : {
+      network = merge(
+        { address = "${n.address}/${var.static_network.prefix_length}", interface = var.static_network.interface },
+        var.static_network.gateway == null ? {} : { gateway = var.static_network.gateway },
+      )
+    },
+    var.mongodb_publish == null ? {} : { mongodb_publish = var.mongodb_publish },
+    length(var.ssh_authorized_keys) == 0 ? {} : { ssh_authorized_keys = var.ssh_authorized_keys },
+  )) }
+
+  # cloud-init (NoCloud seed or GCE metadata): the node file, root only; cloud-init's own
+  # network, growpart and host name handling are off in the image (the node file decides).
+  user_data = { for n in var.nodes : n.id => "#cloud-config\n${yamlencode(merge(
+    {
+      write_files = [{
+        path        = var.node_file_path
+        permissions = "0600"
+        owner       = "root:root"
+        content     = local.node_files[n.id]
+      }]
+    },
+    length(var.ssh_authorized_keys) == 0 ? {} : { ssh_authorized_keys = var.ssh_authorized_keys },
+  ))}" }
+
+  meta_data = { for n in var.nodes : n.id => yamlencode({ "instance-id" = n.id, "local-hostname" = n.id }) }
+}

@@ -1,0 +1,16 @@
+output "node_files" {
+  description = "Map node id => the node file (syncmesh-node.yaml text; holds the mesh secret: sensitive)."
+  value       = local.node_files
+  sensitive   = true
+}
+
+output "user_data" {
+  description = "Map node id => cloud-init user-data (#cloud-config writing the node file to node_file_path, mode 0600; sensitive)."
+  value       = local.user_data
+  sensitive   = true
+}
+
+output "meta_data" {
+  description = "Map node id => cloud-init meta-data (instance-id, local-hostname)."
+  value       = local.meta_data
+}
