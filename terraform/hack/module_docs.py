@@ -29,14 +29,15 @@ def cell(text: str | None) -> str:
 
 def tables(module: pathlib.Path) -> str:
     out = ["## Inputs", "", "| name | type | default | description |", "| --- | --- | --- | --- |"]
-    for kind, name, body in BLOCK.findall((module / "variables.tf").read_text()):
+    for _kind, name, body in BLOCK.findall((module / "variables.tf").read_text()):
         typ = attr(body, "type") or ""
         if typ.endswith("({") or typ.endswith("(object({"):
             typ = typ.split("(")[0] + "(object)"
         default = attr(body, "default")
-        out.append(f"| `{name}` | `{cell(typ)}` | {('`' + cell(default) + '`') if default is not None else 'required'} | {cell(attr(body, 'description'))} |")
+        shown = f"`{cell(default)}`" if default is not None else "required"
+        out.append(f"| `{name}` | `{cell(typ)}` | {shown} | {cell(attr(body, 'description'))} |")
     out += ["", "## Outputs", "", "| name | description |", "| --- | --- |"]
-    for kind, name, body in BLOCK.findall((module / "outputs.tf").read_text()):
+    for _kind, name, body in BLOCK.findall((module / "outputs.tf").read_text()):
         out.append(f"| `{name}` | {cell(attr(body, 'description'))} |")
     return "\n".join(out) + "\n"
 
@@ -44,8 +45,10 @@ def tables(module: pathlib.Path) -> str:
 stale = []
 for module in sorted(p for p in ROOT.iterdir() if (p / "variables.tf").exists()):
     readme = module / "README.md"
-    text = readme.read_text() if readme.exists() else f"# {module.name}\n\n<!-- BEGIN_TF_DOCS -->\n<!-- END_TF_DOCS -->\n"
-    new = re.sub(r"<!-- BEGIN_TF_DOCS -->.*<!-- END_TF_DOCS -->", lambda _: f"<!-- BEGIN_TF_DOCS -->\n{tables(module)}<!-- END_TF_DOCS -->", text, flags=re.S)
+    empty = f"# {module.name}\n\n<!-- BEGIN_TF_DOCS -->\n<!-- END_TF_DOCS -->\n"
+    text = readme.read_text() if readme.exists() else empty
+    block = f"<!-- BEGIN_TF_DOCS -->\n{tables(module)}<!-- END_TF_DOCS -->"
+    new = re.sub(r"<!-- BEGIN_TF_DOCS -->.*<!-- END_TF_DOCS -->", lambda _, b=block: b, text, flags=re.S)
     if new != text:
         stale.append(str(readme))
         if "--check" not in sys.argv:

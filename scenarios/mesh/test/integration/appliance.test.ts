@@ -61,7 +61,20 @@ async function health(host: string): Promise<{ status: number; body: Record<stri
 function ssh(host: string, command: string): string {
   return execFileSync(
     'ssh',
-    ['-i', sshKey, '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', `root@${host}`, command],
+    [
+      '-i',
+      sshKey,
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'StrictHostKeyChecking=no',
+      '-o',
+      'UserKnownHostsFile=/dev/null',
+      '-o',
+      'LogLevel=ERROR',
+      `root@${host}`,
+      command,
+    ],
     { encoding: 'utf8', timeout: 60_000 },
   );
 }
