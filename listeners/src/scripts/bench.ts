@@ -86,7 +86,13 @@ try {
   const deliverMs = Date.now() - t1;
   const result = {
     server: mongo.kind,
-    latency: { rate, count: latencies.length, p50_ms: percentileOfSorted(latencies, 50), p99_ms: percentileOfSorted(latencies, 99), max_ms: latencies[latencies.length - 1] },
+    latency: {
+      rate,
+      count: latencies.length,
+      p50_ms: percentileOfSorted(latencies, 50),
+      p99_ms: percentileOfSorted(latencies, 99),
+      max_ms: latencies[latencies.length - 1],
+    },
     throughput: { events: burst, insert_events_per_s: Math.round(burst / (insertMs / 1000)), delivered_events_per_s: Math.round(burst / (deliverMs / 1000)) },
   };
   console.log('\nlistener benchmark (' + mongo.kind + ')');
