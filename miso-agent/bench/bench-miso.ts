@@ -26,7 +26,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
@@ -34,7 +34,7 @@ import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
 process.env['MISO_TEST_DEADLINE_MS'] ??= '30000';
-const { spawnAgent, waitForEvery } = await import('@syncmesh-edge/lab');
+const { freePort, spawnAgent, waitForEvery } = await import('@syncmesh-edge/lab');
 type AgentProc = import('@syncmesh-edge/lab').AgentProc;
 
 const args = process.argv.slice(2);
@@ -443,14 +443,6 @@ class Resp {
   close(): void {
     this.s.destroy();
   }
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer().listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 async function startRedis(): Promise<{ port: number; proc: ChildProcess }> {

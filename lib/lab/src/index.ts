@@ -4,6 +4,7 @@ export type { LabErrorCode } from './errors.js';
 export {
   DEFAULT_RUN_TIMEOUT_MS,
   delay,
+  freePort,
   hostListeners,
   httpOk,
   isAlive,
