@@ -26,7 +26,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
@@ -34,8 +34,8 @@ import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
 process.env['MISO_TEST_DEADLINE_MS'] ??= '30000';
-const { spawnAgent, waitFor } = await import('../test/harness.js');
-type AgentProc = import('../test/harness.js').AgentProc;
+const { freePort, spawnAgent, waitForEvery } = await import('@syncmesh-edge/lab');
+type AgentProc = import('@syncmesh-edge/lab').AgentProc;
 
 const args = process.argv.slice(2);
 const opt = (k: string) => {
@@ -88,7 +88,7 @@ async function cluster(n: number, envIn: Record<string, string>, prefix: string,
       }),
     );
   }
-  await waitFor(
+  await waitForEvery(
     `a full mesh of ${n}`,
     async () => {
       try {
@@ -197,7 +197,7 @@ async function benchRepl(): Promise<void> {
   const agents = await cluster(30, { MISO_DEBOUNCE_MS: '0', MISO_ANTI_ENTROPY_MS: '0' }, 'r');
   const origin = agents[0]!;
   for (const k of sizes) for (const a of agents.slice(0, k + 1)) await a.client.register(`fn${k}`, 'bench');
-  await waitFor(
+  await waitForEvery(
     'function membership to spread',
     async () => {
       const st = await origin.client.status();
@@ -284,7 +284,7 @@ async function hotCounterRun(full: boolean): Promise<{
   const env: Record<string, string> = full ? { MISO_SEND_FULL_STATE: 'on' } : {};
   const agents = await cluster(30, env, full ? 'F' : 'D');
   for (const a of agents) await a.client.register('hot', 'bench');
-  await waitFor(
+  await waitForEvery(
     'hot to run everywhere',
     async () => {
       const st = await agents[0]!.client.status();
@@ -322,7 +322,7 @@ async function hotCounterRun(full: boolean): Promise<{
   );
   let converged = true;
   try {
-    await waitFor(
+    await waitForEvery(
       'the hot counter to converge',
       async () => {
         const vs = await Promise.all(agents.map((a) => a.client.read('hot', 'o', 'pn', 'pncounter')));
@@ -384,7 +384,12 @@ async function benchTable1(): Promise<void> {
   for (const d of intervals) {
     const agents = await cluster(3, { MISO_DEBOUNCE_MS: String(d), MISO_ANTI_ENTROPY_MS: '0', MISO_HEARTBEAT_MS: '0' }, `t${d}-`);
     for (const a of agents) await a.client.register('t1', 'bench');
-    await waitFor('t1 everywhere', async () => (await agents[0]!.client.status()).functions.find((f) => f.function === 't1')?.nodes.length === 3, 20_000, 50);
+    await waitForEvery(
+      't1 everywhere',
+      async () => (await agents[0]!.client.status()).functions.find((f) => f.function === 't1')?.nodes.length === 3,
+      20_000,
+      50,
+    );
     const clients = Array.from({ length: 10 }, () => new MisoClient(agents[0]!.sdk, 30_000));
     const before = await agents[0]!.client.status();
     const r = await load(10, QUICK ? 2000 : 4000, (w) => clients[w]!.apply('t1', 'o', 'c', 'gcounter', { op: 'add', n: 1 }));
@@ -440,20 +445,12 @@ class Resp {
   }
 }
 
-async function freePort(): Promise<number> {
-  const srv = createServer().listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
 async function startRedis(): Promise<{ port: number; proc: ChildProcess }> {
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
     stdio: 'ignore',
   });
-  await waitFor(
+  await waitForEvery(
     'redis-server to accept connections',
     async () => {
       try {

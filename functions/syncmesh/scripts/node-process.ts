@@ -4,9 +4,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@syncmesh-edge/lab';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -15,14 +15,6 @@ export const REPO_ROOT = resolve(PACKAGE_ROOT, '..', '..');
 const MAIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
 /** How long the function may take to become ready. */
 const READY_TIMEOUT_MS = 30_000;
-
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 export interface LocalNode {
   id: string;

@@ -5,7 +5,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { LabError, squashError } from './errors.js';
 
 export interface RunResult {
@@ -214,6 +214,15 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
     await delay(wait);
     wait = Math.min(wait * 2, 250);
   }
+}
+
+/** A TCP port free on 127.0.0.1 now (bound to port 0 and released; another process may take it). */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as { port: number };
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
 }
 
 /** Does host:port accept a TCP connection within `timeoutMs`? */

@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
+import { percentileOfSorted } from '@syncmesh-edge/bench-kit';
 import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { startFunctionStandIn } from '../testing/standin.js';
 import { listenerUri, SECRET, startListener, isStreaming } from '../testing/harness.js';
@@ -28,11 +29,6 @@ const { values } = parseArgs({
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 const burst = Number(values.burst);
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 const mongo = await resolveMongo();
 const uri = listenerUri(mongo.uri, mongo.kind);
@@ -90,7 +86,13 @@ try {
   const deliverMs = Date.now() - t1;
   const result = {
     server: mongo.kind,
-    latency: { rate, count: latencies.length, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99), max_ms: latencies[latencies.length - 1] },
+    latency: {
+      rate,
+      count: latencies.length,
+      p50_ms: percentileOfSorted(latencies, 50),
+      p99_ms: percentileOfSorted(latencies, 99),
+      max_ms: latencies[latencies.length - 1],
+    },
     throughput: { events: burst, insert_events_per_s: Math.round(burst / (insertMs / 1000)), delivered_events_per_s: Math.round(burst / (deliverMs / 1000)) },
   };
   console.log('\nlistener benchmark (' + mongo.kind + ')');

@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import { BSON } from 'mongodb';
 import { MeshKeys, Verifier } from '@syncmesh-edge/mesh-auth';
 import type { ChangeEnvelope, ResyncReason } from '../events.js';
+import { waitUntil } from './harness.js';
 
 /** `reject-events`: 400 for /events only (a batch the function cannot take; a resync still works). */
 export type StandInMode = 'ok' | 'fail' | 'hang' | 'reject' | 'reject-events';
@@ -137,13 +138,7 @@ export async function startFunctionStandIn(secret: string, port = 0, nodeId: str
       server = createServer(handler);
       await listen(boundPort);
     },
-    async waitFor(cond, timeoutMs, what) {
-      const until = Date.now() + timeoutMs;
-      while (!cond()) {
-        if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
+    waitFor: (cond, timeoutMs, what) => waitUntil(cond, timeoutMs, what),
     close: closeServer,
   };
   return standIn;

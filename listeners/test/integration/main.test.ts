@@ -3,20 +3,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { freePort } from '@syncmesh-edge/lab';
 import { startTestServer } from '@syncmesh-edge/mongo-test-server';
 import { isStreaming, SECRET, startListener } from '../../src/testing/harness.js';
 import { startFunctionStandIn } from '../../src/testing/standin.js';
 
 /** A loopback port that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as { port: number };
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
 test('main - a configuration error exits 78 and names the variable', async () => {
   const p = startListener({ LISTENER_BATCH_SIZE: 'many' });
   assert.equal(await p.exited, 78);

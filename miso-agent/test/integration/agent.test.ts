@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient, MisoSdkError } from '@syncmesh-edge/miso-sdk';
 import { loadProtos } from '../../src/transport/grpc/protos.js';
-import { spawnAgent, type AgentProc } from '../harness.js';
+import { spawnAgent, waitForEvery, type AgentProc } from '@syncmesh-edge/lab';
 
 let mongo: MongoTarget;
 let agent: AgentProc;
@@ -210,12 +210,11 @@ test('agent - Prometheus metrics are served on /metrics', async () => {
 });
 
 test('agent - a peer with another mesh secret is refused both ways, and nothing it holds is merged', async () => {
-  const { waitFor } = await import('../harness.js');
   const intruder = await spawnAgent({ nodeId: 'intruder', peers: [agent.peerAddress], env: { MISO_MESH_SECRET: 'another-mesh-secret-0123456789abcdef' } });
   try {
     await intruder.client.apply('intruder-fn', 'o', 'n', 'gcounter', { op: 'add', n: 1000 });
     // The intruder cannot check the agent's proof and leaves; the agent logs why (no secret in either log).
-    await waitFor(
+    await waitForEvery(
       'the refusal to be logged on both sides',
       () => agent.stderr.join('').includes('left during the handshake') && intruder.stderr.join('').includes('EDGE_MISO_AUTH'),
     );

@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
-import { ConnectProxy, Relay, spawnAgent, waitConverged, waitFor, type AgentProc, type AgentSpec } from '../harness.js';
+import { ConnectProxy, Relay, spawnAgent, waitConverged, waitForEvery, type AgentProc, type AgentSpec } from '@syncmesh-edge/lab';
 
 const FN = 'counter-fn';
 /** Fast timers so failures are noticed within a second. */
@@ -48,7 +48,7 @@ before(async () => {
     known.push(a.peerAddress);
     await a.client.register(FN, `${id}-r1`);
   }
-  await waitFor('a full mesh', async () => {
+  await waitForEvery('a full mesh', async () => {
     const sts = await Promise.all(all().map((a) => a.client.status()));
     return sts.every((s) => s.peers.filter((p) => p.connected && p.functions.includes(FN)).length === 4);
   });
@@ -99,7 +99,7 @@ test('cluster - an agent cut off and healed converges (both sides wrote meanwhil
   assert.ok(relayE.active > 0 && proxyE.active > 0, 'e is reached only through the relay and the proxy');
   relayE.cut();
   proxyE.cut();
-  await waitFor('the others to drop e', async () => {
+  await waitForEvery('the others to drop e', async () => {
     const st = await others[0]!.client.status();
     return st.peers.some((p) => p.node_id === 'e' && !p.connected);
   });
@@ -117,7 +117,7 @@ test('cluster - an agent killed with kill -9 comes back with its state (disk, th
   const c = agents.get('c')!;
   await c.client.apply(FN, 'k9', 'n', 'gcounter', { op: 'add', n: 7 });
   await waitConverged(all(), FN, 'k9', 'n', 'gcounter', 7);
-  await waitFor('c to persist', async () => (await c.client.status()).persist_pending === 0);
+  await waitForEvery('c to persist', async () => (await c.client.status()).persist_pending === 0);
   await c.stop(true);
   // Writes while c is down.
   await agents.get('a')!.client.apply(FN, 'k9', 'n', 'gcounter', { op: 'add', n: 5 });
@@ -149,7 +149,7 @@ test('cluster - restore fetches a CRDT from peers before the operation (Algorith
   const f = await spawnAgent(specFor('f', [a.peerAddress]));
   try {
     // f does not run the function, so nobody pushes it state: only a restore can know 100.
-    await waitFor('f to see a as running the function', async () => {
+    await waitForEvery('f to see a as running the function', async () => {
       const st = await f.client.status();
       return st.peers.some((p) => p.node_id === 'a' && p.connected && p.functions.includes(FN));
     });
@@ -163,7 +163,7 @@ test('cluster - restore fetches a CRDT from peers before the operation (Algorith
 
 test('cluster - replication statistics are reported per peer', async () => {
   const a = agents.get('a')!;
-  await waitFor('a to see all five nodes run the function', async () => {
+  await waitForEvery('a to see all five nodes run the function', async () => {
     const fn = (await a.client.status()).functions.find((f) => f.function === FN);
     return JSON.stringify(fn?.nodes) === JSON.stringify(['a', 'b', 'c', 'd', 'e']);
   });

@@ -16,7 +16,7 @@ import { encodePeerMessage, decodePeerMessage, peerWire } from '../../src/transp
 import { AcceptorHandshake, DialerHandshake, HANDSHAKE_TIMEOUT_MS } from '../../src/transport/grpc/auth.js';
 import type { PeerMessage, ReceivedPeerMessage } from '../../src/sync/messages.js';
 import { getCrdtType } from '../../src/crdt/index.js';
-import { spawnAgent, TEST_SECRET, waitFor, type AgentProc } from '../harness.js';
+import { spawnAgent, TEST_SECRET, waitForEvery, type AgentProc } from '@syncmesh-edge/lab';
 
 const rightKeys = new MeshKeys(TEST_SECRET);
 const wrongKeys = new MeshKeys('rogue-mesh-secret-0123456789abcdefghij');
@@ -70,7 +70,7 @@ function dial(address: string) {
     inbox,
     ended,
     next: async () => {
-      await waitFor('a message from the agent', () => inbox.length > 0, 5_000);
+      await waitForEvery('a message from the agent', () => inbox.length > 0, 5_000);
       return inbox.shift()!;
     },
   };
@@ -117,7 +117,7 @@ test('rogue agent - a dialer with a wrong key is refused by the acceptor, and wh
   assert.equal(end.code, grpc.status.UNAUTHENTICATED);
   assert.match(end.details, /^EDGE_MISO_AUTH: the dialer at .* failed to prove the mesh key for node id 'rogue-dialer'/);
   assert.equal(r.inbox.length, 0, 'nothing after the challenge');
-  await waitFor('the refusal in the log', () => /"code":"EDGE_MISO_AUTH".*failed to prove the mesh key for node id 'rogue-dialer'/.test(log(target)));
+  await waitForEvery('the refusal in the log', () => /"code":"EDGE_MISO_AUTH".*failed to prove the mesh key for node id 'rogue-dialer'/.test(log(target)));
   await nothingMerged(target);
 });
 
@@ -154,7 +154,9 @@ test('rogue agent - the right key but a spoofed id in the Hello is refused and n
   r.call.write(a.cipher.seal(encodePeerMessage({ hello: { node_id: 'victim-peer', address: '', functions: [FN], incarnation: '1' } })));
   r.call.write(a.cipher.seal(encodePeerMessage(poison())));
   await r.ended;
-  await waitFor('the refusal in the log', () => /"code":"EDGE_MISO_PEER_ID".*authenticated as 'mallory' but its Hello claims 'victim-peer'/.test(log(target)));
+  await waitForEvery('the refusal in the log', () =>
+    /"code":"EDGE_MISO_PEER_ID".*authenticated as 'mallory' but its Hello claims 'victim-peer'/.test(log(target)),
+  );
   await nothingMerged(target);
 });
 
@@ -181,7 +183,7 @@ test('rogue agent - a wrong-key acceptor, a v1 acceptor and an address pinned to
   await mallory.client.apply(FN, 'o', 'n', 'gcounter', { op: 'add', n: 1000 });
   const victim = await spawnAgent({ nodeId: 'victim', peers: [wrongKey, v1, `victim-peer@${mallory.peerAddress}`] });
   others.push(victim);
-  await waitFor(
+  await waitForEvery(
     'three refusals in the victim log',
     () => {
       const l = log(victim);
@@ -233,7 +235,7 @@ test('rogue agent - an impostor that relays a genuine handshake and then injects
   });
   const victim = await spawnAgent({ nodeId: 'relay-victim', peers: [`target@${relay}`] });
   others.push(victim);
-  await waitFor(
+  await waitForEvery(
     'the victim to cut the relayed stream',
     () => /"code":"EDGE_MISO_AUTH".*a message from 'target' at [^ ]+ has a missing or wrong MAC/.test(log(victim)),
     15_000,
@@ -285,7 +287,7 @@ test('rogue agent - a recorded connection replayed byte for byte to another agen
     await a.client.register(FN, 'r1');
     await target.client.register(FN, 't1');
     await a.client.apply(FN, 'o', 'n', 'gcounter', { op: 'add', n: 1000 });
-    await waitFor('the genuine link to deliver the add', async () => (await target.client.read(FN, 'o', 'n', 'gcounter')).value === 1000);
+    await waitForEvery('the genuine link to deliver the add', async () => (await target.client.read(FN, 'o', 'n', 'gcounter')).value === 1000);
     await a.stop();
     assert.ok(relay.recorded.length > 0);
     // The captured bytes: HTTP/2 preface, headers, the handshake, Hello and the sealed state.
@@ -293,7 +295,7 @@ test('rogue agent - a recorded connection replayed byte for byte to another agen
     s.on('error', () => s.destroy());
     await once(s, 'connect');
     s.write(Buffer.concat(relay.recorded));
-    await waitFor('the replay to be refused', () =>
+    await waitForEvery('the replay to be refused', () =>
       /"code":"EDGE_MISO_AUTH".*failed to prove the mesh key for node id 'replayed' \(wrong MISO_MESH_SECRET, a replayed handshake, or an impostor\)/.test(
         log(fresh),
       ),
@@ -312,9 +314,9 @@ test('rogue agent - the genuine mesh still works next to the rogues, and no log 
   await peer.client.register('ok-fn', 'p1');
   await target.client.register('ok-fn', 't1');
   await peer.client.apply('ok-fn', 'o', 'n', 'gcounter', { op: 'add', n: 2 });
-  await waitFor('the add to reach target', async () => (await target.client.read('ok-fn', 'o', 'n', 'gcounter')).value === 2);
+  await waitForEvery('the add to reach target', async () => (await target.client.read('ok-fn', 'o', 'n', 'gcounter')).value === 2);
   await target.client.apply('ok-fn', 'o', 'n', 'gcounter', { op: 'add', n: 3 });
-  await waitFor('the add to reach peer', async () => (await peer.client.read('ok-fn', 'o', 'n', 'gcounter')).value === 5);
+  await waitForEvery('the add to reach peer', async () => (await peer.client.read('ok-fn', 'o', 'n', 'gcounter')).value === 5);
   for (const a of [target, peer, ...others]) {
     const l = log(a);
     assert.ok(!l.includes(TEST_SECRET) && !l.includes('rogue-mesh-secret'), `${a.nodeId}: a secret in the log`);

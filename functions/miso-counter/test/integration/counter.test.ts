@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { serveFunction, type FunctionServer } from '@syncmesh-edge/miso-sdk';
-import { spawnAgent, waitFor, type AgentProc } from '@syncmesh-edge/miso-agent/test-harness';
+import { spawnAgent, waitForEvery, type AgentProc } from '@syncmesh-edge/lab';
 import { handler } from '../../src/handler.js';
 
 let mongo: MongoTarget;
@@ -49,13 +49,13 @@ test('miso-counter - start-up registers the function replica with the agent', as
 
 test('miso-counter - increments on two nodes add up on both', async () => {
   // Restore asks the peers that run the function: wait until each agent knows the other does.
-  await waitFor('both agents to know where miso-counter runs', async () => {
+  await waitForEvery('both agents to know where miso-counter runs', async () => {
     const st = await Promise.all(agents.map((a) => a.client.status()));
     return st.every((x) => (x.functions.find((f) => f.function === 'miso-counter')?.nodes.length ?? 0) >= 2);
   });
   assert.deepEqual((await call(fns[0]!, 'POST', '5')).json, { totalSum: 5 });
   assert.deepEqual((await call(fns[1]!, 'POST', '')).json, { totalSum: 6 }, 'restored from n1 before adding');
-  await waitFor('both nodes to report 6', async () => {
+  await waitForEvery('both nodes to report 6', async () => {
     const r = await Promise.all(fns.map((f) => call(f, 'GET')));
     return r.every((x) => JSON.stringify(x.json) === '{"totalSum":6}');
   });

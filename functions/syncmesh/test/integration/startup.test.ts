@@ -11,10 +11,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@syncmesh-edge/lab';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
 import { eventually, post, WRITE_KEY } from './harness.js';
 
@@ -22,15 +22,6 @@ const MAIN = join(import.meta.dirname, '..', '..', 'src', 'main.js');
 const skip = process.env['MONGODB_URI'] ? 'starts its own test server late; not with a real MONGODB_URI' : false;
 
 /** A TCP port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as { port: number };
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
-
 /** SIGTERM to a child still running, and wait until it exited. */
 async function stopProcess(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null) return;

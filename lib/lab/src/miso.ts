@@ -1,5 +1,6 @@
 /**
- * Test and benchmark harness: spawns real agent processes (dist/src/main.js) on ephemeral
+ * The MISO agent's test and benchmark harness (moved here from miso-agent/test so the agent's
+ * package exports no test code): spawns real agent processes (dist/src/main.js) on ephemeral
  * loopback ports, waits for their READY line, and gives each an SDK client. Also a TCP relay and
  * an HTTP CONNECT proxy that can cut and heal an agent's connections (a network partition on
  * loopback, without touching the host's firewall).
@@ -10,14 +11,13 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 
-const here = dirname(fileURLToPath(import.meta.url));
-/** dist/src/main.js of the agent (this file runs from dist/test/). */
-export const AGENT_MAIN = resolve(here, '..', 'src', 'main.js');
+/** dist/src/main.js of the agent: beside its package entry point (dist/src/index.js). */
+export const AGENT_MAIN = join(dirname(fileURLToPath(import.meta.resolve('@syncmesh-edge/miso-agent'))), 'main.js');
 /** V8 flags for agent processes (see README, "Running"): small young generation. */
 export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
 /** Start-up deadline of one agent (generous: the build machine is shared). */
@@ -26,7 +26,8 @@ export const READY_TIMEOUT_MS = 60_000;
 export const CLIENT_DEADLINE_MS = Number(process.env['MISO_TEST_DEADLINE_MS'] ?? 5_000);
 export const TEST_SECRET = 'test-mesh-secret-0123456789abcdef';
 
-export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 15_000, everyMs = 25): Promise<void> {
+/** Polls `cond` every `everyMs` until true; throws after `timeoutMs` (the lab's `waitFor` backs off instead). */
+export async function waitForEvery(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 15_000, everyMs = 25): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await cond()) return;
@@ -65,11 +66,19 @@ export interface AgentProc {
 
 /** MISO_TEST_LOG_DIR: also keep every agent's log in <dir>/<node id>.log (debugging). */
 const logDir = process.env['MISO_TEST_LOG_DIR'];
-const sockDir = mkdtempSync(join(tmpdir(), 'miso-test-'));
-process.once('exit', () => rmSync(sockDir, { recursive: true, force: true }));
+let sockDir: string | undefined;
+/** The agents' SDK socket folder, made on first use (importing the lab makes nothing). */
+function socketDir(): string {
+  if (sockDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'miso-test-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    sockDir = dir;
+  }
+  return sockDir;
+}
 
 export async function spawnAgent(spec: AgentSpec): Promise<AgentProc> {
-  const sock = join(sockDir, `${spec.nodeId}-${Math.random().toString(36).slice(2, 8)}.sock`);
+  const sock = join(socketDir(), `${spec.nodeId}-${Math.random().toString(36).slice(2, 8)}.sock`);
   const env: Record<string, string> = {
     PATH: process.env['PATH'] ?? '',
     MISO_NODE_ID: spec.nodeId,
@@ -231,7 +240,7 @@ export async function waitConverged(
 ): Promise<unknown> {
   let last: unknown[] = [];
   try {
-    await waitFor(
+    await waitForEvery(
       `${name} to converge on ${agents.length} agents`,
       async () => {
         last = await Promise.all(agents.map(async (a) => (await a.client.read(fn, object, name, type)).value));
