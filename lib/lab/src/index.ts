@@ -37,5 +37,22 @@ export {
 } from './miso.js';
 export type { AgentProc, AgentSpec } from './miso.js';
 export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './sys.js';
+export {
+  CENTRAL_HOST_OCTET,
+  CLIENT_HOST_OCTET,
+  createExtraNamespace,
+  EXTRA_ROLES,
+  extraNamespace,
+  inNetns,
+  removeExtraNamespaces,
+  removeNamespace,
+} from './netns.js';
+export type { ExtraNamespace, ExtraRole } from './netns.js';
+export { SNAPLEN_BYTES, startCapture } from './capture.js';
+export type { CaptureTarget, PhaseTraffic, RunningCapture } from './capture.js';
+export { buildPcap, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, parsePcap, readPcap, tcpFrame } from './pcap.js';
+export type { Packet, PcapFile } from './pcap.js';
+export { classify, emptyBreakdown, layoutFromTopology } from './traffic.js';
+export type { CapturedInterface, InterfaceKind, Layout, LayoutNode, NodeLinkTraffic, PairTraffic, TopologyLike, TrafficBreakdown } from './traffic.js';
 export { CUT_TOXICS, latencyToxics, Toxiproxy, TOXIPROXY_API_TIMEOUT_MS } from './toxiproxy.js';
 export type { ProxySpec, Toxic } from './toxiproxy.js';

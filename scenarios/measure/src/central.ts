@@ -16,8 +16,7 @@ import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
 import type { Profile, ScenarioConfig } from './config.js';
 import { ScenarioError } from './errors.js';
 import { moduleLogger } from './log.js';
-import { createExtraNamespace, extraNamespace, inNetns, removeNamespace, type ExtraNamespace } from './netns.js';
-import { httpOk, latencyToxics, pool, run, startService, tail, tcpOpen, Toxiproxy, waitFor, type Service } from '@syncmesh-edge/lab';
+import { httpOk, latencyToxics, pool, run, startService, tail, tcpOpen, Toxiproxy, waitFor, type Service, createExtraNamespace, extraNamespace, inNetns, removeNamespace, type ExtraNamespace } from '@syncmesh-edge/lab';
 
 const log = moduleLogger('central');
 

@@ -9,13 +9,13 @@
  * Results land in SCENARIO_RESULTS_DIR/<run>/ (results.json, results.csv, traffic.png, rtt.png,
  * report.md, and per node count the pcaps, k6 summaries and logs).
  */
+import { removeExtraNamespaces } from '@syncmesh-edge/lab';
 import { hostInfo } from '@syncmesh-edge/bench-kit';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { down as meshDown } from '@syncmesh-edge/mesh';
 import { loadConfig, type ScenarioConfig } from './config.js';
 import { ScenarioError } from './errors.js';
-import { removeExtraNamespaces } from './netns.js';
 import { writeResults, type RunMeta } from './report.js';
 import { cellId, runOnOneMesh, type CellResult, type CellSpec } from './run.js';
 

@@ -2,12 +2,12 @@
  * Runs a k6 script (scenarios/k6) inside the client's namespace and reads the JSON summary its
  * handleSummary() writes. k6 always runs with --no-usage-report.
  */
+import { inNetns } from '@syncmesh-edge/lab';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_K6_TIMEOUT_MS } from './config.js';
 import { ScenarioError } from './errors.js';
-import { inNetns } from './netns.js';
 
 /** k6's exit code when thresholds were crossed (the run itself completed). */
 export const K6_THRESHOLDS_FAILED = 99;

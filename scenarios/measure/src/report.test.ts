@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkTargets, CSV_COLUMNS, markdownReport, toCsv } from './report.js';
 import type { CellResult } from './run.js';
-import { emptyBreakdown } from './classify.js';
+import { emptyBreakdown } from '@syncmesh-edge/lab';
 
 function cell(system: 'baseline' | 'syncmesh', workload: 'collect' | 'aggregate', totalBytes: number, rttP50: number): CellResult {
   const st = (x: number) => ({ p50: x, p95: x, max: x, avg: x, min: x });

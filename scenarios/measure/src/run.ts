@@ -7,14 +7,12 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { down as meshDown, loadConfig as loadMeshConfig, status as meshStatus, up as meshUp, type MeshHandle, type MeshPlan } from '@syncmesh-edge/mesh';
-import { startCapture, type CaptureTarget, type PhaseTraffic } from './capture.js';
+import { startCapture, type CaptureTarget, type Layout, type PhaseTraffic, createExtraNamespace, extraNamespace, removeExtraNamespaces, type ExtraNamespace } from '@syncmesh-edge/lab';
 import { CENTRAL_MONGO_PORT, startCentral, type Central, type IngestResult } from './central.js';
-import type { Layout } from './classify.js';
 import { DEFAULT_DEADLINE_MS, DEFAULT_NODE_TIMEOUT_MS, type ScenarioConfig, type System, type Workload } from './config.js';
 import { ScenarioError } from './errors.js';
 import { metricValue, runK6, trend, type K6Outcome, type TrendValues } from './k6.js';
 import { moduleLogger } from './log.js';
-import { createExtraNamespace, extraNamespace, removeExtraNamespaces, type ExtraNamespace } from './netns.js';
 import { startSampler, type Usage, type WatchedProcess } from './sampler.js';
 
 const log = moduleLogger('run');
@@ -88,15 +86,14 @@ function stats(t: TrendValues | null): RttStats | null {
 export function buildLayout(plan: MeshPlan, client: ExtraNamespace, central: Central | null): Layout {
   const byIndex = new Map(plan.nodes.map((n) => [n.index, n.id]));
   return {
-    hostAddr: plan.hostAddr,
-    clientAddr: client.addr,
-    centralAddr: central?.ns.addr ?? null,
-    centralMongoPort: CENTRAL_MONGO_PORT,
-    nodes: plan.nodes.map((n) => ({ id: n.id, addr: n.addr })),
-    meshProxies: new Map(plan.links.map((l) => [l.listenPort, { from: byIndex.get(l.from)!, to: byIndex.get(l.to)! }])),
-    centralProxies: new Map<number, { kind: 'ingest'; node: string } | { kind: 'client' }>([
-      ...[...(central?.ingestPorts ?? new Map<number, string>())].map(([port, node]) => [port, { kind: 'ingest' as const, node }] as const),
-    ]),
+    nodes: plan.nodes.map((n) => ({ id: n.id, addr: n.addr, functionPort: n.functionPort, agentPort: n.agentPort, mongoPort: n.mongoPort })),
+    clientAddrs: [client.addr],
+    proxyHost: {
+      addr: plan.hostAddr,
+      meshProxies: new Map(plan.links.map((l) => [l.listenPort, { from: byIndex.get(l.from)!, to: byIndex.get(l.to)! }])),
+      ingestProxies: new Map(central?.ingestPorts ?? []),
+    },
+    central: central ? { addr: central.ns.addr, mongoPort: CENTRAL_MONGO_PORT } : null,
   };
 }
 

@@ -1,191 +1,92 @@
 /**
- * Bytes on the wire per node link and direction, from tcpdump on the host side of every node's
- * link (netns mode) or on loopback filtered to the mesh's ports (loopback mode). Traffic is
- * attributed the same way in both modes: "out" is what the node sent, "in" what it received,
- * and node-to-node requests are also counted per directed pair by their proxy port.
+ * `make mesh-capture` and the demo's byte counts: the lab's pcap capture (`@syncmesh-edge/lab`:
+ * `tcpdump -w`, the same capture and classifier `make scenario` uses) classified from the mesh's
+ * topology, every packet once: client traffic, function to function (per directed pair), agent
+ * to agent (per directed pair), MongoDB, and what is not counted (relay legs of the emulated
+ * links, ARP, mDNS).
+ *
+ * - The emulated mesh (netns): tcpdump on every node's link (host side of its veth) and on the
+ *   client's. The client runs in its own namespace on the mesh's bridge (`<mesh>-cl`), because
+ *   the host is where the link proxies run: traffic from the host's address to a node's function
+ *   is the second leg of a proxied link, not a client.
+ * - VMs on a bridge (the Terraform meshes, `isolation: "vm"`): tcpdump on the bridge, which sees
+ *   every packet between the VMs and from the host once; the host is the client.
+ * - Loopback meshes share one address between all processes: their traffic cannot be told
+ *   apart, and capture refuses them (EDGE_LAB_CAPTURE).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { MeshError } from './errors.js';
-import type { MeshPlan } from './plan.js';
+import {
+  createExtraNamespace,
+  extraNamespace,
+  LabError,
+  layoutFromTopology,
+  removeNamespace,
+  startCapture,
+  type CaptureTarget,
+  type ExtraNamespace,
+  type PhaseTraffic,
+  type TopologyLike,
+} from '@syncmesh-edge/lab';
 
-/** Wait this long for tcpdump to report that it listens. */
-const TCPDUMP_READY_TIMEOUT_MS = 10_000;
-/** Headers are enough: frame length is printed for every packet. */
-const SNAPLEN_BYTES = 128;
-
-export interface LinkBytes {
-  node: string;
-  interface: string;
-  bytes_out: number;
-  bytes_in: number;
-  packets_out: number;
-  packets_in: number;
-}
-
-export interface PairBytes {
-  from: string;
-  to: string;
-  /** What `from` sent on the link to `to` (requests). */
-  bytes_request: number;
-  /** What came back (answers). */
-  bytes_response: number;
-}
-
-export interface CaptureResult {
+/** What capture reads of `.mesh/<name>/topology.json` (Terraform writes `isolation: "vm"`). */
+export interface CaptureTopology extends TopologyLike {
   mesh: string;
-  duration_ms: number;
-  links: LinkBytes[];
-  pairs: PairBytes[];
-  total_bytes: number;
-  /** Packets tcpdump reported as dropped by the kernel (0 means the counts are complete). */
-  dropped_packets: number;
+  isolation: string;
+  subnet: string | null;
+  nodes: (TopologyLike['nodes'][number] & { host_interface: string | null })[];
 }
 
-const PACKET_RE = /length (\d+): (\d+\.\d+\.\d+\.\d+)\.(\d+) > (\d+\.\d+\.\d+\.\d+)\.(\d+)/;
-
-interface Counters {
-  links: Map<string, LinkBytes>;
-  pairs: Map<string, PairBytes>;
+export interface MeshTraffic extends PhaseTraffic {
+  mesh: string;
+  /** The client's address (the client namespace's, or the host's for VMs). */
+  client: string | null;
 }
 
-/** Attributes one packet seen on `iface` (node index `onNode`, or null on loopback). */
-export function account(plan: MeshPlan, c: Counters, onNode: number | null, line: string): void {
-  const m = PACKET_RE.exec(line);
-  if (!m) return;
-  const len = Number(m[1]);
-  const src = { addr: m[2]!, port: Number(m[3]) };
-  const dst = { addr: m[4]!, port: Number(m[5]) };
-  const linkOf = (idx: number) => c.links.get(plan.nodes[idx - 1]!.id)!;
-  const proxyByPort = (ep: { addr: string; port: number }) => plan.links.find((l) => l.listenHost === ep.addr && l.listenPort === ep.port);
-  const fnByPort = (ep: { addr: string; port: number }) => plan.nodes.find((n) => n.addr === ep.addr && n.functionPort === ep.port);
-
-  const outProxy = proxyByPort(dst); // node -> its proxy to a peer
-  const inProxy = proxyByPort(src); // proxy -> node (answer from a peer)
-  if (outProxy) bump(c, outProxy.from, outProxy.to, 'request', len);
-  if (inProxy) bump(c, inProxy.from, inProxy.to, 'response', len);
-
-  if (onNode !== null) {
-    const node = plan.nodes[onNode - 1]!;
-    const l = linkOf(onNode);
-    if (src.addr === node.addr) {
-      l.bytes_out += len;
-      l.packets_out++;
-    } else {
-      l.bytes_in += len;
-      l.packets_in++;
-    }
-    return;
-  }
-  // loopback: find the node at either end by its ports
-  const sender = outProxy ? outProxy.from : fnByPort(src)?.index;
-  const receiver = inProxy ? inProxy.from : fnByPort(dst)?.index;
-  if (sender !== undefined) {
-    linkOf(sender).bytes_out += len;
-    linkOf(sender).packets_out++;
-  }
-  if (receiver !== undefined) {
-    linkOf(receiver).bytes_in += len;
-    linkOf(receiver).packets_in++;
-  }
+export interface MeshCaptureOptions {
+  /** Folder for the pcap files (kept: they are the evidence). */
+  dir: string;
+  phase?: string;
+  /** The emulated mesh: the client namespace (from clientNamespace()). */
+  client?: ExtraNamespace;
+  /** VMs: the bridge to capture on. */
+  bridge?: string;
 }
 
-function bump(c: Counters, from: number, to: number, kind: 'request' | 'response', len: number): void {
-  const key = `${from}>${to}`;
-  let p = c.pairs.get(key);
-  if (!p) {
-    p = { from: `node-${from}`, to: `node-${to}`, bytes_request: 0, bytes_response: 0 };
-    c.pairs.set(key, p);
-  }
-  if (kind === 'request') p.bytes_request += len;
-  else p.bytes_response += len;
+export interface MeshCapture {
+  /** Stops tcpdump and classifies the pcaps. Safe to call twice. */
+  stop(): Promise<MeshTraffic>;
 }
 
-export interface Capture {
-  /** Stops tcpdump and returns the counts. Safe to call twice. */
-  stop(): Promise<CaptureResult>;
-}
-
-/** Starts tcpdump on every node link; resolves once all of them listen. */
-export async function startCapture(plan: MeshPlan): Promise<Capture> {
-  const counters: Counters = {
-    links: new Map(plan.nodes.map((n) => [n.id, { node: n.id, interface: n.hostIf ?? 'lo', bytes_out: 0, bytes_in: 0, packets_out: 0, packets_in: 0 }])),
-    pairs: new Map(),
-  };
-  const targets: { iface: string; node: number | null; filter: string[] }[] =
-    plan.isolation === 'netns'
-      ? plan.nodes.map((n) => ({ iface: n.hostIf!, node: n.index, filter: [] }))
-      : [
-          {
-            iface: 'lo',
-            node: null,
-            filter: [
-              'tcp',
-              'and',
-              'portrange',
-              `${plan.portBase! + 1}-${plan.portBase! + 99}`,
-              'or',
-              'portrange',
-              `${plan.portBase! + 1000}-${plan.portBase! + 1999}`,
-            ],
-          },
-        ];
-  const t0 = performance.now();
-  let dropped = 0;
-  const procs: ChildProcess[] = [];
-  const exited: Promise<void>[] = [];
-  try {
-    await Promise.all(
-      targets.map(
-        (t) =>
-          new Promise<void>((ready, fail) => {
-            const p = spawn('tcpdump', ['-i', t.iface, '--immediate-mode', '-nn', '-e', '-l', '-q', '-s', String(SNAPLEN_BYTES), ...t.filter], {
-              stdio: ['ignore', 'pipe', 'pipe'],
-            });
-            procs.push(p);
-            exited.push(new Promise((r) => p.once('close', () => r())));
-            createInterface({ input: p.stdout! }).on('line', (line) => account(plan, counters, t.node, line));
-            const timer = setTimeout(
-              () => fail(new MeshError('EDGE_MESH_COMMAND_FAILED', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
-              TCPDUMP_READY_TIMEOUT_MS,
-            );
-            createInterface({ input: p.stderr! }).on('line', (line) => {
-              if (/listening on/.test(line)) {
-                clearTimeout(timer);
-                ready();
-              }
-              const d = /(\d+) packets? dropped by kernel/.exec(line);
-              if (d) dropped += Number(d[1]);
-            });
-            p.once('error', (err) => {
-              clearTimeout(timer);
-              fail(new MeshError('EDGE_MESH_TOOL_MISSING', `tcpdump cannot run (run: make tools): ${err.message}`, { cause: err }));
-            });
-            p.once('exit', (code) => {
-              clearTimeout(timer);
-              fail(new MeshError('EDGE_MESH_COMMAND_FAILED', `tcpdump on ${t.iface} exited with ${code}`));
-            });
-          }),
-      ),
+/** Starts tcpdump on the mesh's links (or its bridge); resolves once every capture listens. */
+export async function startMeshCapture(topology: CaptureTopology, opts: MeshCaptureOptions): Promise<MeshCapture> {
+  let targets: CaptureTarget[];
+  let clientAddrs: string[];
+  if (opts.bridge) {
+    targets = [{ iface: opts.bridge, kind: 'bridge' }];
+    clientAddrs = [topology.host_address, ...(opts.client ? [opts.client.addr] : [])];
+  } else if (topology.isolation === 'netns') {
+    targets = topology.nodes.map((n) => ({ iface: n.host_interface!, kind: 'node' as const, node: n.id }));
+    if (opts.client) targets.push({ iface: opts.client.hostIf, kind: 'client' });
+    clientAddrs = opts.client ? [opts.client.addr] : [];
+  } else {
+    throw new LabError(
+      'EDGE_LAB_CAPTURE',
+      `mesh '${topology.mesh}' has isolation '${topology.isolation}': capture needs the nodes' own addresses (MESH_ISOLATION=netns, or VMs with MESH_CAPTURE_IFACE=<bridge>)`,
     );
-  } catch (err) {
-    for (const p of procs) p.kill('SIGTERM');
-    throw err;
   }
-  let result: Promise<CaptureResult> | undefined;
+  const cap = await startCapture(opts.phase ?? 'capture', opts.dir, targets, layoutFromTopology(topology, { clientAddrs }));
+  let result: Promise<MeshTraffic> | undefined;
   return {
     stop() {
-      result ??= (async () => {
-        for (const p of procs) p.kill('SIGINT');
-        await Promise.all(exited);
-        const links = [...counters.links.values()];
-        const pairs = [...counters.pairs.values()].sort(
-          (a, b) => a.from.localeCompare(b.from, 'en', { numeric: true }) || a.to.localeCompare(b.to, 'en', { numeric: true }),
-        );
-        const total = plan.isolation === 'netns' ? links.reduce((s, l) => s + l.bytes_in + l.bytes_out, 0) : links.reduce((s, l) => s + l.bytes_out, 0);
-        return { mesh: plan.name, duration_ms: Math.round(performance.now() - t0), links, pairs, total_bytes: total, dropped_packets: dropped };
-      })();
+      result ??= cap.stop().then((t) => ({ ...t, mesh: topology.mesh, client: clientAddrs[0] ?? null }));
       return result;
     },
   };
+}
+
+/** Creates the emulated mesh's client namespace (`<mesh>-cl`) on its bridge; remove it with removeNamespace(). */
+export async function clientNamespace(mesh: string, subnet: string, bridge: string): Promise<ExtraNamespace> {
+  const ns = extraNamespace(mesh, subnet, 'cl');
+  await removeNamespace(ns); // a leftover of an interrupted run
+  await createExtraNamespace(ns, bridge);
+  return ns;
 }

@@ -13,13 +13,14 @@
  *   bench-function-faasd     the function benchmark on one faasd node: direct, bare process, watchdog, gateway, published port
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startCapture } from './capture.js';
+import { clientNamespace, startMeshCapture, type CaptureTopology, type MeshTraffic } from './capture.js';
 import { loadConfig } from './config.js';
-import { LabError } from '@syncmesh-edge/lab';
+import { inNetns, LabError, removeNamespace, type ExtraNamespace } from '@syncmesh-edge/lab';
 import { MeshError } from './errors.js';
 import { cut, down, requireState, restore, status, up } from './mesh.js';
+import { buildTopology } from './topology.js';
 import { runBench } from './bench.js';
 import { runReplicationBench } from './bench-replication.js';
 import { runFunctionBenchFaasd } from './bench-function-faasd.js';
@@ -104,16 +105,41 @@ async function main(argv: string[]): Promise<number> {
       const fromEnv = process.env['MESH_CAPTURE_CMD']?.trim();
       const cmd = rest[0] === '--' ? rest.slice(1) : rest.length > 0 ? rest : fromEnv ? [fromEnv] : [];
       if (cmd.length === 0) throw new MeshError('EDGE_MESH_COMMAND_FAILED', 'usage: mesh capture -- <command...> (make mesh-capture CMD="...")');
-      const state = requireState(cfg.stateRoot, cfg.name);
-      const capture = await startCapture(state.plan);
-      progress(`capturing on ${state.plan.isolation === 'netns' ? `${state.plan.nodes.length} node links` : 'loopback'} while: ${cmd.join(' ')}`);
-      const code = await new Promise<number>((resolveCode) => {
-        const child = spawn(cmd[0]!, cmd.slice(1), { stdio: 'inherit', shell: cmd.length === 1 });
-        child.once('exit', (c, sig) => resolveCode(c ?? (sig ? 128 : 1)));
-        child.once('error', () => resolveCode(127));
-      });
-      const result = { ...(await capture.stop()), command: cmd.join(' '), exit_code: code };
-      const file = join(state.plan.stateDir, `capture-${Date.now()}.json`);
+      const bridge = process.env['MESH_CAPTURE_IFACE']?.trim();
+      const stamp = Date.now();
+      let topology: CaptureTopology;
+      let client: ExtraNamespace | undefined;
+      let dir: string;
+      if (bridge) {
+        // VMs on a bridge (terraform): no mesh state here, only the topology it wrote
+        topology = JSON.parse(readFileSync(join(cfg.stateRoot, cfg.name, 'topology.json'), 'utf8')) as CaptureTopology;
+        dir = join(cfg.stateRoot, cfg.name, `capture-${stamp}`);
+      } else {
+        const state = requireState(cfg.stateRoot, cfg.name);
+        topology = buildTopology(state);
+        dir = join(state.plan.stateDir, `capture-${stamp}`);
+        if (state.plan.isolation === 'netns') client = await clientNamespace(cfg.name, state.plan.subnet!, state.plan.bridge!);
+      }
+      mkdirSync(dir, { recursive: true });
+      let code: number;
+      let traffic: MeshTraffic;
+      try {
+        const capture = await startMeshCapture(topology, { dir, ...(client ? { client } : {}), ...(bridge ? { bridge } : {}) });
+        progress(
+          `capturing on ${bridge ?? `${topology.nodes.length} node links and the client's`} while: ${cmd.join(' ')}${client ? ` (run in the client namespace ${client.netns}, ${client.addr})` : ''}`,
+        );
+        const argv = client ? inNetns(client.netns, cmd.length === 1 ? ['sh', '-c', cmd[0]!] : cmd) : cmd;
+        code = await new Promise<number>((resolveCode) => {
+          const child = spawn(argv[0]!, argv.slice(1), { stdio: 'inherit', shell: !client && cmd.length === 1 });
+          child.once('exit', (c, sig) => resolveCode(c ?? (sig ? 128 : 1)));
+          child.once('error', () => resolveCode(127));
+        });
+        traffic = await capture.stop();
+      } finally {
+        if (client) await removeNamespace(client);
+      }
+      const result = { ...traffic, command: cmd.join(' '), exit_code: code };
+      const file = join(dir, 'capture.json');
       writeFileSync(file, JSON.stringify(result, null, 2));
       process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       progress(`capture written to ${file}`);

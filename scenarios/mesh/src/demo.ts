@@ -2,7 +2,13 @@
  * `make mesh-demo`: three nodes with real (DATA=) or generated data, one collect and one
  * aggregate query (with a radius) sent to node-1, a readable table, and teardown.
  */
-import { startCapture, type CaptureResult } from './capture.js';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { inNetns, removeNamespace, type ExtraNamespace } from '@syncmesh-edge/lab';
+import { clientNamespace, startMeshCapture, type MeshTraffic } from './capture.js';
 import type { MeshConfig } from './config.js';
 import { postFunction, type TimedAnswer } from './client.js';
 import { down, up, type Progress } from './mesh.js';
@@ -11,6 +17,8 @@ import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_S
 import { join } from 'node:path';
 
 export const DEMO_NODES = 3;
+const DEMO_CLIENT = fileURLToPath(new URL('./demo-client.js', import.meta.url));
+const execFileP = promisify(execFile);
 const DEMO_NODE_TIMEOUT_MS = 20_000;
 
 interface Row {
@@ -23,6 +31,7 @@ interface Row {
   avgP: string;
   rttMs: string;
   wireBytes: string;
+  agentBytes: string;
 }
 
 function fmt(n: unknown, digits: number): string {
@@ -43,14 +52,26 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
   const t0 = performance.now();
   let tUp = t0;
   let tQueries = t0;
+  let client: ExtraNamespace | undefined;
   try {
     const mesh = await up(cfg, { progress, signal: ac.signal });
     tUp = performance.now();
     const entry = mesh.topology.nodes[0]!;
-    const measure = async (body: Record<string, unknown>): Promise<[TimedAnswer, CaptureResult | null]> => {
-      const capture = cfg.isolation === 'netns' ? await startCapture(mesh.plan) : null;
-      const answer = await postFunction(entry.function_url, body);
-      return [answer, capture ? await capture.stop() : null];
+    // netns: the measured queries come from the client's own namespace, and every packet on the
+    // links is counted once (the lab's pcap capture); loopback has no per-node links to capture
+    if (cfg.isolation === 'netns') client = await clientNamespace(cfg.name, mesh.plan.subnet!, mesh.plan.bridge!);
+    const pcapDir = mkdtempSync(join(tmpdir(), `${cfg.name}-demo-`));
+    const measure = async (body: Record<string, unknown>): Promise<[TimedAnswer, MeshTraffic | null]> => {
+      if (!client) return [await postFunction(entry.function_url, body), null];
+      const capture = await startMeshCapture(mesh.topology, { dir: pcapDir, client });
+      try {
+        const argv = inNetns(client.netns, [process.execPath, DEMO_CLIENT, entry.function_url, JSON.stringify(body), String(cfg.deadlineMs)]);
+        const { stdout } = await execFileP(argv[0]!, argv.slice(1), { maxBuffer: 64 * 1024 * 1024 });
+        return [JSON.parse(stdout) as TimedAnswer, await capture.stop()];
+      } finally {
+        await capture.stop();
+        rmSync(pcapDir, { recursive: true, force: true });
+      }
     };
     // the first query on a fresh JVM is slow (JIT): warm every node's database once, alone
     progress('warming up every node (one local aggregate each)');
@@ -61,7 +82,7 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
     const [collect, collectWire] = await measure(collectRequest(undefined, undefined, { radius: DEFAULT_RADIUS_KM }));
     const [aggregate, aggWire] = await measure(aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }));
 
-    const row = (name: string, a: TimedAnswer, wire: CaptureResult | null, docs: unknown, agg?: Record<string, unknown>): Row => ({
+    const row = (name: string, a: TimedAnswer, wire: MeshTraffic | null, docs: unknown, agg?: Record<string, unknown>): Row => ({
       query: name,
       asked: (a.answer.extensions?.['asked'] as number | undefined) ?? '-',
       answered: (a.answer.extensions?.['answered'] as number | undefined) ?? '-',
@@ -70,7 +91,8 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
       avgH: fmt(agg?.['average_humidity'], 3),
       avgP: fmt(agg?.['average_pressure'], 1),
       rttMs: a.rttMs.toFixed(1),
-      wireBytes: wire ? String(wire.total_bytes) : 'n/a',
+      wireBytes: wire ? String(wire.counted_bytes) : 'n/a',
+      agentBytes: wire ? String(wire.agent_bytes) : 'n/a',
     });
     const sensors = collect.answer.data?.['sensors'];
     const agg = aggregate.answer.data?.['sensorsAggregate'] as Record<string, unknown> | undefined;
@@ -88,6 +110,7 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
       avgP: 'avg press Pa',
       rttMs: 'RTT ms',
       wireBytes: 'bytes on links',
+      agentBytes: 'agent bytes',
     };
     const cols = Object.keys(header) as (keyof Row)[];
     const width = (k: keyof Row) => Math.max(...[header, ...rows].map((r) => String(r[k]).length));
@@ -123,6 +146,7 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
   } finally {
     process.off('SIGINT', onSignal);
     const tDown = performance.now();
+    if (client) await removeNamespace(client);
     await down(cfg.stateRoot, cfg.name, progress);
     const s = (a: number, b: number) => `${(Math.max(0, b - a) / 1000).toFixed(1)} s`;
     progress(

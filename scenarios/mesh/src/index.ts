@@ -9,8 +9,8 @@ export { planMesh, defaultSubnet, defaultPortBase, FUNCTION_PATH } from './plan.
 export type { MeshPlan, NodePlan, LinkPlan } from './plan.js';
 export { linkShapes, haversineKm } from './latency.js';
 export type { LinkShape, Shape, Coordinates } from './latency.js';
-export { startCapture } from './capture.js';
-export type { CaptureResult, LinkBytes, PairBytes } from './capture.js';
+export { clientNamespace, startMeshCapture } from './capture.js';
+export type { CaptureTopology, MeshCapture, MeshCaptureOptions, MeshTraffic } from './capture.js';
 export { postFunction, meta } from './client.js';
 export type { FunctionAnswer, TimedAnswer } from './client.js';
 export { expectedFromCsv, expectedFromMongo, relDiff } from './oracle.js';

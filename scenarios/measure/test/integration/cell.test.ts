@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { readPcap } from '../../src/pcap.js';
+import { readPcap } from '@syncmesh-edge/lab';
 import { runOnOneMesh, type CellResult } from '../../src/run.js';
 import { writeResults } from '../../src/report.js';
 

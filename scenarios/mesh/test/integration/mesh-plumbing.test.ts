@@ -11,7 +11,8 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, type MeshConfig } from '../../src/config.js';
 import { MeshError } from '../../src/errors.js';
-import { startCapture } from '../../src/capture.js';
+import { removeNamespace } from '@syncmesh-edge/lab';
+import { clientNamespace, startMeshCapture } from '../../src/capture.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
 import { PACKAGE_ROOT } from '../../src/config.js';
 import {
@@ -100,23 +101,35 @@ test('mesh plumbing - node A to node B really waits for the link latency', { ski
   assert.ok(fast < 2 * LINK_MS, `node-1 -> node-3 took ${fast} ms, expected < ${2 * LINK_MS}`);
 });
 
-test('mesh plumbing - capture counts bytes per node link and direction, and per directed pair', {
+test('mesh plumbing - capture counts every packet once: client, node to node per directed pair, relay legs apart', {
   skip: skip || (!has('tcpdump') && 'needs tcpdump: run make tools'),
 }, async () => {
-  const capture = await startCapture(mesh.plan);
-  await via(1, 2);
-  const r = await capture.stop();
-  const l1 = r.links.find((l) => l.node === 'node-1')!;
-  const l2 = r.links.find((l) => l.node === 'node-2')!;
-  const l3 = r.links.find((l) => l.node === 'node-3')!;
-  assert.ok(l1.bytes_in > 0 && l1.bytes_out > 0, JSON.stringify(l1));
-  assert.ok(l2.bytes_in > 0 && l2.bytes_out > 0, JSON.stringify(l2));
-  // node-3 carried no request; at most control packets of connections an earlier test left open
-  // (a TCP FIN/ACK is 66 bytes on the wire) or ARP.
-  assert.ok(l3.bytes_in + l3.bytes_out < 600, `node-3 took no part, but its link carried ${JSON.stringify(l3)}`);
-  const pair = r.pairs.find((p) => p.from === 'node-1' && p.to === 'node-2');
-  assert.ok(pair && pair.bytes_request > 0 && pair.bytes_response > 0, JSON.stringify(r.pairs));
-  assert.equal(r.dropped_packets, 0);
+  const client = await clientNamespace(name, mesh.plan.subnet!, mesh.plan.bridge!);
+  const dir = join(stateRoot, 'capture');
+  try {
+    const capture = await startMeshCapture(mesh.topology, { dir, client });
+    // the client asks node-1 to forward to node-2 (through the link proxy), from its own namespace
+    const src = mesh.topology.nodes[0]!;
+    const body = JSON.stringify({ forward: src.peers['node-2'], timeoutMs: 3_000 });
+    const script = `fetch(${JSON.stringify(src.function_url)}, { method: 'POST', body: ${JSON.stringify(body)} }).then((r) => r.text()).then((t) => process.stdout.write(t))`;
+    const answer = JSON.parse(execFileSync('ip', ['netns', 'exec', client.netns, process.execPath, '-e', script], { encoding: 'utf8' })) as Echo;
+    assert.equal(answer.forwarded?.answer?.node, 'node-2');
+    const r = await capture.stop();
+    assert.equal(r.client, client.addr);
+    assert.ok(r.client_bytes > 0, 'the client leg, on the client interface');
+    const pair = r.pairs.find((p) => p.from === 'node-1' && p.to === 'node-2');
+    assert.ok(pair && pair.bytes > 0 && pair.bytes === r.node_node_bytes, JSON.stringify(r.pairs));
+    assert.ok(r.relay_bytes > 0, 'the proxy -> node-2 leg is seen and not counted');
+    assert.equal(r.counted_bytes, r.client_bytes + r.node_node_bytes + r.node_central_bytes);
+    const l1 = r.nodes.find((l) => l.node === 'node-1')!;
+    const l3 = r.nodes.find((l) => l.node === 'node-3')!;
+    assert.ok(l1.bytes_in > 0 && l1.bytes_out > 0, JSON.stringify(l1));
+    // node-3 carried no request; at most control packets of connections an earlier test left open
+    assert.ok(l3.bytes_in + l3.bytes_out < 600, `node-3 took no part, but its link carried ${JSON.stringify(l3)}`);
+    assert.equal(r.dropped_packets, 0);
+  } finally {
+    await removeNamespace(client);
+  }
 });
 
 test('mesh plumbing - a cut node hangs (no refusal) until it is restored', { skip }, async () => {

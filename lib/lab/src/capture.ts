@@ -1,15 +1,16 @@
 /**
- * One measured phase's packet capture: `tcpdump -w` on the host side of every interface that
- * matters (the client's, every node's, the central server's), started before the phase and
- * stopped after it, so phases are separated by the harness and not by sleeps. The pcap files are
- * the evidence; the numbers are computed from them (pcap.ts, classify.ts).
+ * One measured phase's packet capture: `tcpdump -w` on every interface that matters (the host
+ * side of the client's, every node's and the central server's veth, or the bridge the nodes are
+ * on), started before the phase and stopped after it, so phases are separated by the caller and
+ * not by sleeps. The pcap files are the evidence; the numbers are computed from them (pcap.ts,
+ * traffic.ts). Used by `make scenario`, `make mesh-capture` and the demo.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { classify, type CapturedInterface, type InterfaceKind, type Layout, type TrafficBreakdown } from './classify.js';
-import { ScenarioError } from './errors.js';
+import { LabError } from './errors.js';
 import { readPcap } from './pcap.js';
+import { classify, type CapturedInterface, type InterfaceKind, type Layout, type TrafficBreakdown } from './traffic.js';
 
 /** Headers are enough: the wire length of every frame is in its pcap record. */
 export const SNAPLEN_BYTES = 96;
@@ -52,7 +53,7 @@ export async function startCapture(phase: string, dir: string, targets: readonly
             const rec = { p, t, file, exited: new Promise<void>((r) => p.once('close', () => r())), dropped: 0 };
             procs.push(rec);
             const timer = setTimeout(
-              () => fail(new ScenarioError('EDGE_SCENARIO_CAPTURE', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
+              () => fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
               TCPDUMP_READY_TIMEOUT_MS,
             );
             createInterface({ input: p.stderr! }).on('line', (line) => {
@@ -65,11 +66,11 @@ export async function startCapture(phase: string, dir: string, targets: readonly
             });
             p.once('error', (err) => {
               clearTimeout(timer);
-              fail(new ScenarioError('EDGE_SCENARIO_TOOL_MISSING', `tcpdump cannot run (run: make tools): ${err.message}`, { cause: err }));
+              fail(new LabError('EDGE_LAB_TOOL_MISSING', `tcpdump cannot run (run: make tools): ${err.message}`, { cause: err }));
             });
             p.once('exit', (code) => {
               clearTimeout(timer);
-              fail(new ScenarioError('EDGE_SCENARIO_CAPTURE', `tcpdump on ${t.iface} exited with ${code}`));
+              fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${t.iface} exited with ${code}`));
             });
           }),
       ),

@@ -5,7 +5,7 @@
  * length loses nothing.
  */
 import { readFileSync } from 'node:fs';
-import { ScenarioError } from './errors.js';
+import { LabError } from './errors.js';
 
 /** Link types we can decode (pcap LINKTYPE_*). */
 export const LINKTYPE_ETHERNET = 1;
@@ -73,9 +73,9 @@ function decode(frame: Buffer, linkType: number): Pick<Packet, 'src' | 'dst' | '
   return { src, dst, sport: null, dport: null, proto };
 }
 
-/** Parses a pcap file's bytes. Throws EDGE_SCENARIO_PCAP on anything that is not a pcap we read. */
+/** Parses a pcap file's bytes. Throws EDGE_LAB_PCAP on anything that is not a pcap we read. */
 export function parsePcap(buf: Buffer, name = 'pcap'): PcapFile {
-  if (buf.length < GLOBAL_HEADER_BYTES) throw new ScenarioError('EDGE_SCENARIO_PCAP', `${name} is ${buf.length} bytes, shorter than a pcap header`);
+  if (buf.length < GLOBAL_HEADER_BYTES) throw new LabError('EDGE_LAB_PCAP', `${name} is ${buf.length} bytes, shorter than a pcap header`);
   const magicLE = buf.readUInt32LE(0);
   let le: boolean;
   let nano: boolean;
@@ -86,8 +86,8 @@ export function parsePcap(buf: Buffer, name = 'pcap'): PcapFile {
     le = false;
     nano = buf.readUInt32BE(0) === 0xa1b23c4d;
   } else {
-    throw new ScenarioError(
-      'EDGE_SCENARIO_PCAP',
+    throw new LabError(
+      'EDGE_LAB_PCAP',
       `${name} is not a libpcap file (magic 0x${magicLE.toString(16)}); pcapng is not supported, capture with tcpdump -w`,
     );
   }
@@ -95,7 +95,7 @@ export function parsePcap(buf: Buffer, name = 'pcap'): PcapFile {
   const snapLen = u32(16);
   const linkType = u32(20) & 0x0fffffff;
   if (linkType !== LINKTYPE_ETHERNET && linkType !== LINKTYPE_LINUX_SLL) {
-    throw new ScenarioError('EDGE_SCENARIO_PCAP', `${name} has link type ${linkType}; only Ethernet (1) and Linux cooked (113) are read`);
+    throw new LabError('EDGE_LAB_PCAP', `${name} has link type ${linkType}; only Ethernet (1) and Linux cooked (113) are read`);
   }
   const packets: Packet[] = [];
   let at = GLOBAL_HEADER_BYTES;

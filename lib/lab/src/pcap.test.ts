@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildPcap, parsePcap, tcpFrame } from './pcap.js';
-import { ScenarioError } from './errors.js';
+import { LabError } from './errors.js';
 
 test('pcap - reads wire length, addresses and ports of every record', () => {
   const buf = buildPcap(
@@ -39,10 +39,10 @@ test('pcap - non-IPv4 frames count with null addresses', () => {
 test('pcap - rejects what is not a libpcap file', () => {
   assert.throws(
     () => parsePcap(Buffer.from('0a0d0d0a00000000000000000000000000000000000000000000', 'hex')),
-    (e: unknown) => e instanceof ScenarioError && e.code === 'EDGE_SCENARIO_PCAP',
+    (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_PCAP',
   );
   assert.throws(
     () => parsePcap(Buffer.alloc(3)),
-    (e: unknown) => e instanceof ScenarioError && e.code === 'EDGE_SCENARIO_PCAP',
+    (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_PCAP',
   );
 });

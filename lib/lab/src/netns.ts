@@ -1,12 +1,12 @@
 /**
- * The two namespaces the scenarios add to a running mesh, on the mesh's bridge: the client (k6
- * runs there, so its traffic has its own address and interface) and the baseline's central
- * server. Names start with the mesh name (`<mesh>-cl`, `<mesh>-db`; host ends `<mesh>-clh`,
+ * The two namespaces the lab adds to a running mesh, on the mesh's bridge: the client (k6, the
+ * demo's queries and `make mesh-capture`'s command run there, so client traffic has its own
+ * address and interface) and the baseline's central server. Names start with the mesh name (`<mesh>-cl`, `<mesh>-db`; host ends `<mesh>-clh`,
  * `<mesh>-dbh`), so two meshes never collide, and removeExtraNamespaces() finds them by name
  * also after a crash.
  */
-import { run, tryRun } from '@syncmesh-edge/lab';
 import { squashError } from './errors.js';
+import { run, tryRun } from './sys.js';
 
 /** Last octet of the client's and the central server's addresses in the mesh's /24 (nodes use .11-.40). */
 export const CLIENT_HOST_OCTET = 240;

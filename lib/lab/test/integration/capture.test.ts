@@ -1,0 +1,161 @@
+/**
+ * The capture and classifier on real packets (needs root and tcpdump): two "nodes" in network
+ * namespaces on a bridge, as VMs are (no link proxies), each with a function port (8080) and an
+ * agent port (7070). The host asks node-1, node-1 forwards to node-2's function, node-2's agent
+ * dials node-1's. Captured at once on the bridge and on both nodes' veths: each view counts every
+ * packet once and both agree class by class.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { layoutFromTopology, startCapture, tcpOpen, tryRun, waitFor, type TopologyLike } from '../../src/index.js';
+
+const has = (cmd: string) => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+const skip = process.getuid?.() !== 0 ? 'needs root (network namespaces)' : !has('tcpdump') ? 'needs tcpdump: run make tools' : false;
+
+/** Names start with LAB_TEST_PREFIX (default: slc + 3 random letters), so parallel runs never collide. */
+const P = process.env['LAB_TEST_PREFIX'] ?? `slc${Math.random().toString(36).slice(2, 5)}`;
+const NET = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`;
+const HOST = `${NET}.1`;
+const N = [`${NET}.11`, `${NET}.12`];
+const BR = `${P}-br`;
+const dir = mkdtempSync(join(tmpdir(), `${P}-cap-`));
+const servers: ChildProcess[] = [];
+
+/** A node: on 8080 an HTTP "function" (?forward=<url> asks that URL first; ?agent=<host> dials its agent), on 7070 an echo "agent". */
+const NODE_SCRIPT = `
+const http = require('node:http'); const net = require('node:net');
+net.createServer((s) => s.pipe(s)).listen(7070, process.argv[1]);
+const get = (url) => new Promise((ok, no) => http.get(url, { agent: false, headers: { connection: 'close' } }, (r) => { let b = ''; r.on('data', (d) => (b += d)); r.on('end', () => ok(b)); }).on('error', no));
+const agent = (host) => new Promise((ok, no) => { const s = net.connect(7070, host, () => s.end('x'.repeat(3000))); let n = 0; s.on('data', (d) => (n += d.length)); s.on('close', () => ok(n)); s.on('error', no); });
+http.createServer(async (req, res) => {
+  const u = new URL(req.url, 'http://x');
+  let extra = '';
+  if (u.searchParams.get('forward')) extra = await get(u.searchParams.get('forward'));
+  if (u.searchParams.get('agent')) extra = String(await agent(u.searchParams.get('agent')));
+  res.setHeader('connection', 'close');
+  res.end('y'.repeat(5000) + extra);
+}).listen(8080, process.argv[1]);
+`;
+
+const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+
+function getText(url: string): Promise<string> {
+  return new Promise((ok, no) => {
+    request(url, { agent: false, headers: { connection: 'close' } }, (r) => {
+      let b = '';
+      r.on('data', (d: Buffer) => (b += d.toString()));
+      r.on('end', () => ok(b));
+    })
+      .on('error', no)
+      .end();
+  });
+}
+
+/** No TCP connection of the test is still open or closing (so no packet comes after stop). */
+function quiet(): boolean {
+  const states = ['established', 'syn-sent', 'syn-recv', 'fin-wait-1', 'fin-wait-2', 'close-wait', 'last-ack', 'closing'].flatMap((s) => ['state', s]);
+  const ns = [1, 2].map((i) => execFileSync('ip', ['netns', 'exec', `${P}-n${i}`, 'ss', '-tnH', ...states], { encoding: 'utf8' }).trim());
+  const host = execFileSync('ss', ['-tnH', ...states, 'dst', `${NET}.0/24`], { encoding: 'utf8' }).trim();
+  return ns.every((s) => s === '') && host === '';
+}
+
+before(async () => {
+  if (skip) return;
+  ip('link', 'add', BR, 'type', 'bridge');
+  ip('addr', 'add', `${HOST}/24`, 'dev', BR);
+  ip('link', 'set', BR, 'up');
+  for (const [i, addr] of N.entries()) {
+    const ns = `${P}-n${i + 1}`;
+    ip('netns', 'add', ns);
+    ip('link', 'add', `${P}-h${i + 1}`, 'type', 'veth', 'peer', 'name', `${P}-p${i + 1}`);
+    ip('link', 'set', `${P}-p${i + 1}`, 'netns', ns);
+    ip('-n', ns, 'link', 'set', `${P}-p${i + 1}`, 'name', 'eth0');
+    ip('-n', ns, 'addr', 'add', `${addr}/24`, 'dev', 'eth0');
+    ip('-n', ns, 'link', 'set', 'lo', 'up');
+    ip('-n', ns, 'link', 'set', 'eth0', 'up');
+    ip('link', 'set', `${P}-h${i + 1}`, 'master', BR);
+    ip('link', 'set', `${P}-h${i + 1}`, 'up');
+    servers.push(spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', NODE_SCRIPT, addr], { stdio: 'ignore' }));
+  }
+  for (const addr of N) await waitFor(`node ${addr}`, () => tcpOpen(addr, 8080), 20_000);
+});
+
+after(async () => {
+  if (skip) return;
+  for (const s of servers) s.kill('SIGKILL');
+  for (const i of [1, 2]) {
+    await tryRun('ip', ['netns', 'del', `${P}-n${i}`]);
+    await tryRun('ip', ['link', 'del', `${P}-h${i}`]);
+  }
+  await tryRun('ip', ['link', 'del', BR]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('capture - a bridge and the veths of the same traffic: every packet once, classified from the topology', { skip }, async () => {
+  const node = (i: number) => ({
+    id: `node-${i + 1}`,
+    address: N[i]!,
+    function_url: `http://${N[i]}:8080/function/syncmesh-fn`,
+    agent_address: `${N[i]}:7070`,
+    mongodb_uri: null,
+    peers: { [`node-${2 - i}`]: `http://${N[1 - i]}:8080/function/syncmesh-fn` },
+  });
+  const topology: TopologyLike = { host_address: HOST, nodes: [node(0), node(1)] };
+  const layout = layoutFromTopology(topology);
+  await waitFor('no connection left open by the warm-up', async () => quiet(), 20_000);
+  const onBridge = await startCapture('bridge', dir, [{ iface: BR, kind: 'bridge' }], layout);
+  const onVeths = await startCapture(
+    'veths',
+    dir,
+    [
+      { iface: `${P}-h1`, kind: 'node', node: 'node-1' },
+      { iface: `${P}-h2`, kind: 'node', node: 'node-2' },
+    ],
+    layout,
+  );
+  // the host (the client) asks node-1, which forwards to node-2's function; then node-2's agent dials node-1's
+  const forwarded = await getText(`http://${N[0]}:8080/?forward=${encodeURIComponent(`http://${N[1]}:8080/`)}`);
+  assert.equal(forwarded.length, 10_000);
+  assert.equal(await getText(`http://${N[1]}:8080/?agent=${N[0]}`), `${'y'.repeat(5000)}3000`);
+  await waitFor('every connection closed', async () => quiet(), 20_000);
+  const b = await onBridge.stop();
+  const v = await onVeths.stop();
+
+  assert.equal(b.dropped_packets + v.dropped_packets, 0);
+  // the bridge sees each packet once: the classes add up to everything it saw
+  const bridgeTotal = b.interfaces[0]!.bytes;
+  assert.equal(b.client_bytes + b.node_node_bytes + b.node_central_bytes + b.agent_bytes + b.mongo_bytes + b.relay_bytes + b.other_bytes, bridgeTotal);
+  assert.ok(b.client_bytes > 2 * 5000, `client: ${b.client_bytes}`);
+  assert.ok(b.node_node_bytes > 5000, `function to function: ${b.node_node_bytes}`);
+  assert.ok(b.agent_bytes > 2 * 3000, `agent to agent: ${b.agent_bytes}`);
+  assert.deepEqual(
+    b.pairs.map((p) => `${p.from}>${p.to}`),
+    ['node-1>node-2'],
+  );
+  assert.deepEqual(
+    b.agent_pairs.map((p) => `${p.from}>${p.to}`),
+    ['node-2>node-1'],
+  );
+  // node to node packets cross both veths: counted once, and the same as on the bridge
+  for (const k of ['client_bytes', 'node_node_bytes', 'agent_bytes'] as const) assert.equal(v[k], b[k], k);
+  assert.deepEqual(v.pairs, b.pairs);
+  assert.deepEqual(v.agent_pairs, b.agent_pairs);
+  // each node's link: the same bytes whichever way it is seen
+  for (const n of ['node-1', 'node-2']) {
+    const fromBridge = b.nodes.find((x) => x.node === n)!;
+    const fromVeth = v.nodes.find((x) => x.node === n)!;
+    assert.deepEqual([fromVeth.bytes_out, fromVeth.bytes_in], [fromBridge.bytes_out, fromBridge.bytes_in], n);
+  }
+});
