@@ -3,6 +3,8 @@
  * full (the reader stops reading; the server keeps the events, so nothing is lost); `take`
  * returns a batch once `max` items are there or `waitMs` passed since the first one arrived.
  */
+import { ERROR_CODES, ListenerError } from './errors.js';
+
 export class BoundedQueue<T> {
   private items: T[] = [];
   private closed = false;
@@ -47,11 +49,11 @@ export class BoundedQueue<T> {
 
   /** Adds an item, waiting while the queue is full. Calls `onFull` once if it had to wait. */
   async push(item: T, signal?: AbortSignal, onFull?: () => void): Promise<void> {
-    if (this.closed) throw new Error('queue closed');
+    if (this.closed) throw new ListenerError(ERROR_CODES.INTERNAL, 'push after the queue was closed (the listener is stopping)');
     if (this.isFull) {
       onFull?.();
       while (this.isFull && !this.closed) await this.changed(undefined, signal);
-      if (this.closed) throw new Error('queue closed');
+      if (this.closed) throw new ListenerError(ERROR_CODES.INTERNAL, 'push after the queue was closed (the listener is stopping)');
     }
     this.items.push(item);
     this.notify();

@@ -134,8 +134,8 @@ async function decode(raw: Buffer, encoding: 'identity' | 'gzip', maxBytes: numb
   try {
     return await gunzip(raw, { maxOutputLength: maxBytes });
   } catch (err) {
-    const big = (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || /too large|exceeds/i.test((err as Error).message);
-    if (big) throw tooLarge(maxBytes, 'the decompressed body');
+    // zlib's maxOutputLength: RangeError with code ERR_BUFFER_TOO_LARGE (by code, not by message)
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(maxBytes, 'the decompressed body');
     throw new SyncmeshError('EDGE_SYNCMESH_BAD_ENCODING', 'the body is not valid gzip', { cause: err });
   }
 }

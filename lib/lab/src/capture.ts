@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LabError } from './errors.js';
 import { readPcap } from './pcap.js';
@@ -39,6 +40,7 @@ export interface RunningCapture {
 
 /** Starts tcpdump on every target; resolves once all of them listen. */
 export async function startCapture(phase: string, dir: string, targets: readonly CaptureTarget[], layout: Layout): Promise<RunningCapture> {
+  mkdirSync(dir, { recursive: true });
   const t0 = performance.now();
   const procs: { p: ChildProcess; t: CaptureTarget; file: string; exited: Promise<void>; dropped: number }[] = [];
   try {
@@ -56,7 +58,9 @@ export async function startCapture(phase: string, dir: string, targets: readonly
               () => fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
               TCPDUMP_READY_TIMEOUT_MS,
             );
+            let lastLine = '';
             createInterface({ input: p.stderr! }).on('line', (line) => {
+              lastLine = line;
               if (/listening on/.test(line)) {
                 clearTimeout(timer);
                 ready();
@@ -70,7 +74,7 @@ export async function startCapture(phase: string, dir: string, targets: readonly
             });
             p.once('exit', (code) => {
               clearTimeout(timer);
-              fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${t.iface} exited with ${code}`));
+              fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${t.iface} exited with ${code}: ${lastLine}`));
             });
           }),
       ),

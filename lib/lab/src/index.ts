@@ -22,6 +22,7 @@ export {
   tcpOpen,
   tryRun,
   waitFor,
+  waitForEvery,
 } from './sys.js';
 export {
   AGENT_MAIN,
@@ -33,7 +34,6 @@ export {
   spawnAgent,
   TEST_SECRET,
   waitConverged,
-  waitForEvery,
 } from './miso.js';
 export type { AgentProc, AgentSpec } from './miso.js';
 export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './sys.js';

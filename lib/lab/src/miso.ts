@@ -15,9 +15,13 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
+import { waitForEvery } from './sys.js';
 
-/** dist/src/main.js of the agent: beside its package entry point (dist/src/index.js). */
-export const AGENT_MAIN = join(dirname(fileURLToPath(import.meta.resolve('@syncmesh-edge/miso-agent'))), 'main.js');
+/**
+ * The built agent (miso-agent/dist/src/main.js), found by the repository's layout rather than as a
+ * package: miso-agent's tests use this harness, so a dependency on the agent would be a cycle.
+ */
+export const AGENT_MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'miso-agent', 'dist', 'src', 'main.js');
 /** V8 flags for agent processes (see README, "Running"): small young generation. */
 export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
 /** Start-up deadline of one agent (generous: the build machine is shared). */
@@ -26,15 +30,6 @@ export const READY_TIMEOUT_MS = 60_000;
 export const CLIENT_DEADLINE_MS = Number(process.env['MISO_TEST_DEADLINE_MS'] ?? 5_000);
 export const TEST_SECRET = 'test-mesh-secret-0123456789abcdef';
 
-/** Polls `cond` every `everyMs` until true; throws after `timeoutMs` (the lab's `waitFor` backs off instead). */
-export async function waitForEvery(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 15_000, everyMs = 25): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 export interface AgentSpec {
   nodeId: string;

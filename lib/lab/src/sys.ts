@@ -216,6 +216,20 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
 }
 
+/**
+ * Polls `cond` every `everyMs` until true; EDGE_LAB_NOT_READY ("timed out after … waiting for
+ * <what>") after `timeoutMs`. For tests that watch a value change (the interval is the
+ * resolution of what they measure); `waitFor` backs off instead, for readiness.
+ */
+export async function waitForEvery(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 15_000, everyMs = 25): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > deadline) throw new LabError('EDGE_LAB_NOT_READY', `timed out after ${timeoutMs} ms waiting for ${what}`);
+    await delay(everyMs);
+  }
+}
+
 /** A TCP port free on 127.0.0.1 now (bound to port 0 and released; another process may take it). */
 export async function freePort(): Promise<number> {
   const srv = createServer();

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { waitForEvery } from '@syncmesh-edge/lab';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** dist/src/main.js, from dist/src/testing/. */
@@ -89,11 +90,7 @@ export function startListener(env: Record<string, string>): ListenerProcess {
 
 export const isStreaming = (l: LogLine) => l.msg === 'stream state: streaming';
 
-/** Polls `cond` until true or throws after `timeoutMs`. */
-export async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** Polls `cond` every 20 ms until true; throws after `timeoutMs` (the lab's one fixed-interval poll). */
+export function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  return waitForEvery(what, cond, timeoutMs, 20);
 }

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { MongoClient } from 'mongodb';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
+import { waitForEvery } from '@syncmesh-edge/lab';
 import { buildApp, loadConfig, createLogger, routeOf, type App } from '../../src/index.js';
 
 /** At least 32 bytes, as every mesh secret must be. */
@@ -154,14 +155,9 @@ export async function seed(node: TestNode, readings: Array<Record<string, unknow
     .insertMany(readings.map((r) => ({ ...r })));
 }
 
-/** Polls `probe` every 50 ms until it returns true; fails with `what` after `timeoutMs`. */
-export async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await probe()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`not within ${timeoutMs} ms: ${what}`);
+/** Polls `probe` every 50 ms until it returns true; fails with `what` after `timeoutMs` (the lab's one fixed-interval poll). */
+export function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  return waitForEvery(what, probe, timeoutMs, 50);
 }
 
 /** An HTTP server that accepts requests and answers after `delayMs` (or never, with Infinity). */
