@@ -194,13 +194,13 @@ test-mesh-mdns: build tools ## MISO agents find each other by real mDNS across 3
 	node --test scenarios/mesh/dist/test/integration/mdns.test.js
 
 .PHONY: bench-replication
-bench-replication: build tools scenarios-venv ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers; table, JSON and PNG.
-	$(MESH_ENV) $(MESH_CLI) bench-replication
+bench-replication: build tools scenarios-venv ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers (BENCH_ARGS="--samples 50 --burst 1000"); table, JSON and PNG.
+	$(MESH_ENV) $(MESH_CLI) bench-replication $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) replication bench-results/replication.json bench-results/replication.png
 
 .PHONY: bench-mesh
-bench-mesh: build tools scenarios-venv ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional); table, JSON and PNG.
-	$(MESH_ENV) $(MESH_CLI) bench
+bench-mesh: build tools scenarios-venv ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional; BENCH_ARGS="--nodes 3,6 --repeat 7"); table, JSON and PNG.
+	$(MESH_ENV) $(MESH_CLI) bench $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) mesh bench-results/mesh.json bench-results/mesh.png
 
 ################################################################################

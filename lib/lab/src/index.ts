@@ -5,6 +5,7 @@ export {
   DEFAULT_RUN_TIMEOUT_MS,
   delay,
   freePort,
+  hasCommand,
   hostListeners,
   httpOk,
   isAlive,

@@ -30,7 +30,6 @@ export const READY_TIMEOUT_MS = 60_000;
 export const CLIENT_DEADLINE_MS = Number(process.env['MISO_TEST_DEADLINE_MS'] ?? 5_000);
 export const TEST_SECRET = 'test-mesh-secret-0123456789abcdef';
 
-
 export interface AgentSpec {
   nodeId: string;
   mongoUri?: string | undefined;

@@ -86,10 +86,7 @@ export function parsePcap(buf: Buffer, name = 'pcap'): PcapFile {
     le = false;
     nano = buf.readUInt32BE(0) === 0xa1b23c4d;
   } else {
-    throw new LabError(
-      'EDGE_LAB_PCAP',
-      `${name} is not a libpcap file (magic 0x${magicLE.toString(16)}); pcapng is not supported, capture with tcpdump -w`,
-    );
+    throw new LabError('EDGE_LAB_PCAP', `${name} is not a libpcap file (magic 0x${magicLE.toString(16)}); pcapng is not supported, capture with tcpdump -w`);
   }
   const u32 = (at: number) => (le ? buf.readUInt32LE(at) : buf.readUInt32BE(at));
   const snapLen = u32(16);

@@ -3,7 +3,7 @@
  * listeners, identifying and stopping the processes we started (detached, or as children with a
  * logged service), polling for readiness, and a bounded pool.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { LabError, squashError } from './errors.js';
@@ -213,6 +213,17 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
     if (Date.now() > deadline) throw new LabError('EDGE_LAB_NOT_READY', `${what} not ready within ${timeoutMs} ms`);
     await delay(wait);
     wait = Math.min(wait * 2, 250);
+  }
+}
+
+/** Is `cmd` on the PATH? (Tests skip with a reason when a tool is missing.) */
+export function hasCommand(cmd: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch (err) {
+    squashError(err); // not installed
+    return false;
   }
 }
 

@@ -175,6 +175,16 @@ function addPair(m: Map<string, PairTraffic>, pair: { from: string; to: string }
   m.set(key, p);
 }
 
+function count(l: NodeLinkTraffic, dir: 'in' | 'out', len: number): void {
+  if (dir === 'out') {
+    l.bytes_out += len;
+    l.packets_out++;
+  } else {
+    l.bytes_in += len;
+    l.packets_in++;
+  }
+}
+
 const byId = (a: { from: string; to: string }, b: { from: string; to: string }) =>
   a.from.localeCompare(b.from, 'en', { numeric: true }) || a.to.localeCompare(b.to, 'en', { numeric: true });
 
@@ -211,25 +221,12 @@ export function classify(layout: Layout, captures: readonly CapturedInterface[])
       }
       // what each node sent and received
       if (own) {
-        const l = links.get(own.id)!;
-        if (p.src === own.addr) {
-          l.bytes_out += p.len;
-          l.packets_out++;
-        } else {
-          l.bytes_in += p.len;
-          l.packets_in++;
-        }
+        count(links.get(own.id)!, p.src === own.addr ? 'out' : 'in', p.len);
       } else if (cap.kind === 'bridge') {
-        const s = byAddr.get(p.src);
-        const d = byAddr.get(p.dst);
-        if (s?.id) {
-          links.get(s.id)!.bytes_out += p.len;
-          links.get(s.id)!.packets_out++;
-        }
-        if (d?.id) {
-          links.get(d.id)!.bytes_in += p.len;
-          links.get(d.id)!.packets_in++;
-        }
+        const s = byAddr.get(p.src)?.id;
+        const d = byAddr.get(p.dst)?.id;
+        if (s) count(links.get(s)!, 'out', p.len);
+        if (d) count(links.get(d)!, 'in', p.len);
       }
       const v = classOf(layout, byAddr, { addr: p.src, port: p.sport }, { addr: p.dst, port: p.dport });
       if (v.cls === 'client' && clientCaptured) continue; // counted on the client's interface

@@ -16,7 +16,23 @@ import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
 import type { Profile, ScenarioConfig } from './config.js';
 import { ScenarioError } from './errors.js';
 import { moduleLogger } from './log.js';
-import { httpOk, latencyToxics, pool, run, startService, tail, tcpOpen, Toxiproxy, waitFor, type Service, createExtraNamespace, extraNamespace, inNetns, removeNamespace, type ExtraNamespace } from '@syncmesh-edge/lab';
+import {
+  httpOk,
+  latencyToxics,
+  pool,
+  run,
+  startService,
+  tail,
+  tcpOpen,
+  Toxiproxy,
+  waitFor,
+  type Service,
+  createExtraNamespace,
+  extraNamespace,
+  inNetns,
+  removeNamespace,
+  type ExtraNamespace,
+} from '@syncmesh-edge/lab';
 
 const log = moduleLogger('central');
 

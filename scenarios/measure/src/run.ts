@@ -7,7 +7,16 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { down as meshDown, loadConfig as loadMeshConfig, status as meshStatus, up as meshUp, type MeshHandle, type MeshPlan } from '@syncmesh-edge/mesh';
-import { startCapture, type CaptureTarget, type Layout, type PhaseTraffic, createExtraNamespace, extraNamespace, removeExtraNamespaces, type ExtraNamespace } from '@syncmesh-edge/lab';
+import {
+  startCapture,
+  type CaptureTarget,
+  type Layout,
+  type PhaseTraffic,
+  createExtraNamespace,
+  extraNamespace,
+  removeExtraNamespaces,
+  type ExtraNamespace,
+} from '@syncmesh-edge/lab';
 import { CENTRAL_MONGO_PORT, startCentral, type Central, type IngestResult } from './central.js';
 import { DEFAULT_DEADLINE_MS, DEFAULT_NODE_TIMEOUT_MS, type ScenarioConfig, type System, type Workload } from './config.js';
 import { ScenarioError } from './errors.js';

@@ -12,16 +12,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { layoutFromTopology, startCapture, tcpOpen, tryRun, waitFor, type TopologyLike } from '../../src/index.js';
+import { hasCommand, layoutFromTopology, startCapture, tcpOpen, tryRun, waitFor, type TopologyLike } from '../../src/index.js';
 
-const has = (cmd: string) => {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-};
+const has = hasCommand;
 const skip = process.getuid?.() !== 0 ? 'needs root (network namespaces)' : !has('tcpdump') ? 'needs tcpdump: run make tools' : false;
 
 /** Names start with LAB_TEST_PREFIX (default: slc + 3 random letters), so parallel runs never collide. */

@@ -12,19 +12,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { readPcap } from '@syncmesh-edge/lab';
+import { hasCommand, readPcap } from '@syncmesh-edge/lab';
 import { runOnOneMesh, type CellResult } from '../../src/run.js';
 import { writeResults } from '../../src/report.js';
 
 const isRoot = process.getuid?.() === 0;
-const has = (cmd: string) => {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-};
+const has = hasCommand;
 /** Generous: the mesh start dominates, and other work shares the 2 cores. */
 const CELL_TIMEOUT_MS = 8 * 60_000;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47]);

@@ -4,8 +4,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../config.js';
-import { squashError } from '../errors.js';
-import { isAlive } from '@syncmesh-edge/lab';
+import { hasCommand, isAlive } from '@syncmesh-edge/lab';
 import { readState } from '../state.js';
 
 export const isRoot = process.getuid?.() === 0;
@@ -22,15 +21,8 @@ export function tempStateRoot(): string {
   return mkdtempSync(join(tmpdir(), 'mesh-test-'));
 }
 
-export function has(cmd: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch (err) {
-    squashError(err); // not installed
-    return false;
-  }
-}
+/** Is `cmd` on the PATH? (the lab's one check) */
+export const has = hasCommand;
 
 /** Namespaces and interfaces whose names start with the mesh name, and the host's iptables rules. */
 export function leftovers(name: string): { netns: string[]; links: string[] } {
