@@ -15,6 +15,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
+import { LabError } from './errors.js';
 import { waitForEvery } from './sys.js';
 
 /**
@@ -97,7 +98,10 @@ export async function spawnAgent(spec: AgentSpec): Promise<AgentProc> {
     if (logDir) appendFileSync(join(logDir, `${spec.nodeId}.log`), c);
   });
   const line = await new Promise<string>((ok, fail) => {
-    const t = setTimeout(() => fail(new Error(`agent ${spec.nodeId} not ready in ${READY_TIMEOUT_MS} ms: ${stderr.join('')}`)), READY_TIMEOUT_MS);
+    const t = setTimeout(
+      () => fail(new LabError('EDGE_LAB_NOT_READY', `agent ${spec.nodeId} not ready in ${READY_TIMEOUT_MS} ms: ${stderr.join('')}`)),
+      READY_TIMEOUT_MS,
+    );
     createInterface({ input: proc.stdout! }).on('line', (l) => {
       if (l.startsWith('READY ')) {
         clearTimeout(t);
@@ -106,7 +110,7 @@ export async function spawnAgent(spec: AgentSpec): Promise<AgentProc> {
     });
     proc.once('exit', (code) => {
       clearTimeout(t);
-      fail(new Error(`agent ${spec.nodeId} exited with ${code}: ${stderr.join('')}`));
+      fail(new LabError('EDGE_LAB_PROCESS_START', `agent ${spec.nodeId} exited with ${code}: ${stderr.join('')}`));
     });
   });
   const field = (k: string) => new RegExp(`${k}=(\\S+)`).exec(line)![1]!;
@@ -245,7 +249,7 @@ export async function waitConverged(
       50,
     );
   } catch (err) {
-    throw new Error(`${(err as Error).message}; last values: ${JSON.stringify(last)}`, { cause: err });
+    throw new LabError('EDGE_LAB_NOT_READY', `${(err as Error).message}; last values: ${JSON.stringify(last)}`, { cause: err });
   }
   return last[0];
 }
