@@ -29,7 +29,7 @@ fail() { echo "image-pi: $*" >&2; exit 1; }
 # 1. The cached rootfs (PI_ROOTFS: use this rootfs tarball instead, e.g. while a new one builds).
 rootfs=${PI_ROOTFS:-}
 [[ -n $rootfs ]] || rootfs=$(APPLIANCE_ARCH=arm64 APPLIANCE_PACKAGES="$PI_PACKAGES" APPLIANCE_COMPONENTS="$PI_COMPONENTS" \
-  APPLIANCE_SETUP_HOOK="$here/rootfs-setup.sh" APPLIANCE_CACHE="$APPLIANCE_CACHE" "$appliance/rootfs.sh")
+  APPLIANCE_SETUP_HOOK="$here/rootfs-setup.sh" APPLIANCE_ROOTFS_HOOK="$here/rootfs-customize.sh" APPLIANCE_CACHE="$APPLIANCE_CACHE" "$appliance/rootfs.sh")
 t_rootfs=$(date +%s)
 echo "image-pi: rootfs $rootfs ($((t_rootfs - t0)) s)" >&2
 
