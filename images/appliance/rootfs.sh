@@ -15,6 +15,7 @@
 #   APPLIANCE_COMPONENTS  main      Debian components (the Pi adds non-free-firmware: raspi-firmware, firmware-brcm80211)
 #   APPLIANCE_SETUP_HOOK  ""        script run as `bash FILE ROOT` on the empty tree before any package is configured
 #                                   (the Pi writes /etc/default/raspi-firmware there, read by the kernel hook)
+#   APPLIANCE_VERBOSE     0         1: mmdebstrap without --quiet (every maintainer script's output, to find a failing package)
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,7 +48,9 @@ t0=$(date +%s)
 setup=()
 [[ -z "$SETUP_HOOK" ]] || setup=(--setup-hook="bash '$SETUP_HOOK' \"\$1\"")
 # minbase + the lists; no recommends. The hook runs inside the finished tree ("$1").
-mmdebstrap --quiet --mode=root --variant=minbase --arch="$ARCH" --include="$packages" \
+quiet=(--quiet)
+[[ ${APPLIANCE_VERBOSE:-0} != 1 ]] || quiet=()
+mmdebstrap "${quiet[@]}" --mode=root --variant=minbase --arch="$ARCH" --include="$packages" \
   --components="$COMPONENTS" "${setup[@]}" \
   --aptopt='APT::Install-Recommends "false"' \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \

@@ -26,10 +26,15 @@ COMPRESS=${PI_COMPRESS:-zstd}
 t0=$(date +%s)
 fail() { echo "image-pi: $*" >&2; exit 1; }
 
+# Bad configuration fails before the (long) rootfs build: the shared layer does not take an
+# official MongoDB archive yet (payload.sh refuses it too; see README.md, MongoDB).
+[[ -z ${MONGO_IMAGE:-} ]] || fail "MONGO_IMAGE ($MONGO_IMAGE) is not supported yet: the node's compose file runs only the test server (images/appliance/pi/README.md, MongoDB); build without it"
+[[ $COMPRESS == zstd || $COMPRESS == xz ]] || fail "PI_COMPRESS must be zstd or xz, not $COMPRESS"
+
 # 1. The cached rootfs (PI_ROOTFS: use this rootfs tarball instead, e.g. while a new one builds).
 rootfs=${PI_ROOTFS:-}
 [[ -n $rootfs ]] || rootfs=$(APPLIANCE_ARCH=arm64 APPLIANCE_PACKAGES="$PI_PACKAGES" APPLIANCE_COMPONENTS="$PI_COMPONENTS" \
-  APPLIANCE_SETUP_HOOK="$here/rootfs-setup.sh" APPLIANCE_CACHE="$APPLIANCE_CACHE" "$appliance/rootfs.sh")
+  APPLIANCE_SETUP_HOOK="$here/rootfs-setup.sh" APPLIANCE_ROOTFS_HOOK="$here/rootfs-customize.sh" APPLIANCE_CACHE="$APPLIANCE_CACHE" "$appliance/rootfs.sh")
 t_rootfs=$(date +%s)
 echo "image-pi: rootfs $rootfs ($((t_rootfs - t0)) s)" >&2
 

@@ -25,3 +25,5 @@ PI_CMA=0
 # Added to packages.common (the Pi has no RTC: timesyncd; FAT tools for /boot/firmware).
 PI_PACKAGES=raspi-firmware,linux-image-arm64,firmware-brcm80211,wireless-regdb,systemd-timesyncd,dosfstools
 PI_COMPONENTS=main,non-free-firmware
+# rootfs-setup.sh's build-only dpkg setting (rootfs-customize.sh removes it by this name)
+PI_DPKG_CONFOLD=syncmesh-pi-build-confold

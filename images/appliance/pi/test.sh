@@ -3,6 +3,8 @@
 #
 #   images/appliance/pi/test.sh            static checks + the aarch64 boot
 #   PI_TEST_BOOT=0 images/appliance/pi/test.sh   static checks only
+#   PI_TEST_VIRT=0 / PI_TEST_RASPI3=0             skip the virt boot / the raspi3b SD-card boot
+#   PI_TEST_PREFIX (smp)                          name prefix of the tmp dir and the QEMU machines
 #
 # Static (no Pi needed, seconds): the MBR partition table (types, sizes, boot flag, disk id),
 # the boot partition's files (Pi 4 firmware, kernel, initrd, bcm2711 DTBs, config.txt,
@@ -23,8 +25,8 @@ source "$here/common.sh"
 BOOT=${PI_TEST_BOOT:-1}
 BOOT_TIMEOUT_S=${PI_BOOT_TIMEOUT_S:-3600}
 IMG=${PI_TEST_IMAGE:-$PI_OUT/$PI_IMAGE_NAME.img}
-PREFIX="smp$$"
-TMP=$(mktemp -d "/tmp/${PREFIX}.XXXX")
+PREFIX=${PI_TEST_PREFIX:-smp}
+TMP=$(mktemp -d "/tmp/${PREFIX}-pi-test.XXXX")
 QEMU_PID=
 LOGS=${PI_TEST_LOGS:-$PI_CACHE/test-logs}
 
@@ -145,15 +147,10 @@ stage_seen() {
 health() { curl -fsS --max-time 5 "http://127.0.0.1:$HEALTH_FWD/health" 2>/dev/null || curl -sS --max-time 5 "http://127.0.0.1:$HEALTH_FWD/health" 2>/dev/null; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-pi_test_boot() {
-  command -v qemu-system-aarch64 >/dev/null || apt-get install -y --no-install-recommends qemu-system-arm >&2
-  mkdir -p "$LOGS"
-  SERIAL="$LOGS/serial.log"
-  : > "$SERIAL"
-  # the same image, grown by 2 GiB (first boot grows the root partition), with a node file
-  cp --sparse=always "$IMG" "$TMP/disk.img"
-  truncate -s +2G "$TMP/disk.img"
-  ssh-keygen -q -t ed25519 -N '' -C smp-test -f "$TMP/id"
+# test_node_file: a valid node file with a fresh SSH key ($TMP/id), once, for both boots.
+test_node_file() {
+  [[ -s "$TMP/syncmesh-node.yaml" ]] && return 0
+  ssh-keygen -q -t ed25519 -N '' -C "$PREFIX-test" -f "$TMP/id"
   cat > "$TMP/syncmesh-node.yaml" <<EON
 node_id: pi-test
 lat: 42.6977
@@ -163,7 +160,18 @@ write_key: "$(openssl rand -hex 32)"
 ssh_authorized_keys:
   - $(cat "$TMP/id.pub")
 EON
-  check "boot (aarch64 TCG) - the test node file is valid" nodefile "$TMP/syncmesh-node.yaml"
+  check "boot - the test node file is valid" nodefile "$TMP/syncmesh-node.yaml"
+}
+
+pi_test_boot() {
+  command -v qemu-system-aarch64 >/dev/null || apt-get install -y --no-install-recommends qemu-system-arm >&2
+  mkdir -p "$LOGS"
+  SERIAL="$LOGS/serial.log"
+  : > "$SERIAL"
+  # the same image, grown by 2 GiB (first boot grows the root partition), with a node file
+  cp --sparse=always "$IMG" "$TMP/disk.img"
+  truncate -s +2G "$TMP/disk.img"
+  test_node_file
   mcopy -o -i "$TMP/disk.img@@$boot_off" "$TMP/syncmesh-node.yaml" ::syncmesh-node.yaml
   mtype -i "$fat" "::$kernel" > "$TMP/vmlinuz"
   mtype -i "$fat" "::$initrd" > "$TMP/initrd"
@@ -175,7 +183,7 @@ EON
   note "boot: qemu-system-aarch64 -M virt -cpu cortex-a72 (TCG), kernel $kernel, append: $append"
   note "boot: serial log $SERIAL, health http://127.0.0.1:$HEALTH_FWD/health, ssh port $SSH_FWD"
   BOOT_T0=$SECONDS
-  qemu-system-aarch64 -name smp-pi-test -M virt -cpu cortex-a72 -smp "${PI_TEST_CPUS:-2}" -m "${PI_TEST_MEM_MIB:-3072}" \
+  qemu-system-aarch64 -name "$PREFIX-pi-test" -M virt -cpu cortex-a72 -smp "${PI_TEST_CPUS:-2}" -m "${PI_TEST_MEM_MIB:-3072}" \
     -display none -daemonize -pidfile "$TMP/qemu.pid" -serial "file:$SERIAL" -monitor none \
     -kernel "$TMP/vmlinuz" -initrd "$TMP/initrd" -append "$append" \
     -drive "file=$TMP/disk.img,format=raw,if=virtio,snapshot=on" \
@@ -234,6 +242,8 @@ EON
 pi_test_boot_raspi3() {
   local sd="$TMP/sd.img" log="$LOGS/serial-raspi3b.log" size=1 t0 seen_kernel="" seen_root="" seen_login=""
   rm -f "$TMP/disk.img"
+  mkdir -p "$LOGS"
+  test_node_file
   cp --sparse=always "$IMG" "$sd"
   while ((size < $(stat -c %s "$sd"))); do size=$((size * 2)); done
   truncate -s "$size" "$sd"   # an SD card's size is a power of two in QEMU
@@ -242,7 +252,7 @@ pi_test_boot_raspi3() {
   : > "$log"
   note "raspi3b: qemu-system-aarch64 -M raspi3b, the image as SD card, cmdline.txt as is (console=ttyS1), serial $log"
   t0=$SECONDS
-  qemu-system-aarch64 -name smp-pi-test-raspi3 -M raspi3b -display none -daemonize -pidfile "$TMP/qemu3.pid" -monitor none \
+  qemu-system-aarch64 -name "$PREFIX-pi-test-raspi3" -M raspi3b -display none -daemonize -pidfile "$TMP/qemu3.pid" -monitor none \
     -serial null -serial "file:$log" \
     -kernel "$TMP/vmlinuz" -initrd "$TMP/initrd" -dtb "$TMP/rpi3.dtb" -append "$(tr -d '\n' < "$TMP/cmdline.txt")" \
     -drive "file=$sd,format=raw,if=sd,snapshot=on"
@@ -263,8 +273,10 @@ pi_test_boot_raspi3() {
 }
 
 if [[ $BOOT == 1 ]]; then
-  pi_test_boot
-  stop_qemu
+  if [[ ${PI_TEST_VIRT:-1} == 1 ]]; then
+    pi_test_boot
+    stop_qemu
+  fi
   [[ ${PI_TEST_RASPI3:-1} == 1 ]] && pi_test_boot_raspi3
 fi
 
