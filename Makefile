@@ -297,9 +297,22 @@ faasd-bins: ## Build faasd, gateway, of-watchdog, queue-worker, NATS Streaming (
 # a faasd mesh needs the binaries and the images
 mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
 
+# The faasd tier needs the binaries and these images for this machine's architecture only (an
+# image already built for more architectures by `make images` is kept as it is).
+HOST_ARCH := $(shell dpkg --print-architecture)
+FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn
+
+.PHONY: faasd-tier-deps
+faasd-tier-deps: build images-tools ## faasd binaries + the images of the faasd tier, host architecture only (make test builds these).
+	FAASD_ARCHES=$(HOST_ARCH) images/faasd/build-bins.sh
+	IMAGE_ARCHES=$(HOST_ARCH) images/build/build.sh $(FAASD_TIER_IMAGES)
+
 .PHONY: test-faasd
-test-faasd: build tools faasd-bins images ## A 3-node faasd mesh (root): exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
-	MESH_FAASD_TEST=1 MESH_TEST_DATA=$(DATA) node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js
+test-faasd: build tools faasd-tier-deps ## Only the faasd tier (root; make test runs it last): 3-node faasd mesh, exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
+	MESH_TEST_DATA=$(DATA) hack/test.sh faasd
+
+# make test runs the faasd tier after the workspaces' tests (hack/test.sh)
+test: faasd-tier-deps
 
 ################################################################################
 # Container images (images/build, images/<name>; see images/README.md)
