@@ -37,7 +37,7 @@ base_layer() {
   key=$(hash_inputs "$IMAGES_DIR/build/debian-layer.sh")
   if [[ ! -f $dir/layer.tar || "$(cat "$dir/stamp" 2>/dev/null)" != "$key" ]]; then
     "$IMAGES_DIR/build/debian-layer.sh" "$kind" "$arch" "$dir"
-    printf '%s' "$key" > "$dir/stamp"
+    printf '%s' "$key" | put "$dir/stamp"
   fi
   printf '%s\n' "$dir/layer.tar"
 }
@@ -58,7 +58,7 @@ base_layout() {
       umoci raw add-layer --image "$dir/layout:$arch" --history.created="$created" \
         --history.created_by="images/build: base layer $kind ($arch, Debian packages)" "$OUT/base/$kind-$arch/layer.tar"
     done
-    printf '%s' "$key" > "$dir/stamp"
+    printf '%s' "$key" | put "$dir/stamp"
   fi
   printf '%s\n' "$dir/layout"
 }
@@ -81,7 +81,7 @@ bundle() {
     [[ -d $IMAGES_DIR/build/node_modules/esbuild ]] || npm ci --prefix "$IMAGES_DIR/build" --no-audit --no-fund >&2
     log "$name: bundling with esbuild"
     node "$IMAGES_DIR/build/bundle.mjs" "$name" "$dir"
-    printf '%s' "$BUNDLE_KEY" > "$dir.stamp"
+    printf '%s' "$BUNDLE_KEY" | put "$dir.stamp"
   fi
   printf '%s\n' "$dir"
 }
@@ -174,13 +174,12 @@ build_image() (
   oci_archive "$work/layout" "$OUT/$IMAGE_NAME.oci.tar"
   # compressed size per architecture: the layers + config of its manifest
   local m
-  : > "$OUT/$IMAGE_NAME.sizes"
   for m in $(jq -r '.manifests[] | "\(.platform.architecture)=\(.digest)"' "$work/layout/blobs/sha256/${digest#sha256:}"); do
-    jq -r --arg a "${m%%=*}" '"\($a) \(([.layers[].size] | add) + .config.size)"' "$work/layout/blobs/sha256/${m#*=sha256:}" >> "$OUT/$IMAGE_NAME.sizes"
-  done
-  printf '%s\n' "$IMAGE_VERSION" > "$OUT/$IMAGE_NAME.ref"
-  printf '%s\n' "$digest" > "$OUT/$IMAGE_NAME.digest"
-  printf '%s' "$key" > "$OUT/$IMAGE_NAME.stamp"
+    jq -r --arg a "${m%%=*}" '"\($a) \(([.layers[].size] | add) + .config.size)"' "$work/layout/blobs/sha256/${m#*=sha256:}"
+  done | put "$OUT/$IMAGE_NAME.sizes"
+  printf '%s\n' "$IMAGE_VERSION" | put "$OUT/$IMAGE_NAME.ref"
+  printf '%s\n' "$digest" | put "$OUT/$IMAGE_NAME.digest"
+  printf '%s' "$key" | put "$OUT/$IMAGE_NAME.stamp"
   rm -rf "$work"/rootfs-* "$work"/*.tar
   log "$IMAGE_NAME: $ref $digest ($(tr '\n' ' ' < "$OUT/$IMAGE_NAME.sizes")bytes compressed)"
 )
