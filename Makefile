@@ -101,15 +101,20 @@ DEMO_RUNTIME := $(if $(filter command line environment,$(origin RUNTIME)),$(RUNT
 demo: ## The main job: a 3-node mesh on faasd (RUNTIME=process: bare processes) answers a collect and an aggregate query, then goes away.
 	hack/demo.sh $(DEMO_RUNTIME)
 
+# Concurrent clients of make bench-function (empty: the bench's default, 10); when given, the
+# results are named function[-faasd]-c<CLIENTS>.{json,png} so runs with 1 and 10 sit side by side.
+CLIENTS ?=
+BENCH_FUNCTION_NAME = function$(if $(filter faasd,$(RUNTIME)),-faasd)$(if $(CLIENTS),-c$(CLIENTS))
+BENCH_FUNCTION_ARGS = $(if $(CLIENTS),--concurrency $(CLIENTS) --name $(BENCH_FUNCTION_NAME)) $(BENCH_ARGS)
+
 .PHONY: bench-function
-bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-bins images) ## Function vs direct driver queries; RUNTIME=faasd adds watchdog, gateway and published port of one faasd node (root); table, JSON and PNG.
+bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-tier-deps) ## Function vs direct driver queries [CLIENTS=1]; RUNTIME=faasd adds watchdog, gateway and published port of one faasd node (root); table, JSON and PNG.
 ifeq ($(RUNTIME),faasd)
-	$(MESH_ENV) $(MESH_CLI) bench-function-faasd $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) function bench-results/function-faasd.json bench-results/function-faasd.png
+	$(MESH_ENV) $(MESH_CLI) bench-function-faasd $(BENCH_FUNCTION_ARGS)
 else
-	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)") $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) function bench-results/function.json bench-results/function.png
+	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)") $(BENCH_FUNCTION_ARGS)
 endif
+	$(VENV)/bin/python $(BENCH_PLOTS) function bench-results/$(BENCH_FUNCTION_NAME).json bench-results/$(BENCH_FUNCTION_NAME).png
 
 .PHONY: bench-miso
 bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick); table, JSON and PNG.
@@ -297,9 +302,22 @@ faasd-bins: ## Build faasd, gateway, of-watchdog, queue-worker, NATS Streaming (
 # a faasd mesh needs the binaries and the images
 mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
 
+# The faasd tier needs the binaries and these images for this machine's architecture only (an
+# image already built for more architectures by `make images` is kept as it is).
+HOST_ARCH := $(shell dpkg --print-architecture)
+FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn
+
+.PHONY: faasd-tier-deps
+faasd-tier-deps: build images-tools ## faasd binaries + the images of the faasd tier, host architecture only (make test builds these).
+	FAASD_ARCHES=$(HOST_ARCH) images/faasd/build-bins.sh
+	IMAGE_ARCHES=$(HOST_ARCH) images/build/build.sh $(FAASD_TIER_IMAGES)
+
 .PHONY: test-faasd
-test-faasd: build tools faasd-bins images ## A 3-node faasd mesh (root): exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
-	MESH_FAASD_TEST=1 MESH_TEST_DATA=$(DATA) node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js
+test-faasd: build tools faasd-tier-deps ## Only the faasd tier (root; make test runs it last): 3-node faasd mesh, exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
+	MESH_TEST_DATA=$(DATA) hack/test.sh faasd
+
+# make test runs the faasd tier after the workspaces' tests (hack/test.sh)
+test: faasd-tier-deps
 
 ################################################################################
 # Container images (images/build, images/<name>; see images/README.md)

@@ -17,6 +17,9 @@ IMAGE_SOURCE_URL=${IMAGE_SOURCE_URL:-$(git -C "$REPO" config --get remote.origin
 read -ra ARCHES <<< "${IMAGE_ARCHES:-amd64 arm64}"
 
 log() { printf 'images: %s\n' "$*" >&2; }
+# put FILE < content: files in .cache may be hard links shared with other clones, so one is never
+# written in place: a new file is renamed over it.
+put() { cat > "$1.new.$$" && mv -f "$1.new.$$" "$1"; }
 die() { printf 'images: error: %s\n' "$*" >&2; exit 1; }
 
 # Time and revision of an image: SOURCE_DATE_EPOCH and IMAGE_REVISION when given, else the

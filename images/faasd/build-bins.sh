@@ -46,7 +46,11 @@ stamp_ok() {
   local bin="$cache/bin/$2/$1" stamp="$cache/stamps/$2/$1"
   [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$3" ]]
 }
-stamp_write() { mkdir -p "$cache/stamps/$2"; printf '%s' "$3" > "$cache/stamps/$2/$1"; }
+# Files in .cache may be hard links shared with other clones: never write one in place, write a
+# new file and rename it over the old (put FILE < content; install_new SRC DST).
+put() { cat > "$1.new.$$" && mv -f "$1.new.$$" "$1"; }
+install_new() { cp "$1" "$2.new.$$" && mv -f "$2.new.$$" "$2"; }
+stamp_write() { mkdir -p "$cache/stamps/$2"; printf '%s' "$3" | put "$cache/stamps/$2/$1"; }
 
 patch_hash() { # hash of the patches carried for one source tree (empty when none)
   local dir="$here/patches/$1"
@@ -71,35 +75,44 @@ unpack() {
   unpacked[$name]=1
 }
 
-# build_vendored ARCHIVE PKGDIR BINARY LDFLAGS LICENSE
+# build_vendored ARCHIVE PKGDIR BINARY LDFLAGS LICENSE [TESTPKGS]
+# TESTPKGS: Go packages (relative to PKGDIR) whose tests cover our patches; they run once, for
+# the host, before the binary is built (only when it is built).
 build_vendored() {
-  local archive=$1 pkgdir=$2 binary=$3 ldflags=$4 license=$5 arch
+  local archive=$1 pkgdir=$2 binary=$3 ldflags=$4 license=$5 testpkgs=${6:-} arch tested=""
   local in_hash
   in_hash=$(printf '%s %s %s %s %s' "$(sha256sum "$THIRD_PARTY_DIR/$archive.tar.xz" | cut -c1-16)" \
     "$(patch_hash "$archive")" "$script_hash" "$go_version" "$ldflags" | sha256sum | cut -c1-32)
   for arch in $arches; do
     if stamp_ok "$binary" "$arch" "$in_hash"; then continue; fi
     unpack "$archive"
+    if [[ -n $testpkgs && -z $tested ]]; then
+      log "test $archive: $testpkgs (the tests of our patches)"
+      # shellcheck disable=SC2086 # a list of packages
+      (cd "$cache/src/$archive/$pkgdir" && GOPROXY=off GOARCH= go test -mod=vendor $testpkgs >&2)
+      tested=1
+    fi
     log "build $binary ($arch) from $archive"
     local t0=$SECONDS
     mkdir -p "$cache/bin/$arch"
     (cd "$cache/src/$archive/$pkgdir" &&
       GOPROXY=off GOARCH=$arch go build -mod=vendor -trimpath \
-        -ldflags "-s -w -buildid= $ldflags" -o "$cache/bin/$arch/$binary" .)
+        -ldflags "-s -w -buildid= $ldflags" -o "$cache/bin/$arch/$binary.new.$$" . &&
+      mv -f "$cache/bin/$arch/$binary.new.$$" "$cache/bin/$arch/$binary")
     log "built $binary ($arch) in $((SECONDS - t0)) s"
     stamp_write "$binary" "$arch" "$in_hash"
   done
   mkdir -p "$cache/licenses/$binary"
   if [[ ! -f "$cache/licenses/$binary/LICENSE" ]]; then
     unpack "$archive"
-    cp "$cache/src/$archive/$license" "$cache/licenses/$binary/LICENSE"
+    install_new "$cache/src/$archive/$license" "$cache/licenses/$binary/LICENSE"
   fi
 }
 
 build_vendored faasd-0.19.0 . faasd \
   "-X main.Version=$FAASD_VER -X main.GitCommit=$FAASD_COMMIT" LICENSE
 build_vendored faas-gateway-0.27.5 gateway gateway \
-  "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE
+  "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE ./scaling/
 build_vendored of-watchdog-0.10.0 . fwatchdog \
   "-X main.Version=$WATCHDOG_VER -X main.GitCommit=$WATCHDOG_COMMIT" LICENSE
 build_vendored nats-queue-worker-0.14.1 . queue-worker \
@@ -119,10 +132,10 @@ for arch in $arches; do
   t0=$SECONDS
   mkdir -p "$cache/bin/$arch"
   (cd "$tree" && GOARCH=$arch go build -mod=mod -trimpath -ldflags "-s -w -buildid=" \
-    -o "$cache/bin/$arch/nats-streaming-server" .)
+    -o "$cache/bin/$arch/nats-streaming-server.new.$$" . && mv -f "$cache/bin/$arch/nats-streaming-server.new.$$" "$cache/bin/$arch/nats-streaming-server")
   log "built nats-streaming-server ($arch) in $((SECONDS - t0)) s"
   mkdir -p "$cache/licenses/nats-streaming-server"
-  cp "$tree/LICENSE" "$cache/licenses/nats-streaming-server/LICENSE"
+  install_new "$tree/LICENSE" "$cache/licenses/nats-streaming-server/LICENSE"
   stamp_write nats-streaming-server "$arch" "$nats_hash"
 done
 
@@ -149,9 +162,9 @@ for arch in $arches; do
   stamp_ok prometheus "$arch" "$prom_hash" && continue
   log "extract prometheus ($arch) from ${deb##*/}"
   x="$cache/debs/$arch/x"; rm -rf "$x"; dpkg-deb -x "$deb" "$x"
-  cp "$x/usr/bin/prometheus" "$cache/bin/$arch/prometheus"
+  install_new "$x/usr/bin/prometheus" "$cache/bin/$arch/prometheus"
   mkdir -p "$cache/licenses/prometheus"
-  cp "$x/usr/share/doc/prometheus/copyright" "$cache/licenses/prometheus/LICENSE"
+  install_new "$x/usr/share/doc/prometheus/copyright" "$cache/licenses/prometheus/LICENSE"
   note="$cache/bin/$arch/prometheus.NOTE"
   kind=$(file -b "$cache/bin/$arch/prometheus")
   if [[ "$kind" == *"statically linked"* ]]; then
@@ -162,7 +175,7 @@ for arch in $arches; do
       if [[ "$arch" == "$(dpkg --print-architecture)" ]]; then ldd "$cache/bin/$arch/prometheus" || true
       else readelf -d "$cache/bin/$arch/prometheus" | grep NEEDED || true; fi
       echo "An image must carry these libraries (e.g. libc6 from Debian) beside it."
-    } > "$note"
+    } | put "$note"
   fi
   # Web assets and consoles Debian ships with the binary (prometheus serves them).
   rm -rf "$cache/bin/$arch/prometheus-share"
@@ -171,6 +184,6 @@ for arch in $arches; do
 done
 
 for arch in $arches; do
-  (cd "$cache/bin/$arch" && sha256sum faasd gateway fwatchdog queue-worker nats-streaming-server prometheus > SHA256SUMS)
+  (cd "$cache/bin/$arch" && sha256sum faasd gateway fwatchdog queue-worker nats-streaming-server prometheus | put SHA256SUMS)
 done
 log "done: $(for a in $arches; do printf '%s ' "$cache/bin/$a"; done)"

@@ -104,17 +104,27 @@ stop_all() {
 }
 trap 'stop_all; exit 0' TERM INT
 
+# until_within SECONDS CMD...: run CMD every 50 ms until it succeeds; false once SECONDS passed
+# (generous: on a busy host a daemon takes many times its idle start-up time)
+until_within() {
+  local end=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < end)) || return 1
+    sleep 0.05
+  done
+}
+
 # --- journald (no systemd here): /system/logs reads functions' logs with journalctl -------------
 /lib/systemd/systemd-journald &
 pids+=($!)
-for _ in $(seq 1 100); do [[ -S /run/systemd/journal/socket ]] && break; sleep 0.05; done
-[[ -S /run/systemd/journal/socket ]] || { log "journald did not start"; stop_all; exit 1; }
+until_within 60 test -S /run/systemd/journal/socket || { log "journald did not start"; stop_all; exit 1; }
 
 # --- containerd ---------------------------------------------------------------------------------
 containerd --config "$NODE_STATE/containerd.toml" > "$NODE_STATE/logs/containerd.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 200); do ctr version >/dev/null 2>&1 && break; sleep 0.05; done
-ctr version >/dev/null 2>&1 || { log "containerd did not start (see $NODE_STATE/logs/containerd.log)"; stop_all; exit 1; }
+ctr_up() { ctr version >/dev/null 2>&1; }
+until_within 60 ctr_up || { log "containerd did not start within 60 s (see $NODE_STATE/logs/containerd.log)"; stop_all; exit 1; }
 log "containerd up"
 
 # --- images (imported once; content stays in this node's containerd root) -----------------------

@@ -17,9 +17,8 @@ import { join } from 'node:path';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { MeshError } from './errors.js';
 import { down, up, type Progress } from './mesh.js';
-import { faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, inNode } from './runtime-faasd.js';
+import { faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, functionTaskAddress } from './runtime-faasd.js';
 import { readState } from './state.js';
-import { run } from '@syncmesh-edge/lab';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
 
@@ -29,23 +28,6 @@ function serviceAddress(stateDir: string, service: string): string {
   const line = hosts.split('\n').find((l) => l.trim().split(/\s+/).slice(1).includes(service));
   if (!line) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for ${service} in the node's hosts file`);
   return line.trim().split(/\s+/)[0]!;
-}
-
-/** The CNI address of the function's serving task (the newest running syncmesh-fn container). */
-async function functionAddress(nodePid: number): Promise<string> {
-  const { stdout } = await inNode(nodePid, ['ctr', '-n', 'openfaas-fn', 'tasks', 'ls']);
-  const rows = stdout
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter((f) => (f[0] === FUNCTION_NAME || f[0]?.startsWith(`${FUNCTION_NAME}.`)) && f[2] === 'RUNNING')
-    .sort((a, b) => (a[0]! < b[0]! ? 1 : -1));
-  const pid = rows[0]?.[1];
-  if (!pid) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no running ${FUNCTION_NAME} task: ${stdout}`);
-  const ip = (await run('nsenter', ['-t', pid, '-n', 'ip', '-4', '-o', 'addr', 'show', 'scope', 'global'], { timeoutMs: 10_000 })).stdout.match(
-    /inet (\d+\.\d+\.\d+\.\d+)/,
-  )?.[1];
-  if (!ip) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for the ${FUNCTION_NAME} task ${pid}`);
-  return ip;
 }
 
 export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
@@ -58,7 +40,7 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
     const stateDir = faasdStateDir(node);
     const mongo = serviceAddress(stateDir, 'mongodb');
     const gateway = serviceAddress(stateDir, 'gateway');
-    const fn = await functionAddress(nodePid);
+    const fn = await functionTaskAddress(nodePid);
     const http = [
       `watchdog=http://${fn}:8080/`,
       `gateway=http://${gateway}:8080/function/${FUNCTION_NAME}`,

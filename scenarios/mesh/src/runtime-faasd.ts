@@ -246,6 +246,23 @@ export function inNode(nodePid: number, argv: readonly string[], timeoutMs = 60_
   return run('nsenter', ['-t', String(nodePid), '-m', '-n', ...argv], { timeoutMs });
 }
 
+/** The CNI address of the function's serving task (the newest running syncmesh-fn container). */
+export async function functionTaskAddress(nodePid: number): Promise<string> {
+  const { stdout } = await inNode(nodePid, ['ctr', '-n', 'openfaas-fn', 'tasks', 'ls']);
+  const rows = stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => (f[0] === FUNCTION_NAME || f[0]?.startsWith(`${FUNCTION_NAME}.`)) && f[2] === 'RUNNING')
+    .sort((a, b) => (a[0]! < b[0]! ? 1 : -1));
+  const pid = rows[0]?.[1];
+  if (!pid) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no running ${FUNCTION_NAME} task: ${stdout}`);
+  const ip = (await run('nsenter', ['-t', pid, '-n', 'ip', '-4', '-o', 'addr', 'show', 'scope', 'global'], { timeoutMs: 10_000 })).stdout.match(
+    /inet (\d+\.\d+\.\d+\.\d+)/,
+  )?.[1];
+  if (!ip) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for the ${FUNCTION_NAME} task ${pid}`);
+  return ip;
+}
+
 /** The values stack.yml may use for one node. */
 export function stackVars(cfg: MeshConfig, node: NodePlan, forwardMode: string): Record<string, string> {
   const requestDeadlineMs = cfg.requestDeadlineMs ?? Math.max(FUNCTION_REQUEST_DEADLINE_MIN_MS, cfg.deadlineMs + FUNCTION_REQUEST_DEADLINE_MARGIN_MS);
