@@ -151,7 +151,7 @@ test('end to end - kill -9 the listener during 1,000 inserts on A: B ends with e
 
     listener = startListener(listenerEnv());
     await waitUntil(async () => (await replicasOnB().countDocuments()) >= 1_000, 120_000, '1,000 replicas on B');
-    await waitUntil(async () => (await a.app.replication.outbox.pending()) === 0, 30_000, "A's outbox drained");
+    await waitUntil(async () => (await a.app.replication.outbox.pending()) === 0, 90_000, "A's outbox drained");
     assert.equal(await replicasOnB().countDocuments(), 1_000, 'no duplicates');
     assert.deepEqual(await replicaIdsOnB(), [...ids].sort(), 'exactly the inserted readings');
     t.diagnostic(`killed with ${onBAtKill} replicas on B and ${progress.n} inserted`);
@@ -175,7 +175,7 @@ test("end to end - A's function down for 30 seconds during inserts: nothing lost
     // Same port, same URL: the function comes back as faasd would restart it.
     await listen(a.app, a.port);
     await waitUntil(async () => (await replicasOnB().countDocuments()) >= before.length + 1_000, 120_000, 'all replicas after the outage');
-    await waitUntil(async () => (await a.app.replication.outbox.pending()) === 0, 30_000, "A's outbox drained");
+    await waitUntil(async () => (await a.app.replication.outbox.pending()) === 0, 90_000, "A's outbox drained");
     assert.deepEqual(await replicaIdsOnB(), [...before, ...ids].sort());
     t.diagnostic(`function down ${Date.now() - downAt} ms; ${ids.length} readings inserted meanwhile`);
   } finally {
