@@ -50,7 +50,10 @@ rm -rf "$WORK"
 mkdir -p "$WORK/root" "$WORK/esp" "$OUT"
 tar -C "$WORK/root" --numeric-owner -xpf "$rootfs"
 "$here/payload.sh" "$WORK/root" "$ARCH"
+"$here/preload.sh" "$WORK/root"
 cp -a "$here/vm/overlay/." "$WORK/root/"
+# a VM has no Wi-Fi device: wpa_supplicant would only cost boot time
+ln -sfn /dev/null "$WORK/root/etc/systemd/system/wpa_supplicant.service"
 
 # --- the EFI system partition: systemd-boot, the kernel and initrd, the node file ---------------
 kver=$(basename "$(ls -d "$WORK"/root/lib/modules/* | sort -V | tail -n1)")
