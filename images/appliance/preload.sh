@@ -10,8 +10,10 @@
 #   preload.sh ROOT
 #
 # The compressed layer blobs are dropped from the content store once unpacked (the snapshots
-# hold the files; manifests and configs stay, which is what containerd needs to run them): the
-# OCI archives under /usr/lib/syncmesh/images stay the node's source to re-import from.
+# hold the files; manifests and configs stay, which is what containerd needs to run them), and
+# the archives themselves leave the image: /usr/lib/syncmesh/images keeps the .ref files and
+# preloaded.json (reference, namespace, archive sha256 and size of each, for manifest.json);
+# appliance.py then runs node-prepare.sh with IMAGES_PRELOADED=1. Each image is in the image once.
 set -o errexit -o nounset -o pipefail
 
 root=${1:?usage: preload.sh ROOT}
@@ -66,6 +68,23 @@ for archive in "$lib"/images/*.oci.tar; do
   "${ctr[@]}" -n "$ns" images import --platform "linux/$arch" --snapshotter overlayfs "$archive" >/dev/null
   "${ctr[@]}" -n "$ns" images ls -q | grep -qx "$ref" || fail "import of $archive did not give $ref"
 done
+python3 - "$lib/images" <<'PY'
+import hashlib, json, os, sys
+d = sys.argv[1]
+out = []
+for f in sorted(os.listdir(d)):
+    if not f.endswith(".oci.tar"):
+        continue
+    name = f[: -len(".oci.tar")]
+    h = hashlib.sha256()
+    with open(os.path.join(d, f), "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    out.append({"name": name, "archive_sha256": h.hexdigest(), "bytes": os.path.getsize(os.path.join(d, f))})
+json.dump({"images": out}, open(os.path.join(d, "preloaded.json"), "w"), indent=1)
+PY
+count=$(ls "$lib"/images/*.oci.tar | wc -l)
+rm -f "$lib"/images/*.oci.tar
 # drop the compressed layers: their unpacked snapshots are what the node runs
 for ns in openfaas openfaas-fn; do
   "${ctr[@]}" -n "$ns" content ls 2>/dev/null | awk 'NR > 1 && /containerd\.io\/uncompressed=/ {print $1}'
@@ -76,4 +95,4 @@ if (( layers > 0 )); then
 fi
 kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
 rm -rf "$ctrd_root/io.containerd.content.v1.content/ingest"/*
-echo "preload: $(ls "$lib"/images/*.oci.tar | wc -l) images unpacked into $ctrd_root ($(du -sm "$ctrd_root" | cut -f1) MiB, $layers layer blobs dropped) in $(($(date +%s) - t0)) s" >&2
+echo "preload: $count images unpacked into $ctrd_root ($(du -sm "$ctrd_root" | cut -f1) MiB, $layers layer blobs dropped) in $(($(date +%s) - t0)) s" >&2

@@ -445,6 +445,9 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
         "IMAGES_DIR": f"{LIB}/images",
         "FAASD_BIN": f"{LIB}/bin/faasd",
     }
+    preloaded = os.path.exists(f"{LIB}/images/preloaded.json")  # images/appliance/preload.sh
+    if preloaded:
+        env["IMAGES_PRELOADED"] = "1"
     r = sh("bash", f"{LIB}/node/node-prepare.sh", env=env, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"node-prepare.sh: {r.stderr.strip()[-400:]}")
@@ -454,7 +457,7 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
         shutil.copyfile(resolv, f"{NODE_STATE}/var-lib-faasd/resolv.conf")
     else:  # functions bind-mount it: it must exist (as the Ansible role's default)
         write_file(f"{NODE_STATE}/var-lib-faasd/resolv.conf", "nameserver 127.0.0.1\n")
-    write_status(message="starting containerd and importing the bundled images (first boot: a few minutes)")
+    write_status(message="starting containerd" + ("" if preloaded else " and importing the bundled images (first boot: a few minutes)"))
     sh("systemctl", "start", "containerd.service")
     wait_for("containerd", lambda: sh("ctr", "version", check=False).returncode == 0, 120)
     t0 = time.monotonic()
