@@ -127,7 +127,7 @@ for i in 1 2 3 4; do
   d=$T/vm$i
   mkdir -p "$d"
   cp "$OVMF_VARS" "$d/vars.fd"
-  qemu-img create -q -f qcow2 -F qcow2 -b "$QCOW" "$d/disk.qcow2" 8G
+  qemu-img create -q -f qcow2 -F qcow2 -b "$QCOW" "$d/disk.qcow2" 4G
 done
 # node 1: cloud-init NoCloud seed (FAT, label CIDATA)
 node_file 1 > "$T/node-1.yaml"
