@@ -475,12 +475,20 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     gw.upsert_secret("mesh-secret", open(f"{SECRETS}/mesh-secret", encoding="utf-8").read().strip())
     gw.upsert_secret("write-key", open(f"{SECRETS}/write-key", encoding="utf-8").read().strip())
     write_status(message="deploying the function")
+    deadline_ms = int(os.environ.get("SYNCMESH_DEADLINE_MS", "25000"))
+    request_deadline_ms = int(os.environ.get("SYNCMESH_REQUEST_DEADLINE_MS", str(max(20000, deadline_ms + 5000))))
     values = {
         "GATEWAY_URL": GATEWAY,
         "FUNCTION_IMAGE": open(f"{NODE_STATE}/function-image", encoding="utf-8").read().strip(),
         "NODE_ID": nid,
         "NODE_TIMEOUT_MS": os.environ.get("SYNCMESH_NODE_TIMEOUT_MS", "20000"),
-        "DEADLINE_MS": os.environ.get("SYNCMESH_DEADLINE_MS", "25000"),
+        "DEADLINE_MS": str(deadline_ms),
+        # a whole request, fan-out included (at least the deadline + 5 s, and 20 s), the accepted
+        # clock difference of signed requests, and the watchdog 5 s beyond the request (as
+        # scenarios/mesh's stackVars and the Ansible role's deployment.json.j2)
+        "REQUEST_DEADLINE_MS": str(request_deadline_ms),
+        "REPLAY_WINDOW_MS": os.environ.get("SYNCMESH_REPLAY_WINDOW_MS", "30000"),
+        "WATCHDOG_TIMEOUT": f"{-(-(request_deadline_ms + 5000) // 1000)}s",
         "FORWARD_MODE": os.environ.get("SYNCMESH_FORWARD_MODE", "parallel"),
         "LOG_LEVEL": node["log_level"],
     }
