@@ -474,6 +474,8 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     wait_for("the gateway's API", lambda: gw.request("GET", "/system/functions")[0] == 200, 600)
     gw.upsert_secret("mesh-secret", open(f"{SECRETS}/mesh-secret", encoding="utf-8").read().strip())
     gw.upsert_secret("write-key", open(f"{SECRETS}/write-key", encoding="utf-8").read().strip())
+    # the function's MongoDB URI (stack.yml lists it; node-prepare.sh wrote the services' copy)
+    gw.upsert_secret("mongodb-uri", open(f"{NODE_STATE}/var-lib-faasd/secrets/mongodb-uri", encoding="utf-8").read().strip())
     write_status(message="deploying the function")
     deadline_ms = int(os.environ.get("SYNCMESH_DEADLINE_MS", "25000"))
     request_deadline_ms = int(os.environ.get("SYNCMESH_REQUEST_DEADLINE_MS", str(max(20000, deadline_ms + 5000))))

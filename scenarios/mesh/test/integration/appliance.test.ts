@@ -115,7 +115,7 @@ test("appliance mesh - /system/info reports faasd 0.19.0 and gateway 0.27.5; /sy
     assert.equal(info.version.release, '0.27.5');
     const fn = (await gw.functions()).find((f) => f.name === 'syncmesh-fn');
     assert.ok(fn, 'syncmesh-fn deployed');
-    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key']);
+    assert.deepEqual(fn.secrets, ['mesh-secret', 'write-key', 'mongodb-uri']);
     assert.equal((await fetch(`${n.gateway_url}/system/functions`)).status, 401);
   }
 });
