@@ -485,3 +485,7 @@ tf-test: ## tofu fmt -check, validate and tofu test (mock providers, real schema
 .PHONY: test-tf-smoke
 test-tf-smoke: tf-tools ## Real libvirt apply of local-3 with the tiny test VM (plumbing: domains, seeds, static addresses, teardown).
 	terraform/tests/local.sh
+
+.PHONY: test-tf-local
+test-tf-local: build image-vm tf-tools ## Real libvirt apply of local-3 with the appliance image: first-boot mesh, exact aggregate through every node, tf-down leaves nothing (root).
+	terraform/tests/local-mesh.sh

@@ -40,25 +40,33 @@ def main() -> None:
             name, version, arch = line.rstrip("\n").split("\t")
             packages.append({"name": name, "version": version, "arch": arch, "licenses": licences(args.root, name)})
     images = []
-    for archive in sorted(os.listdir(args.image_list)):
-        if not archive.endswith(".oci.tar"):
-            continue
-        name = archive[: -len(".oci.tar")]
+    preloaded_file = os.path.join(args.image_list, "preloaded.json")
+    if os.path.exists(preloaded_file):  # preload.sh: imported at build time, archives left out
+        archives = json.load(open(preloaded_file, encoding="utf-8"))["images"]
+    else:
+        archives = []
+        for archive in sorted(os.listdir(args.image_list)):
+            if not archive.endswith(".oci.tar"):
+                continue
+            path = os.path.join(args.image_list, archive)
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            archives.append({"name": archive[: -len(".oci.tar")], "archive_sha256": h.hexdigest(), "bytes": os.path.getsize(path)})
+    for a in archives:
+        name = a["name"]
         ref = open(os.path.join(args.image_list, f"{name}.ref"), encoding="utf-8").read().strip()
         digest_file = os.path.join(args.images, f"{name}.digest")
         digest = open(digest_file, encoding="utf-8").read().strip() if os.path.exists(digest_file) else None
-        path = os.path.join(args.image_list, archive)
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
         images.append(
             {
                 "name": name,
                 "reference": ref if "/" in ref else f"localhost/syncmesh-edge/{name}:{ref}",
                 "multi_arch_index_digest": digest,
-                "archive_sha256": h.hexdigest(),
-                "bytes": os.path.getsize(path),
+                "archive_sha256": a["archive_sha256"],
+                "bytes": a["bytes"],
+                "preloaded": os.path.exists(preloaded_file),
                 "test_only": name == "mongo-test-server",
             }
         )

@@ -91,6 +91,12 @@ for plugin in "$root"/usr/lib/cni/*; do
 done
 rm -f "$root/usr/bin/containerd-shim-runc-v1" "$root/usr/bin/containerd-shim"
 rm -rf "$root/usr/share/i18n" "$root/usr/share/locale"
+# units a node does not need at boot (masked: each costs seconds to minutes under emulation):
+# apt's and dpkg's timers (no apt sources to fetch offline; upgrades are a reflash), e2scrub
+# (no LVM), fstrim (a weekly job a VM disk does not need at boot)
+for unit in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer; do
+  ln -sfn /dev/null "$root/etc/systemd/system/$unit"
+done
 
 # --- the overlay and the links faasd's fixed paths need ------------------------------------------
 cp -a "$here/overlay/." "$root/"

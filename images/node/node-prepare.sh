@@ -16,6 +16,8 @@
 #   LOG_LEVEL         warn
 #   IMAGES_DIR        <repo>/.cache/images  OCI archives (<name>.oci.tar) and versions (<name>.ref) from `make images`
 #   FAASD_BIN         <repo>/.cache/faasd/bin/<arch>/faasd  from `make faasd-bins`
+#   IMAGES_PRELOADED  ""                1: the images are already in the node's containerd store (the appliance
+#                                       imports them at build time), so IMAGES_DIR needs only the .ref files
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +41,7 @@ mkdir -p "$NODE_STATE"
 # (or a full reference)
 image_ref() {
   local f="$IMAGES_DIR/$1.ref" v
-  [[ -r "$f" && -r "$IMAGES_DIR/$1.oci.tar" ]] || fail "image $1 is missing: $IMAGES_DIR/$1.oci.tar / $1.ref (run: make images)"
+  [[ -r "$f" && ( -r "$IMAGES_DIR/$1.oci.tar" || -n "${IMAGES_PRELOADED:-}" ) ]] || fail "image $1 is missing: $IMAGES_DIR/$1.oci.tar / $1.ref (run: make images)"
   v=$(tr -d ' \n' < "$f")
   if [[ "$v" == */* ]]; then printf '%s' "$v"; else printf 'localhost/syncmesh-edge/%s:%s' "$1" "$v"; fi
 }

@@ -6,19 +6,20 @@
 #
 #   terraform/hack/libvirt.sh start     idempotent; waits until libvirtd answers
 #   terraform/hack/libvirt.sh attach BRIDGE   plug the host's veth into BRIDGE (after apply)
-#   terraform/hack/libvirt.sh stop      removes every smt* domain, network, pool left over, stops
+#   terraform/hack/libvirt.sh stop      removes every $TF_PREFIX* domain, network, pool left over, stops
 #                                       the daemons (by their pid files), deletes netns and veth
 #   terraform/hack/libvirt.sh status
 #
-# Env (documented defaults): TF_NETNS=smt-lv, TF_HOST_IF=smt-h0, TF_HOST_ADDR=10.61.0.2/24,
-# TF_PREFIX=smt (objects named so are ours to remove), TF_RUN_DIR=.cache/terraform/libvirt.
+# Env (documented defaults): TF_PREFIX=smt (objects named so are ours to remove),
+# TF_NETNS=$TF_PREFIX-lv, TF_HOST_IF=$TF_PREFIX-h0, TF_HOST_ADDR=10.61.0.2/24,
+# TF_RUN_DIR=.cache/terraform/libvirt.
 set -o errexit -o nounset -o pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-NETNS=${TF_NETNS:-smt-lv}
-HOST_IF=${TF_HOST_IF:-smt-h0}
+PREFIX=${TF_PREFIX:-smt}
+NETNS=${TF_NETNS:-$PREFIX-lv}
+HOST_IF=${TF_HOST_IF:-$PREFIX-h0}
 PEER_IF="${NETNS}h"
 HOST_ADDR=${TF_HOST_ADDR:-10.61.0.2/24}
-PREFIX=${TF_PREFIX:-smt}
 RUN_DIR=${TF_RUN_DIR:-$root/.cache/terraform/libvirt}
 URI=qemu:///system
 QEMU_CONF=/etc/libvirt/qemu.conf

@@ -10,9 +10,11 @@
 # Env (documented defaults):
 #   TF_IMAGE        .cache/appliance/out/syncmesh-edge-vm-amd64.qcow2 (make image-vm)
 #   TF_TINY=1       use the tiny test VM of terraform/tests/tiny-image.sh instead (plumbing only, no mesh)
-#   TF_MEMORY_MB    1536 per VM (the appliance asks for >= 1.5 GiB; tiny: 256)
+#   TF_MEMORY_MB    2048 per VM (a full node: ~650 MB PSS plus page cache; tiny: 256)
 #   TF_BOOT_TIMEOUT 1500 s until every node's health URL says ready (software emulation is slow)
 #   TF_MONGODB_PUBLISH  0.0.0.0 for local scenarios (the mesh tools load data from the host)
+#   TF_PREFIX       smt: name prefix of every libvirt object, interface and namespace (mesh PREFIX<N>)
+#   TF_SSH_PUBKEY_FILE  (none) public key(s) put in every node file (root's SSH keys)
 #   DATA            folder of the Sofia CSVs for placement (default ../shared/data/sofia; without it: a grid)
 set -o errexit -o nounset -o pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -20,6 +22,8 @@ tfdir="$root/terraform"
 cache="${TF_CACHE:-$root/.cache/terraform}"
 export TF_CLI_CONFIG_FILE="$cache/tofurc" TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1
 tofu_bin="$cache/bin/tofu"
+PREFIX=${TF_PREFIX:-smt}
+export TF_PREFIX=$PREFIX TF_VAR_prefix=$PREFIX TF_NETNS=${TF_NETNS:-$PREFIX-lv}
 
 log() { printf 'tf: %s\n' "$*" >&2; }
 die() { printf 'tf: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -53,9 +57,12 @@ run_json() {
 import json, os, sys
 scenario, work, image, sofia, state = sys.argv[1:6]
 run = {"image_path": image, "state_dir": state, "work_dir": work,
-       "host_address": "10.61.0.2", "libvirt_netns": os.environ.get("TF_NETNS", "smt-lv"),
-       "memory_mb": int(os.environ.get("TF_MEMORY_MB", "256" if os.environ.get("TF_TINY") == "1" else "1536")),
+       "host_address": "10.61.0.2", "libvirt_netns": os.environ["TF_NETNS"],
+       "memory_mb": int(os.environ.get("TF_MEMORY_MB", "256" if os.environ.get("TF_TINY") == "1" else "2048")),
        "mongodb_publish": os.environ.get("TF_MONGODB_PUBLISH", "0.0.0.0")}
+keys = os.environ.get("TF_SSH_PUBKEY_FILE")
+if keys:
+    run["ssh_authorized_keys"] = [l.strip() for l in open(keys) if l.strip()]
 if sofia:
     run.update(placement="sofia", sofia_dir=sofia)
 else:
@@ -130,10 +137,12 @@ up() {
   tofu_in "$dir" apply -input=false -auto-approve -no-color >"$work/apply.log" 2>&1 || { tail -40 "$work/apply.log" >&2; die "tofu apply failed (log: $work/apply.log; make tf-down SCENARIO=$scenario cleans up)"; }
   log "applied in $(since "$t0") s"
   t1=$(now)
-  bridge=$(tofu_in "$dir" output -json stack | python3 -c 'import json,sys; print(json.load(sys.stdin)["network"]["bridge"])')
+  tofu_in "$dir" output -json stack > "$work/stack.json"
+  bridge=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["network"]["bridge"])' "$work/stack.json")
   "$root/terraform/hack/libvirt.sh" attach "$bridge"
-  wait_ready "$root/.mesh/topology.json" "$t1"
-  log "up: $scenario in $(since "$t0") s (apply + boot); topology $root/.mesh/topology.json, inventory $root/.mesh/smt${scenario#local-}/inventory.yml"
+  # this mesh's own topology (.mesh/topology.json is whichever mesh was made last)
+  wait_ready "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["topology_path"])' "$work/stack.json")" "$t1"
+  log "up: $scenario in $(since "$t0") s (apply + boot); topology $root/.mesh/topology.json, inventory $root/.mesh/$PREFIX${scenario#local-}/inventory.yml"
 }
 
 down() {
@@ -147,9 +156,9 @@ down() {
   fi
   "$root/terraform/hack/libvirt.sh" stop
   rm -rf "$cache/run/$scenario" "$cache/state/$scenario.tfstate" "$cache/state/$scenario.tfstate.backup"
-  rm -rf "$root/.mesh/smt${scenario#local-}"
-  # nothing may be left: no QEMU of ours, no smt interface, no namespace
-  left=$( (pgrep -af 'qemu-system.*-name guest=smt' || true; ip -o link show | awk -F': ' '$2 ~ /^smt/{print "interface " $2}' || true; ip netns list | awk '/^smt-lv/{print "netns " $1}' || true) )
+  rm -rf "$root/.mesh/$PREFIX${scenario#local-}"
+  # nothing may be left: no QEMU of ours, no $PREFIX interface, no namespace
+  left=$( (pgrep -af "qemu-system.*-name guest=$PREFIX" || true; ip -o link show | awk -F': ' -v p="^$PREFIX" '$2 ~ p {print "interface " $2}' || true; ip netns list | awk -v n="^$TF_NETNS" '$0 ~ n {print "netns " $1}' || true) )
   [[ -z "$left" ]] || die "left behind after down: $left"
   log "down: $scenario in $(since "$t0") s; no domain, network, volume, bridge or process left"
 }

@@ -12,7 +12,7 @@ KERNEL_PKG=${TINY_KERNEL_PKG:-linux-image-cloud-amd64}
 [[ -s "$out/vmlinuz" && -s "$out/initrd.img" && -s "$out/disk.raw" ]] && { echo "$out"; exit 0; }
 export PATH="$PATH:/usr/sbin:/sbin"
 command -v busybox >/dev/null || { echo "tiny-image: busybox is missing: apt-get install busybox-static" >&2; exit 1; }
-tmp=$(mktemp -d /tmp/smt-tiny.XXXXXX)
+tmp=$(mktemp -d "/tmp/${TF_PREFIX:-smt}-tiny.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$out"
 # the versioned package behind the meta package

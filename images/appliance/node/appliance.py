@@ -445,6 +445,9 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
         "IMAGES_DIR": f"{LIB}/images",
         "FAASD_BIN": f"{LIB}/bin/faasd",
     }
+    preloaded = os.path.exists(f"{LIB}/images/preloaded.json")  # images/appliance/preload.sh
+    if preloaded:
+        env["IMAGES_PRELOADED"] = "1"
     r = sh("bash", f"{LIB}/node/node-prepare.sh", env=env, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"node-prepare.sh: {r.stderr.strip()[-400:]}")
@@ -454,7 +457,7 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
         shutil.copyfile(resolv, f"{NODE_STATE}/var-lib-faasd/resolv.conf")
     else:  # functions bind-mount it: it must exist (as the Ansible role's default)
         write_file(f"{NODE_STATE}/var-lib-faasd/resolv.conf", "nameserver 127.0.0.1\n")
-    write_status(message="starting containerd and importing the bundled images (first boot: a few minutes)")
+    write_status(message="starting containerd" + ("" if preloaded else " and importing the bundled images (first boot: a few minutes)"))
     sh("systemctl", "start", "containerd.service")
     wait_for("containerd", lambda: sh("ctr", "version", check=False).returncode == 0, 120)
     t0 = time.monotonic()
@@ -471,13 +474,23 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     wait_for("the gateway's API", lambda: gw.request("GET", "/system/functions")[0] == 200, 600)
     gw.upsert_secret("mesh-secret", open(f"{SECRETS}/mesh-secret", encoding="utf-8").read().strip())
     gw.upsert_secret("write-key", open(f"{SECRETS}/write-key", encoding="utf-8").read().strip())
+    # the function's MongoDB URI (stack.yml lists it; node-prepare.sh wrote the services' copy)
+    gw.upsert_secret("mongodb-uri", open(f"{NODE_STATE}/var-lib-faasd/secrets/mongodb-uri", encoding="utf-8").read().strip())
     write_status(message="deploying the function")
+    deadline_ms = int(os.environ.get("SYNCMESH_DEADLINE_MS", "25000"))
+    request_deadline_ms = int(os.environ.get("SYNCMESH_REQUEST_DEADLINE_MS", str(max(20000, deadline_ms + 5000))))
     values = {
         "GATEWAY_URL": GATEWAY,
         "FUNCTION_IMAGE": open(f"{NODE_STATE}/function-image", encoding="utf-8").read().strip(),
         "NODE_ID": nid,
         "NODE_TIMEOUT_MS": os.environ.get("SYNCMESH_NODE_TIMEOUT_MS", "20000"),
-        "DEADLINE_MS": os.environ.get("SYNCMESH_DEADLINE_MS", "25000"),
+        "DEADLINE_MS": str(deadline_ms),
+        # a whole request, fan-out included (at least the deadline + 5 s, and 20 s), the accepted
+        # clock difference of signed requests, and the watchdog 5 s beyond the request (as
+        # scenarios/mesh's stackVars and the Ansible role's deployment.json.j2)
+        "REQUEST_DEADLINE_MS": str(request_deadline_ms),
+        "REPLAY_WINDOW_MS": os.environ.get("SYNCMESH_REPLAY_WINDOW_MS", "30000"),
+        "WATCHDOG_TIMEOUT": f"{-(-(request_deadline_ms + 5000) // 1000)}s",
         "FORWARD_MODE": os.environ.get("SYNCMESH_FORWARD_MODE", "parallel"),
         "LOG_LEVEL": node["log_level"],
     }

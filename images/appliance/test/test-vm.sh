@@ -11,7 +11,7 @@
 # their overlay (the file a user edits), written with mtools + qemu-io (no mounts).
 #
 # Env (documented defaults):
-#   APPLIANCE_VM_RAM_MB   1536     RAM per VM
+#   APPLIANCE_VM_RAM_MB   2048     RAM per VM (a node: ~650 MB PSS, plus page cache)
 #   APPLIANCE_VM_CPUS     2        vCPUs per VM (TCG threads)
 #   APPLIANCE_READY_S     3600     how long a VM may take from start to ready (TCG on a busy host)
 #   APPLIANCE_SUBNET      10.77.0  the private /24 (host .1, nodes .11-.13, bad node .14)
@@ -22,13 +22,13 @@ set -o errexit -o nounset -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 cd "$repo"
-RAM=${APPLIANCE_VM_RAM_MB:-1536}
+RAM=${APPLIANCE_VM_RAM_MB:-2048}
 CPUS=${APPLIANCE_VM_CPUS:-2}
 READY_S=${APPLIANCE_READY_S:-3600}
 NET=${APPLIANCE_SUBNET:-10.77.0}
 LOGS=${APPLIANCE_KEEP_LOGS:-$repo/.cache/appliance/test-logs}
-BR=sma-br0
-MESH=sma-appliance
+BR=s5a-br0
+MESH=s5a-appliance
 QCOW=$repo/.cache/appliance/out/syncmesh-edge-vm-amd64.qcow2
 OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.fd
 OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
@@ -43,9 +43,9 @@ fail() { log "FAIL: $*"; exit 1; }
 ip -4 route | grep -q "^$NET\." && fail "the subnet $NET.0/24 is in use here; set APPLIANCE_SUBNET"
 ip link show "$BR" >/dev/null 2>&1 && fail "$BR exists (a previous run still up?); remove it: ip link del $BR"
 
-T=$(mktemp -d /tmp/sma-appliance.XXXXXX)
+T=$(mktemp -d /tmp/s5a-appliance.XXXXXX)
 mkdir -p "$LOGS" "$repo/.mesh/$MESH"
-rm -f "$LOGS"/sma-vm*.serial.log
+rm -f "$LOGS"/s5a-vm*.serial.log
 pids=()
 cleanup() {
   local rc=$?
@@ -55,19 +55,19 @@ cleanup() {
     [[ -f "$pf" ]] || continue
     p=$(cat "$pf")
     # our QEMU only: the pid file's process must be qemu-system-x86_64 with our name
-    if [[ -r /proc/$p/cmdline ]] && tr '\0' ' ' < "/proc/$p/cmdline" | grep -q -- "-name sma-vm"; then
+    if [[ -r /proc/$p/cmdline ]] && tr '\0' ' ' < "/proc/$p/cmdline" | grep -q -- "-name s5a-vm"; then
       kill -TERM "$p" 2>/dev/null || true
       for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$p" 2>/dev/null || true
     fi
   done
-  for i in 1 2 3 4; do ip link del "sma-tap$i" 2>/dev/null || true; done
+  for i in 1 2 3 4; do ip link del "s5a-tap$i" 2>/dev/null || true; done
   ip link del "$BR" 2>/dev/null || true
   # the topology names VMs that are gone now
   rm -rf "$repo/.mesh/$MESH"
   if [[ -f "$repo/.mesh/topology.json" ]] && grep -q "\"mesh\": \"$MESH\"" "$repo/.mesh/topology.json"; then rm -f "$repo/.mesh/topology.json"; fi
   rm -rf "$T"
-  left=$(pgrep -f -- "-name sma-vm" || true)
+  left=$(pgrep -f -- "-name s5a-vm" || true)
   [[ -z "$left" ]] || { log "QEMU processes left: $left"; rc=1; }
   log "done in $(($(date +%s) - t_start)) s (exit $rc)"
   exit $rc
@@ -76,7 +76,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- keys and secrets of this test mesh ---------------------------------------------------------
-ssh-keygen -q -t ed25519 -N '' -C sma-appliance-test -f "$T/id_ed25519"
+ssh-keygen -q -t ed25519 -N '' -C s5a-appliance-test -f "$T/id_ed25519"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/secret"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/write-key"
 pub=$(cat "$T/id_ed25519.pub")
@@ -87,8 +87,8 @@ ip link add "$BR" type bridge
 ip addr add "$NET.1/24" dev "$BR"
 ip link set "$BR" up
 for i in 1 2 3 4; do
-  ip tuntap add dev "sma-tap$i" mode tap
-  ip link set "sma-tap$i" master "$BR" up
+  ip tuntap add dev "s5a-tap$i" mode tap
+  ip link set "s5a-tap$i" master "$BR" up
 done
 
 # Sofia-ish locations, all within the queries' 50 km radius
@@ -127,7 +127,7 @@ for i in 1 2 3 4; do
   d=$T/vm$i
   mkdir -p "$d"
   cp "$OVMF_VARS" "$d/vars.fd"
-  qemu-img create -q -f qcow2 -F qcow2 -b "$QCOW" "$d/disk.qcow2" 8G
+  qemu-img create -q -f qcow2 -F qcow2 -b "$QCOW" "$d/disk.qcow2" 4G
 done
 # node 1: cloud-init NoCloud seed (FAT, label CIDATA)
 node_file 1 > "$T/node-1.yaml"
@@ -139,7 +139,7 @@ node_file 1 > "$T/node-1.yaml"
   echo "    content: |"
   sed 's/^/      /' "$T/node-1.yaml"
 } > "$T/user-data"
-printf 'instance-id: sma-vm1\nlocal-hostname: node-1\n' > "$T/meta-data"
+printf 'instance-id: s5a-vm1\nlocal-hostname: node-1\n' > "$T/meta-data"
 truncate -s 4M "$T/vm1/seed.img"
 mformat -i "$T/vm1/seed.img" -v CIDATA ::
 mcopy -i "$T/vm1/seed.img" "$T/user-data" "$T/meta-data" ::
@@ -168,14 +168,14 @@ for i in 1 2 3 4; do
   d=$T/vm$i
   extra=()
   [[ $i == 1 ]] && extra=(-drive "file=$d/seed.img,if=virtio,format=raw,readonly=on")
-  qemu-system-x86_64 -name "sma-vm$i" -accel tcg,thread=multi -machine q35 -cpu max -smp "$CPUS" -m "$RAM" \
+  qemu-system-x86_64 -name "s5a-vm$i" -accel tcg,thread=multi -machine q35 -cpu max -smp "$CPUS" -m "$RAM" \
     -drive "if=pflash,format=raw,readonly=on,file=$OVMF_CODE" -drive "if=pflash,format=raw,file=$d/vars.fd" \
     -drive "file=$d/disk.qcow2,if=virtio,format=qcow2,cache=unsafe,discard=unmap" "${extra[@]}" \
-    -netdev "tap,id=n0,ifname=sma-tap$i,script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:1$i" \
+    -netdev "tap,id=n0,ifname=s5a-tap$i,script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:1$i" \
     -object rng-random,filename=/dev/urandom,id=rng0 -device virtio-rng-pci,rng=rng0 \
-    -display none -monitor none -serial "file:$LOGS/sma-vm$i.serial.log" -daemonize -pidfile "$d/pid"
+    -display none -monitor none -serial "file:$LOGS/s5a-vm$i.serial.log" -daemonize -pidfile "$d/pid"
   started[$i]=$(date +%s)
-  log "sma-vm$i started (pid $(cat "$d/pid"), $RAM MiB, $CPUS vCPUs, serial log $LOGS/sma-vm$i.serial.log)"
+  log "s5a-vm$i started (pid $(cat "$d/pid"), $RAM MiB, $CPUS vCPUs, serial log $LOGS/s5a-vm$i.serial.log)"
 done
 
 health() { curl -s --max-time 5 "http://$NET.1$1:8099/health" || true; }
@@ -199,13 +199,13 @@ while :; do
   all=1
   for i in 1 2 3 4; do
     [[ -n "${ready_at[$i]:-}" ]] && continue
-    kill -0 "$(cat "$T/vm$i/pid")" 2>/dev/null || fail "sma-vm$i (QEMU) exited; see $LOGS/sma-vm$i.serial.log"
+    kill -0 "$(cat "$T/vm$i/pid")" 2>/dev/null || fail "s5a-vm$i (QEMU) exited; see $LOGS/s5a-vm$i.serial.log"
     h=$(health "$i")
     state=$(field state <<<"$h")
-    if [[ $i == 4 && $state == invalid-node-file ]]; then ready_at[$i]=$(date +%s); log "sma-vm4 (bad node file) reports: $(field problems <<<"$h")"; continue; fi
+    if [[ $i == 4 && $state == invalid-node-file ]]; then ready_at[$i]=$(date +%s); log "s5a-vm4 (bad node file) reports: $(field problems <<<"$h")"; continue; fi
     if [[ $i != 4 && $state == ready && "$(field peers <<<"$h")" != *pending* ]]; then
       ready_at[$i]=$(date +%s)
-      log "sma-vm$i ready: $((ready_at[$i] - started[$i])) s from QEMU start (guest: ready $(field boot_to_ready_s <<<"$h") s after kernel start, peers at $(field peers_registered_s <<<"$h") s)"
+      log "s5a-vm$i ready: $((ready_at[$i] - started[$i])) s from QEMU start (guest: ready $(field boot_to_ready_s <<<"$h") s after kernel start, peers at $(field peers_registered_s <<<"$h") s)"
       continue
     fi
     all=0
@@ -214,7 +214,7 @@ while :; do
   (( $(date +%s) > deadline )) && fail "not every VM ready within $READY_S s"
   if (( $(date +%s) - last >= 60 )); then
     last=$(date +%s)
-    for i in 1 2 3 4; do [[ -n "${ready_at[$i]:-}" ]] || log "  sma-vm$i: $(health "$i" | field state) $(health "$i" | field message)$(tail -c 300 "$LOGS/sma-vm$i.serial.log" 2>/dev/null | tr -d '\r' | tail -n1 | cut -c1-100 | sed 's/^/ | console: /')"; done
+    for i in 1 2 3 4; do [[ -n "${ready_at[$i]:-}" ]] || log "  s5a-vm$i: $(health "$i" | field state) $(health "$i" | field message)$(tail -c 300 "$LOGS/s5a-vm$i.serial.log" 2>/dev/null | tr -d '\r' | tail -n1 | cut -c1-100 | sed 's/^/ | console: /')"; done
   fi
   sleep 10
 done
@@ -254,7 +254,7 @@ topology = {
             "lon": lon[i],
             "namespace": None,
             "address": f"{net}.1{i}",
-            "host_interface": f"sma-tap{i}",
+            "host_interface": f"s5a-tap{i}",
             "peers": {f"node-{j}": fn(j) for j in (1, 2, 3) if j != i},
             "gateway_url": f"http://{net}.1{i}:8080",
             "basic_auth_file": f"{state}/node-{i}/basic-auth",
@@ -285,7 +285,7 @@ log "checks passed in $(($(date +%s) - t_checks)) s"
 {
   echo "{"
   echo "  \"ram_mb\": $RAM, \"cpus\": $CPUS, \"load_at_end\": \"$(cut -d' ' -f1-3 /proc/loadavg)\","
-  for i in 1 2 3 4; do echo "  \"sma-vm$i\": {\"ready_s_from_qemu_start\": $((ready_at[$i] - started[$i]))},"; done
+  for i in 1 2 3 4; do echo "  \"s5a-vm$i\": {\"ready_s_from_qemu_start\": $((ready_at[$i] - started[$i]))},"; done
   echo "  \"tier_s_until_checks_done\": $(($(date +%s) - t_start))"
   echo "}"
 } > "$LOGS/timings.json"

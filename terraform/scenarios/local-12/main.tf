@@ -18,6 +18,12 @@ variable "libvirt_uri" {
   default     = "qemu:///system"
 }
 
+variable "prefix" {
+  description = "Name prefix of every libvirt object and interface of this machine's run (terraform/hack/tf.sh sets it from TF_PREFIX); the mesh is PREFIX12."
+  type        = string
+  default     = "smt"
+}
+
 variable "run" {
   description = "What this machine provides (image, folders, placement); typed in stacks/local. terraform/hack/tf.sh sets it."
   type        = any
@@ -29,7 +35,7 @@ provider "libvirt" {
 
 module "stack" {
   source     = "../../stacks/local"
-  name       = "smt12"
+  name       = "${var.prefix}12"
   node_count = 12
   run        = var.run
 }

@@ -89,7 +89,7 @@ module "files" {
     address        = n.address
     lat            = n.lat
     lon            = n.lon
-    ssh_user       = "syncmesh"
+    ssh_user       = "root" # the appliance image has no other user (SSH by key, node file or cloud-init)
     host_interface = n.tap
     namespace      = var.run.libvirt_netns
   }]
