@@ -32,10 +32,17 @@ class CallbackModule(CallbackBase):
         self._t0 = time.monotonic()
 
     def _name(self, task):
-        return f"{task.get_path() or ''} {task.get_name()}".strip()
+        path = task.get_path() or ""
+        path = path.split("/ansible_collections/")[-1].split("/ansible/")[-1]  # collection- or playbook-relative
+        return f"{path} {task.get_name()}".strip()
+
+    @staticmethod
+    def _role(task):
+        role = getattr(task, "_role", None)
+        return role.get_name() if role else "(playbook)"
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self._tasks.setdefault(task._uuid, [self._name(task), time.monotonic(), time.monotonic(), {}])
+        self._tasks.setdefault(task._uuid, [self._name(task), time.monotonic(), time.monotonic(), {}, self._role(task)])
 
     v2_playbook_on_handler_task_start = v2_playbook_on_task_start
 
@@ -45,7 +52,7 @@ class CallbackModule(CallbackBase):
     def _done(self, result):
         now = time.monotonic()
         task, host = result._task, result._host.get_name()
-        entry = self._tasks.setdefault(task._uuid, [self._name(task), now, now, {}])
+        entry = self._tasks.setdefault(task._uuid, [self._name(task), now, now, {}, self._role(task)])
         entry[2] = max(entry[2], now)
         started = self._start.pop((task._uuid, host), now)
         entry[3][host] = entry[3].get(host, 0.0) + now - started
@@ -56,6 +63,13 @@ class CallbackModule(CallbackBase):
         top = int(os.environ.get("LAB_TASK_TIMES_TOP", "25"))
         rows = sorted(self._tasks.values(), key=lambda e: e[2] - e[1], reverse=True)[:top]
         self._display.display(f"LAB TASK TIMES (slowest {top} of {len(self._tasks)}; run {time.monotonic() - self._t0:.0f} s)")
-        for name, first, last, hosts in rows:
+        for name, first, last, hosts, _ in rows:
             slow = max(hosts.items(), key=lambda kv: kv[1]) if hosts else ("-", 0.0)
             self._display.display(f"  {last - first:7.1f} s  {name}  (slowest {slow[0]} {slow[1]:.1f} s)")
+        roles = {}
+        for _, first, last, _, role in self._tasks.values():
+            count, seconds = roles.get(role, (0, 0.0))
+            roles[role] = (count + 1, seconds + last - first)
+        self._display.display("LAB TASK TIMES by role (tasks, wall seconds)")
+        for role, (count, seconds) in sorted(roles.items(), key=lambda kv: kv[1][1], reverse=True):
+            self._display.display(f"  {seconds:7.1f} s  {count:4d} tasks  {role}")
