@@ -28,6 +28,8 @@ subnet=${LAB_SUBNET:-10.231.77}
 export PATH=$venv/bin:$PATH ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
 # each playbook run ends with its slowest tasks (hack/lab/callback_plugins/lab_task_times.py)
 export ANSIBLE_CALLBACK_PLUGINS=$PWD/hack/lab/callback_plugins ANSIBLE_CALLBACKS_ENABLED=lab_task_times
+# the build machine is shared (load 40-90 seen): sudo on a lab host took longer than the 10 s default
+export ANSIBLE_TIMEOUT=${ANSIBLE_TIMEOUT:-60}
 logs=.cache/lab/test-lab; rm -rf "$logs"; mkdir -p "$logs"
 poller=""
 cleanup() {

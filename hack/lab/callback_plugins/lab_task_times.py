@@ -49,7 +49,7 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_start(self, host, task):
         self._start[(task._uuid, host.get_name())] = time.monotonic()
 
-    def _done(self, result):
+    def _done(self, result, **_kwargs):  # v2_runner_on_failed also passes ignore_errors
         now = time.monotonic()
         task, host = result._task, result._host.get_name()
         entry = self._tasks.setdefault(task._uuid, [self._name(task), now, now, {}, self._role(task)])
