@@ -391,7 +391,7 @@ test-lab: ansible-venv faasd-bins images ## Lab tier (root; well over an hour he
 	hack/lab/test-lab.sh
 
 .PHONY: test-lab-ci
-test-lab-ci: ansible-venv ## CI lab tier (root; amd64, builds its own inputs; 79 min cold to its no-op re-run at load 26-94, total not measured): bundle, 3 nspawn hosts, site.yml, again (changed=0), verify with data, lab-down.
+test-lab-ci: ansible-venv ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site.yml, again (changed=0), verify with data, lab-down.
 	$(MAKE) faasd-bins images FAASD_ARCHES=amd64
 	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 hack/lab/test-lab.sh
 
