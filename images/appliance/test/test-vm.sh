@@ -27,8 +27,9 @@ CPUS=${APPLIANCE_VM_CPUS:-2}
 READY_S=${APPLIANCE_READY_S:-3600}
 NET=${APPLIANCE_SUBNET:-10.77.0}
 LOGS=${APPLIANCE_KEEP_LOGS:-$repo/.cache/appliance/test-logs}
-BR=s5a-br0
-MESH=s5a-appliance
+P=${APPLIANCE_TEST_PREFIX:-sma}
+BR=${P}-br0
+MESH=${P}-appliance
 QCOW=$repo/.cache/appliance/out/syncmesh-edge-vm-amd64.qcow2
 OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.fd
 OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
@@ -43,9 +44,9 @@ fail() { log "FAIL: $*"; exit 1; }
 ip -4 route | grep -q "^$NET\." && fail "the subnet $NET.0/24 is in use here; set APPLIANCE_SUBNET"
 ip link show "$BR" >/dev/null 2>&1 && fail "$BR exists (a previous run still up?); remove it: ip link del $BR"
 
-T=$(mktemp -d /tmp/s5a-appliance.XXXXXX)
+T=$(mktemp -d /tmp/${P}-appliance.XXXXXX)
 mkdir -p "$LOGS" "$repo/.mesh/$MESH"
-rm -f "$LOGS"/s5a-vm*.serial.log
+rm -f "$LOGS"/${P}-vm*.serial.log
 pids=()
 cleanup() {
   local rc=$?
@@ -55,19 +56,19 @@ cleanup() {
     [[ -f "$pf" ]] || continue
     p=$(cat "$pf")
     # our QEMU only: the pid file's process must be qemu-system-x86_64 with our name
-    if [[ -r /proc/$p/cmdline ]] && tr '\0' ' ' < "/proc/$p/cmdline" | grep -q -- "-name s5a-vm"; then
+    if [[ -r /proc/$p/cmdline ]] && tr '\0' ' ' < "/proc/$p/cmdline" | grep -q -- "-name ${P}-vm"; then
       kill -TERM "$p" 2>/dev/null || true
       for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$p" 2>/dev/null || true
     fi
   done
-  for i in 1 2 3 4; do ip link del "s5a-tap$i" 2>/dev/null || true; done
+  for i in 1 2 3 4; do ip link del "${P}-tap$i" 2>/dev/null || true; done
   ip link del "$BR" 2>/dev/null || true
   # the topology names VMs that are gone now
   rm -rf "$repo/.mesh/$MESH"
   if [[ -f "$repo/.mesh/topology.json" ]] && grep -q "\"mesh\": \"$MESH\"" "$repo/.mesh/topology.json"; then rm -f "$repo/.mesh/topology.json"; fi
   rm -rf "$T"
-  left=$(pgrep -f -- "-name s5a-vm" || true)
+  left=$(pgrep -f -- "-name ${P}-vm" || true)
   [[ -z "$left" ]] || { log "QEMU processes left: $left"; rc=1; }
   log "done in $(($(date +%s) - t_start)) s (exit $rc)"
   exit $rc
@@ -76,7 +77,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- keys and secrets of this test mesh ---------------------------------------------------------
-ssh-keygen -q -t ed25519 -N '' -C s5a-appliance-test -f "$T/id_ed25519"
+ssh-keygen -q -t ed25519 -N '' -C ${P}-appliance-test -f "$T/id_ed25519"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/secret"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/write-key"
 pub=$(cat "$T/id_ed25519.pub")
@@ -87,8 +88,8 @@ ip link add "$BR" type bridge
 ip addr add "$NET.1/24" dev "$BR"
 ip link set "$BR" up
 for i in 1 2 3 4; do
-  ip tuntap add dev "s5a-tap$i" mode tap
-  ip link set "s5a-tap$i" master "$BR" up
+  ip tuntap add dev "${P}-tap$i" mode tap
+  ip link set "${P}-tap$i" master "$BR" up
 done
 
 # Sofia-ish locations, all within the queries' 50 km radius
@@ -139,7 +140,7 @@ node_file 1 > "$T/node-1.yaml"
   echo "    content: |"
   sed 's/^/      /' "$T/node-1.yaml"
 } > "$T/user-data"
-printf 'instance-id: s5a-vm1\nlocal-hostname: node-1\n' > "$T/meta-data"
+printf 'instance-id: %s-vm1\nlocal-hostname: node-1\n' "$P" > "$T/meta-data"
 truncate -s 4M "$T/vm1/seed.img"
 mformat -i "$T/vm1/seed.img" -v CIDATA ::
 mcopy -i "$T/vm1/seed.img" "$T/user-data" "$T/meta-data" ::
@@ -168,14 +169,14 @@ for i in 1 2 3 4; do
   d=$T/vm$i
   extra=()
   [[ $i == 1 ]] && extra=(-drive "file=$d/seed.img,if=virtio,format=raw,readonly=on")
-  qemu-system-x86_64 -name "s5a-vm$i" -accel tcg,thread=multi -machine q35 -cpu max -smp "$CPUS" -m "$RAM" \
+  qemu-system-x86_64 -name "${P}-vm$i" -accel tcg,thread=multi -machine q35 -cpu max -smp "$CPUS" -m "$RAM" \
     -drive "if=pflash,format=raw,readonly=on,file=$OVMF_CODE" -drive "if=pflash,format=raw,file=$d/vars.fd" \
     -drive "file=$d/disk.qcow2,if=virtio,format=qcow2,cache=unsafe,discard=unmap" "${extra[@]}" \
-    -netdev "tap,id=n0,ifname=s5a-tap$i,script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:1$i" \
+    -netdev "tap,id=n0,ifname=${P}-tap$i,script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:1$i" \
     -object rng-random,filename=/dev/urandom,id=rng0 -device virtio-rng-pci,rng=rng0 \
-    -display none -monitor none -serial "file:$LOGS/s5a-vm$i.serial.log" -daemonize -pidfile "$d/pid"
+    -display none -monitor none -serial "file:$LOGS/${P}-vm$i.serial.log" -daemonize -pidfile "$d/pid"
   started[$i]=$(date +%s)
-  log "s5a-vm$i started (pid $(cat "$d/pid"), $RAM MiB, $CPUS vCPUs, serial log $LOGS/s5a-vm$i.serial.log)"
+  log "${P}-vm$i started (pid $(cat "$d/pid"), $RAM MiB, $CPUS vCPUs, serial log $LOGS/${P}-vm$i.serial.log)"
 done
 
 health() { curl -s --max-time 5 "http://$NET.1$1:8099/health" || true; }
@@ -199,13 +200,13 @@ while :; do
   all=1
   for i in 1 2 3 4; do
     [[ -n "${ready_at[$i]:-}" ]] && continue
-    kill -0 "$(cat "$T/vm$i/pid")" 2>/dev/null || fail "s5a-vm$i (QEMU) exited; see $LOGS/s5a-vm$i.serial.log"
+    kill -0 "$(cat "$T/vm$i/pid")" 2>/dev/null || fail "${P}-vm$i (QEMU) exited; see $LOGS/${P}-vm$i.serial.log"
     h=$(health "$i")
     state=$(field state <<<"$h")
-    if [[ $i == 4 && $state == invalid-node-file ]]; then ready_at[$i]=$(date +%s); log "s5a-vm4 (bad node file) reports: $(field problems <<<"$h")"; continue; fi
+    if [[ $i == 4 && $state == invalid-node-file ]]; then ready_at[$i]=$(date +%s); log "${P}-vm4 (bad node file) reports: $(field problems <<<"$h")"; continue; fi
     if [[ $i != 4 && $state == ready && "$(field peers <<<"$h")" != *pending* ]]; then
       ready_at[$i]=$(date +%s)
-      log "s5a-vm$i ready: $((ready_at[$i] - started[$i])) s from QEMU start (guest: ready $(field boot_to_ready_s <<<"$h") s after kernel start, peers at $(field peers_registered_s <<<"$h") s)"
+      log "${P}-vm$i ready: $((ready_at[$i] - started[$i])) s from QEMU start (guest: ready $(field boot_to_ready_s <<<"$h") s after kernel start, peers at $(field peers_registered_s <<<"$h") s)"
       continue
     fi
     all=0
@@ -214,7 +215,7 @@ while :; do
   (( $(date +%s) > deadline )) && fail "not every VM ready within $READY_S s"
   if (( $(date +%s) - last >= 60 )); then
     last=$(date +%s)
-    for i in 1 2 3 4; do [[ -n "${ready_at[$i]:-}" ]] || log "  s5a-vm$i: $(health "$i" | field state) $(health "$i" | field message)$(tail -c 300 "$LOGS/s5a-vm$i.serial.log" 2>/dev/null | tr -d '\r' | tail -n1 | cut -c1-100 | sed 's/^/ | console: /')"; done
+    for i in 1 2 3 4; do [[ -n "${ready_at[$i]:-}" ]] || log "  ${P}-vm$i: $(health "$i" | field state) $(health "$i" | field message)$(tail -c 300 "$LOGS/${P}-vm$i.serial.log" 2>/dev/null | tr -d '\r' | tail -n1 | cut -c1-100 | sed 's/^/ | console: /')"; done
   fi
   sleep 10
 done
@@ -227,10 +228,11 @@ for i in 1 2 3; do
 done
 cp "$T/secret" "$repo/.mesh/$MESH/secret"; cp "$T/write-key" "$repo/.mesh/$MESH/write-key"
 for i in 1 2 3; do mkdir -p "$repo/.mesh/$MESH/node-$i"; cp "$T/node-$i/basic-auth" "$repo/.mesh/$MESH/node-$i/basic-auth"; done
-python3 - "$repo/.mesh/$MESH" "$NET" "$MESH" "${lat[*]}" "${lon[*]}" <<'PY'
+python3 - "$repo/.mesh/$MESH" "$NET" "$MESH" "${lat[*]}" "${lon[*]}" "$P" <<'PY'
 import datetime, json, sys
 state, net, mesh = sys.argv[1], sys.argv[2], sys.argv[3]
 lat, lon = [float(x) for x in sys.argv[4].split()], [float(x) for x in sys.argv[5].split()]
+prefix = sys.argv[6]
 fn = lambda i: f"http://{net}.1{i}:8080/function/syncmesh-fn"
 topology = {
     "runtime": "faasd",
@@ -254,7 +256,7 @@ topology = {
             "lon": lon[i],
             "namespace": None,
             "address": f"{net}.1{i}",
-            "host_interface": f"s5a-tap{i}",
+            "host_interface": f"{prefix}-tap{i}",
             "peers": {f"node-{j}": fn(j) for j in (1, 2, 3) if j != i},
             "gateway_url": f"http://{net}.1{i}:8080",
             "basic_auth_file": f"{state}/node-{i}/basic-auth",
@@ -285,7 +287,7 @@ log "checks passed in $(($(date +%s) - t_checks)) s"
 {
   echo "{"
   echo "  \"ram_mb\": $RAM, \"cpus\": $CPUS, \"load_at_end\": \"$(cut -d' ' -f1-3 /proc/loadavg)\","
-  for i in 1 2 3 4; do echo "  \"s5a-vm$i\": {\"ready_s_from_qemu_start\": $((ready_at[$i] - started[$i]))},"; done
+  for i in 1 2 3 4; do echo "  \"${P}-vm$i\": {\"ready_s_from_qemu_start\": $((ready_at[$i] - started[$i]))},"; done
   echo "  \"tier_s_until_checks_done\": $(($(date +%s) - t_start))"
   echo "}"
 } > "$LOGS/timings.json"
