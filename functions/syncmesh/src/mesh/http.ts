@@ -40,6 +40,15 @@ export interface Reply {
   bytes: number;
 }
 
+/**
+ * A kept-alive connection can be dead without this node having seen it close (a peer restarted
+ * behind a link emulator or a NAT that dropped the close): the first byte sent on it is answered
+ * with a reset. Such a failure, on a reused connection and before any answer byte, is retried once
+ * on a new connection: the peer never read the call. Nodes' calls are reads or idempotent
+ * (replication events carry ids), so a retry cannot apply anything twice.
+ */
+const STALE_CONNECTION_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
 /** POSTs `payload` and reads the whole answer, gunzipped when it says so. `signal` aborts it. */
 export function post(url: string, payload: Buffer, headers: Record<string, string>, signal: AbortSignal, opts: PostOptions = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
@@ -52,38 +61,48 @@ export function post(url: string, payload: Buffer, headers: Record<string, strin
     }
     const pinned = opts.address;
     const lookup = pinned ? pinnedLookup(pinned) : undefined;
-    const req = client.request(
-      u,
-      { method: 'POST', agent, signal, ...(lookup ? { lookup } : {}), headers: { ...headers, 'content-length': String(payload.length) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let received = 0;
-        res.on('data', (c: Buffer) => {
-          received += c.length;
-          if (received > MAX_ANSWER_BYTES) {
-            req.destroy(badAnswer(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
-            return;
-          }
-          chunks.push(c);
-        });
-        res.on('error', (err) => reject(err instanceof SyncmeshError ? err : unreachable('the answer broke off', err)));
-        res.on('end', () => {
-          const raw = Buffer.concat(chunks);
-          const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
-          (gzipped ? gunzip(raw, { maxOutputLength: MAX_ANSWER_BYTES }) : Promise.resolve(raw)).then(
-            (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
-            (err: Error) =>
-              reject(badAnswer(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip', err)),
-          );
-        });
-      },
-    );
-    req.on('error', (err) =>
-      reject(err instanceof SyncmeshError ? err : unreachable(`the call failed (${(err as NodeJS.ErrnoException).code ?? err.name})`, err)),
-    );
+    const attempt = (mayRetry: boolean) => {
+      let answered = false;
+      const req = client.request(
+        u,
+        { method: 'POST', agent, signal, ...(lookup ? { lookup } : {}), headers: { ...headers, 'content-length': String(payload.length) } },
+        (res) => {
+          answered = true;
+          const chunks: Buffer[] = [];
+          let received = 0;
+          res.on('data', (c: Buffer) => {
+            received += c.length;
+            if (received > MAX_ANSWER_BYTES) {
+              req.destroy(badAnswer(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+              return;
+            }
+            chunks.push(c);
+          });
+          res.on('error', (err) => reject(err instanceof SyncmeshError ? err : unreachable('the answer broke off', err)));
+          res.on('end', () => {
+            const raw = Buffer.concat(chunks);
+            const gzipped = /\bgzip\b/.test(String(res.headers['content-encoding'] ?? ''));
+            (gzipped ? gunzip(raw, { maxOutputLength: MAX_ANSWER_BYTES }) : Promise.resolve(raw)).then(
+              (body) => resolve({ status: res.statusCode ?? 0, text: body.toString('utf8'), bytes: raw.length }),
+              (err: Error) =>
+                reject(badAnswer(err instanceof RangeError ? `the answer unzips to more than ${MAX_ANSWER_BYTES} bytes` : 'the answer is not valid gzip', err)),
+            );
+          });
+        },
+      );
+      req.on('error', (err) => {
+        const code = (err as NodeJS.ErrnoException).code ?? err.name;
+        if (mayRetry && req.reusedSocket && !answered && !signal.aborted && STALE_CONNECTION_CODES.has(code)) {
+          attempt(false);
+          return;
+        }
+        reject(err instanceof SyncmeshError ? err : unreachable(`the call failed (${code})`, err));
+      });
+      req.end(payload);
+    };
     // settles the call even if the socket gives no event after an abort mid-answer
     signal.addEventListener('abort', () => reject(unreachable('the call was aborted (timeout or deadline)', signal.reason)), { once: true });
-    req.end(payload);
+    attempt(true);
   });
 }
 

@@ -565,7 +565,7 @@ test('faasd mesh - a node restarted (faasd up and containerd stopped and started
   const a = await postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), {
     timeoutMs: DEADLINE_MS + 10_000,
   });
-  assert.equal(aggregateOf(a).count, (await expected(MONTH_START, MONTH_END)).count);
+  assert.equal(aggregateOf(a).count, (await expected(MONTH_START, MONTH_END)).count, `the nodes' outcomes: ${JSON.stringify(a.answer.extensions?.nodes)}`);
   // the CRDT value survived the restart, and the restarted agent's new op reaches every node
   await crdtAdd(n.id, 19);
   const ms = await crdtConverged(crdtBase + 17 + 19);
