@@ -17,7 +17,6 @@ export { createTokenStore, STATE_COLLECTION, DEAD_LETTER_COLLECTION } from './to
 export type { TokenStore, StoredPosition, DeadLetter } from './tokens.js';
 export { classifyError, EXIT_CONFIG, EXIT_FATAL } from './classify.js';
 export type { Verdict } from './classify.js';
-export { backoffDelayMs } from './backoff.js';
 export { ListenerError, DeliveryError, ERROR_CODES } from './errors.js';
 export type { ListenerErrorCode } from './errors.js';
 export { createLogger } from './log.js';

@@ -5,15 +5,15 @@
  *
  * Contract (as the driver's own change stream states it): the stream resumes indefinitely
  * while resuming works. Transient failures (MongoDB or the function down) are retried with
- * capped exponential backoff and jitter; the only ways out are stop() and a fatal error
- * (classify.ts), e.g. a server without change streams.
+ * capped exponential backoff with equal jitter (@syncmesh-edge/backoff); the only ways out are
+ * stop() and a fatal error (classify.ts), e.g. a server without change streams.
  *
  * Every state change is one log line: "stream state" (opening, streaming, reconnecting,
  * stopped), "delivery state" (delivering, function-unavailable) and "queue state" (full: reading
  * paused / reading resumed).
  */
+import { backoffDelayMs, sleep } from '@syncmesh-edge/backoff';
 import { MongoServerError, type Collection, type Document, type MongoClient } from 'mongodb';
-import { backoffDelayMs, sleep } from './backoff.js';
 import { classifyError, type Verdict } from './classify.js';
 import type { ListenerConfig } from './config.js';
 import { createFunctionClient, type FunctionClient } from './delivery.js';

@@ -21,7 +21,7 @@ export const DEFAULT_ANTI_ENTROPY_MS = 5_000;
 export const DEFAULT_FETCH_TIMEOUT_MS = 1_000;
 /** How many peers a restore asks at most. */
 export const DEFAULT_RESTORE_FANOUT = 3;
-/** Reconnect backoff bounds (full jitter). */
+/** Reconnect backoff bounds (capped exponential, equal jitter: @syncmesh-edge/backoff). */
 export const DEFAULT_BACKOFF_MIN_MS = 100;
 export const DEFAULT_BACKOFF_MAX_MS = 5_000;
 /** Largest gRPC message accepted (SDK and peers). */

@@ -2,6 +2,7 @@
  * Process entry point: read config, connect, listen, and on SIGTERM/SIGINT drain within a
  * deadline. Everything else is in app.ts.
  */
+import { backoffDelayMs, sleep, type BackoffPolicy } from '@syncmesh-edge/backoff';
 import { MongoClient } from 'mongodb';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
@@ -9,24 +10,27 @@ import { createLogger } from './log.js';
 
 /** In-flight requests get this long to finish after SIGTERM. */
 const SHUTDOWN_GRACE_MS = 10_000;
-/** First and largest wait between attempts to connect (and create the indexes) while MongoDB is not up yet. */
-const CONNECT_RETRY_MIN_MS = 500;
-const CONNECT_RETRY_MAX_MS = 10_000;
+/**
+ * Waits between attempts to connect (and create the indexes) while MongoDB is not up yet: 500 ms
+ * doubling to 10 s, equal jitter.
+ */
+const CONNECT_BACKOFF: BackoffPolicy = { baseMs: 500, maxMs: 10_000 };
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel, config.nodeId);
   const client = new MongoClient(config.mongodbUri, { serverSelectionTimeoutMS: 5_000, appName: `syncmesh-fn/${config.nodeId}` });
-  let stopping = false;
+  /** Aborted on SIGTERM/SIGINT: no more connect attempts, and the wait between two ends. */
+  const stopping = new AbortController();
   let prepared = false;
   const { server, service, replication } = buildApp({ config, client, log, starting: () => !prepared });
 
   // The driver's first connect, when it fails, leaves a closed topology behind that every later
   // operation fails on ("Topology is closed"); only connect() replaces it. So connect explicitly
-  // until it works (bounded backoff); until it has, with the indexes and replication, /readyz
-  // answers 503.
+  // until it works (bounded backoff with jitter); until it has, with the indexes and replication,
+  // /readyz answers 503.
   const connectAndPrepare = async () => {
-    for (let wait = CONNECT_RETRY_MIN_MS; !stopping; wait = Math.min(wait * 2, CONNECT_RETRY_MAX_MS)) {
+    for (let attempt = 0; !stopping.signal.aborted; attempt++) {
       try {
         await client.connect();
         await service.stores.ensureIndexes();
@@ -35,8 +39,13 @@ async function main(): Promise<void> {
         log.info('connected; indexes and replication ready');
         return;
       } catch (err) {
-        log.warn({ err: (err as Error).message, retryInMs: wait }, 'MongoDB not reachable yet (connect, indexes or replication); retrying');
-        await new Promise((r) => setTimeout(r, wait).unref());
+        const delayMs = backoffDelayMs(attempt, CONNECT_BACKOFF);
+        log.warn({ err: (err as Error).message, retryInMs: delayMs }, 'MongoDB not reachable yet (connect, indexes or replication); retrying');
+        try {
+          await sleep(delayMs, stopping.signal);
+        } catch {
+          return; // shutdown aborted the wait: no more attempts
+        }
       }
     }
   };
@@ -55,8 +64,8 @@ async function main(): Promise<void> {
   });
 
   const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+    if (stopping.signal.aborted) return;
+    stopping.abort();
     log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
     server.close(() => {

@@ -9,11 +9,12 @@
  * whose acknowledgement was not written yet when the process died is sent again, which replicas
  * take as a no-op. Senders get new batches handed over in memory as they are stored, so the
  * outbox is only read back after a restart, a long outage (more than MEMORY_BATCHES waiting) or
- * an unknown state; a batch's JSON is encoded once for all its subscribers. Retries use capped,
- * jittered backoff.
+ * an unknown state; a batch's JSON is encoded once for all its subscribers. Retries use capped
+ * exponential backoff with equal jitter (@syncmesh-edge/backoff).
  */
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
+import { backoffDelayMs, type BackoffPolicy } from '@syncmesh-edge/backoff';
 import { BSON, ObjectId, type Collection, type Db } from 'mongodb';
 import type { Logger } from 'pino';
 import { SyncmeshError } from '../errors.js';
@@ -29,9 +30,8 @@ const SEND_BATCHES = 50;
 const SEND_MAX_BYTES = 4 * 1024 * 1024;
 /** Batches a sender keeps in memory; beyond that it reads them back from the outbox. */
 const MEMORY_BATCHES = 1000;
-/** Backoff while a subscriber fails: from 200 ms doubling to 30 s, with ±25% jitter. */
-const RETRY_MIN_MS = 200;
-const RETRY_MAX_MS = 30_000;
+/** Backoff while a subscriber fails: 200 ms doubling to 30 s, equal jitter (each wait in [cap/2, cap]). */
+const RETRY_BACKOFF: BackoffPolicy = { baseMs: 200, maxMs: 30_000 };
 /** How often an idle sender looks at the outbox anyway (after a restart, for instance). */
 const IDLE_POLL_MS = 2_000;
 /**
@@ -324,18 +324,18 @@ class Sender {
   }
 
   private async loop(): Promise<void> {
-    let backoff = RETRY_MIN_MS;
+    let attempt = 0;
     const log = this.deps.log;
     while (!this.stopped) {
       this.again = false;
       let sent = false;
       try {
         sent = await this.sendOnce();
-        if (sent) backoff = RETRY_MIN_MS;
+        if (sent) attempt = 0;
       } catch (err) {
-        log.warn({ subscriber: this.subscriber, err: (err as Error).message, retryInMs: backoff }, 'replication to subscriber failed; will retry');
-        await this.sleep(backoff * (0.75 + Math.random() * 0.5));
-        backoff = Math.min(backoff * 2, RETRY_MAX_MS);
+        const delayMs = backoffDelayMs(attempt++, RETRY_BACKOFF);
+        log.warn({ subscriber: this.subscriber, err: (err as Error).message, retryInMs: delayMs }, 'replication to subscriber failed; will retry');
+        await this.sleep(delayMs);
         continue;
       }
       if (!sent && !this.again) await this.sleep(IDLE_POLL_MS);

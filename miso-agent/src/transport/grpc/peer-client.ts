@@ -1,10 +1,11 @@
 /**
  * The dialling side of a peer connection: opens one Sync stream to an address, authenticates it
  * both ways (auth.ts) before anything else is sent or read, keeps it open, and reconnects with
- * exponential backoff and full jitter when it breaks. Restore fetches travel on the same
- * authenticated stream, each with a deadline.
+ * capped exponential backoff and equal jitter (@syncmesh-edge/backoff) when it breaks. Restore
+ * fetches travel on the same authenticated stream, each with a deadline.
  */
 import * as grpc from '@grpc/grpc-js';
+import { backoffDelayMs, type BackoffPolicy } from '@syncmesh-edge/backoff';
 import type { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage } from '../../sync/messages.js';
 import { DialerHandshake, HANDSHAKE_TIMEOUT_MS, type LinkCipher, type LinkRefusal } from './auth.js';
@@ -17,8 +18,8 @@ export interface OutboundOptions {
   /** The node id expected at this address (mDNS record, `id@host:port`, dial-back); undefined = any member. */
   expect: string | undefined;
   maxMessageBytes: number;
-  backoffMinMs: number;
-  backoffMaxMs: number;
+  /** Reconnect delays (DEFAULT_BACKOFF_MIN_MS and DEFAULT_BACKOFF_MAX_MS of config.ts). */
+  backoff: BackoffPolicy;
   /** Called with the open link; the caller sends Hello. */
   onOpen(link: Link): void;
   onMessage(link: Link, m: ReceivedPeerMessage, bytes: number): void;
@@ -28,7 +29,7 @@ export interface OutboundOptions {
   onAuthFailure(address: string, refusal: LinkRefusal): void;
 }
 
-/** Backoff attempt after a refused link: 100 ms * 2^6 is past the 5 s cap, so the retry is jittered over the whole range. */
+/** Backoff attempt after a refused link: 100 ms * 2^6 is past the 5 s cap, so the retry waits 2.5 to 5 s. */
 const AUTH_FAILURE_ATTEMPT = 6;
 /** The code the acceptor put at the start of its UNAUTHENTICATED details. */
 const REFUSAL_CODE = /^(EDGE_MISO_AUTH|EDGE_MISO_PEER_ID|EDGE_MISO_PEER_PROTOCOL): /;
@@ -37,12 +38,6 @@ interface PendingFetch {
   resolve(r: FetchResponse): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
-}
-
-/** Jittered exponential backoff ("full jitter"): uniform in [0, min(max, base * 2^attempt)]. */
-export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand: () => number = Math.random): number {
-  const cap = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 20));
-  return Math.max(minMs / 2, Math.floor(rand() * cap));
 }
 
 export class OutboundPeer {
@@ -197,7 +192,7 @@ export class OutboundPeer {
 
   private scheduleReconnect(): void {
     if (this.stopped || this.timer) return;
-    const delay = backoffDelay(this.attempt++, this.opts.backoffMinMs, this.opts.backoffMaxMs);
+    const delay = backoffDelayMs(this.attempt++, this.opts.backoff);
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (!this.stopped) this.connect();

@@ -1,0 +1,3 @@
+/** @syncmesh-edge/backoff: the one retry backoff (equal jitter) and an abortable sleep. */
+export { backoffDelayMs, sleep } from './backoff.js';
+export type { BackoffOptions, BackoffPolicy } from './backoff.js';
