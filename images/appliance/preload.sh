@@ -23,6 +23,12 @@ fail() { echo "preload: $*" >&2; exit 1; }
 [[ -x "$root/usr/bin/containerd" && -x "$root/usr/bin/ctr" ]] || fail "no containerd/ctr in $root"
 [[ "$(stat -fc %T "$root")" != overlayfs ]] || fail "$root is on overlayfs; the overlayfs snapshotter needs a real filesystem"
 
+# A foreign-architecture rootfs (the Pi's arm64 on an amd64 build host): its dynamically linked
+# containerd and ctr run through qemu-user-static (binfmt), which loads their interpreter and
+# libraries from the rootfs when QEMU_LD_PREFIX points there.
+arch=$(chroot "$root" dpkg --print-architecture)
+[[ "$arch" == "$(dpkg --print-architecture)" ]] || export QEMU_LD_PREFIX=$root
+
 tmp=$(mktemp -d /tmp/s5a-preload.XXXXXX)
 pid=
 stop() {
@@ -58,7 +64,6 @@ for _ in $(seq 1 300); do
 done
 "${ctr[@]}" version >/dev/null || fail "containerd did not answer in 30 s: $(tail -n 5 "$tmp/containerd.log")"
 
-arch=$(chroot "$root" dpkg --print-architecture)
 for archive in "$lib"/images/*.oci.tar; do
   name=$(basename "$archive" .oci.tar)
   v=$(tr -d ' \n' < "$lib/images/$name.ref")

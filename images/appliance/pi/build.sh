@@ -5,7 +5,8 @@
 #
 # 1. the arm64 root filesystem, cached (images/appliance/rootfs.sh with the Pi's packages, the
 #    non-free-firmware component and the firmware setup hook: ~15-30 min of emulated CPU once);
-# 2. a copy of it gets the node (images/appliance/payload.sh, shared with the VM image) and what
+# 2. a copy of it gets the node (images/appliance/payload.sh, shared with the VM image), its
+#    images unpacked into the node's containerd store (images/appliance/preload.sh), and what
 #    only the Pi has (fstab by PARTUUID, the boot partition at /boot/firmware);
 # 3. /boot/firmware, which raspi-firmware's kernel hook filled in the build (firmware, kernel,
 #    initrd, DTBs, config.txt, cmdline.txt), plus the node file template, becomes the FAT32
@@ -77,6 +78,10 @@ done
 
 # 2. The node, then the Pi's own files.
 MONGO_IMAGE=${MONGO_IMAGE:-} APPLIANCE_CACHE="$APPLIANCE_CACHE" "$appliance/payload.sh" "$stage" arm64
+# the images unpacked into the node's containerd store now (the rootfs's arm64 containerd runs
+# through qemu-user-static), so a Pi's first boot imports nothing (shared with the VM image)
+"$appliance/preload.sh" "$stage"
+t_preload=$(date +%s)
 cat > "$stage/etc/fstab" <<EOC
 # Syncmesh Edge Pi image: partitions by PARTUUID (MBR disk id $PI_DISK_ID)
 $PI_ROOTPART  /               ext4  defaults,noatime              0 1
@@ -121,4 +126,4 @@ rm -rf "$work"
 echo "$key" > "$PI_OUT/$PI_IMAGE_NAME.key"
 t_end=$(date +%s)
 echo "image-pi: $zimg: $(du -m --apparent-size "$zimg" | cut -f1) MiB compressed, $(du -m --apparent-size "$img" | cut -f1) MiB raw, $installed_mib MiB installed" >&2
-echo "image-pi: done in $((t_end - t0)) s (rootfs $((t_rootfs - t0)) s, node + disk $((t_disk - t_rootfs)) s, compress + manifest $((t_end - t_disk)) s)" >&2
+echo "image-pi: done in $((t_end - t0)) s (rootfs $((t_rootfs - t0)) s, node $((t_preload - t_rootfs)) s incl. preload, disk $((t_disk - t_preload)) s, compress + manifest $((t_end - t_disk)) s)" >&2
