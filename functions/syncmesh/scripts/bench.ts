@@ -109,6 +109,9 @@ async function main(): Promise<void> {
       label: { type: 'string', default: '' },
       load: { type: 'boolean', default: false },
       'no-pin': { type: 'boolean', default: false },
+      // the bare process's environment beyond the defaults (NAME=VALUE, repeatable): the faasd
+      // bench passes the deployed function's Node.js flags, so both run the same program alike
+      'fn-env': { type: 'string', multiple: true, default: [] },
     },
   });
   const sensor = Number(values.sensor);
@@ -125,7 +128,14 @@ async function main(): Promise<void> {
   const realDb = process.env['MONGODB_URI'] !== undefined;
 
   console.log(`starting the function as a bare process (${realDb ? 'database: MONGODB_URI' : 'MongoDB-compatible test server'}) ...`);
-  const node = await startLocalNode('bench-node');
+  const fnEnv = Object.fromEntries(
+    values['fn-env'].map((spec) => {
+      const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(spec);
+      if (!m) throw new Error(`--fn-env wants NAME=VALUE, got ${JSON.stringify(spec)}`);
+      return [m[1]!, m[2]!];
+    }),
+  );
+  const node = await startLocalNode('bench-node', fnEnv);
   // On a small machine the database, the function and the client fight for the same cores, and
   // the function's CPU then shows up as database queueing. With a local test server and no other
   // paths, pin it to CPU 0 and the function and this client to CPU 1.

@@ -17,10 +17,12 @@ import { join } from 'node:path';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { MeshError } from './errors.js';
 import { down, up, type Progress } from './mesh.js';
-import { faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, functionTaskAddress } from './runtime-faasd.js';
+import { FAASD_PATHS, faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, functionTaskAddress, renderStack, stackVars } from './runtime-faasd.js';
 import { readState } from './state.js';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
+/** The function's settings (stack.yml) that change how Node.js runs it, given to the bare process too. */
+const SAME_ENV = ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'];
 
 /** The address of a compose service in a faasd node (faasd up writes /var/lib/faasd/hosts). */
 function serviceAddress(stateDir: string, service: string): string {
@@ -47,6 +49,11 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
       `faasd=http://${node.addr}:8080/function/${FUNCTION_NAME}`,
     ];
     progress(`benchmark in ${node.netns}: database ${mongo}, function task ${fn}, gateway ${gateway}, published ${node.addr}:8080`);
+    // the bare process runs with the deployed function's Node.js settings (stack.yml), so the
+    // paths differ only in the hops in front of the function and its container
+    const [deployed] = renderStack(readFileSync(FAASD_PATHS.stack, 'utf8'), stackVars(cfg, state.plan.nodes[0]!, cfg.forwardMode));
+    const fnEnv = SAME_ENV.filter((k) => deployed?.envVars[k] !== undefined).flatMap((k) => ['--fn-env', `${k}=${deployed!.envVars[k]}`]);
+    progress(`the bare process gets the function's ${fnEnv.filter((_, i) => i % 2 === 1).join(' ') || 'defaults'}`);
     const args = [
       'netns',
       'exec',
@@ -58,6 +65,7 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
       '--label',
       'faasd node',
       ...http.flatMap((h) => ['--http', h]),
+      ...fnEnv,
       ...argv,
     ];
     const code = await new Promise<number>((resolve) => {
