@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import http.server
 import json
 import os
@@ -312,19 +313,34 @@ def refuse(path: str, problems: list[str], status: dict, node_id=None) -> int:
 
 
 class Gateway:
-    def __init__(self, auth: str):
+    """The node's own gateway API. While faasd starts (or restarts a core service) the gateway's
+    published port can accept a connection and close it without an answer, or refuse it: such
+    connection failures are retried for up to `retry_s` (an HTTP error status is an answer, and
+    is returned)."""
+
+    def __init__(self, auth: str, url: str = GATEWAY, retry_s: float = 120, pause_s: float = 2):
         self.auth = "Basic " + base64.b64encode(auth.encode()).decode()
+        self.url = url
+        self.retry_s = retry_s
+        self.pause_s = pause_s
 
     def request(self, method: str, path: str, body=None, timeout: float = 30) -> tuple[int, str]:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{GATEWAY}{path}", data=data, method=method, headers={"authorization": self.auth})
-        if data is not None:
-            req.add_header("content-type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode(errors="replace")
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            req = urllib.request.Request(f"{self.url}{path}", data=data, method=method, headers={"authorization": self.auth})
+            if data is not None:
+                req.add_header("content-type", "application/json")
+            try:
+                with urllib.request.urlopen(req, timeout=timeout) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as err:
+                return err.code, err.read().decode(errors="replace")
+            except (OSError, http.client.HTTPException) as err:  # refused, reset, closed without an answer, timed out
+                if time.monotonic() + self.pause_s > deadline:
+                    raise RuntimeError(f"the gateway did not answer {method} {path} within {self.retry_s:.0f} s: {err}") from err
+                log(f"gateway: {method} {path}: {err}; retrying")
+                time.sleep(self.pause_s)
 
     def upsert_secret(self, name: str, value: str) -> None:
         code, text = self.request("POST", "/system/secrets", {"name": name, "value": value})
@@ -335,9 +351,13 @@ class Gateway:
             raise RuntimeError(f"the gateway refused secret {name}: HTTP {code} {text[:200]}; update: HTTP {code2} {text2[:200]}")
 
     def deploy(self, fn: dict) -> str:
-        code, text = self.request("GET", f"/system/function/{fn['service']}")
-        method = "PUT" if code == 200 else "POST"
+        exists = lambda: self.request("GET", f"/system/function/{fn['service']}")[0] == 200  # noqa: E731
+        method = "PUT" if exists() else "POST"
         code, text = self.request(method, "/system/functions", fn, timeout=120)
+        if method == "POST" and not 200 <= code < 300 and exists():
+            # a POST sent again after its answer was lost: the first one created the function
+            method = "PUT"
+            code, text = self.request(method, "/system/functions", fn, timeout=120)
         if not 200 <= code < 300:
             raise RuntimeError(f"the gateway refused to deploy {fn['service']}: HTTP {code}: {text[:300]}")
         return "updated" if method == "PUT" else "created"
@@ -352,10 +372,17 @@ def http_ok(url: str, timeout: float = 3) -> bool:
 
 
 def wait_for(what: str, probe, timeout_s: float) -> None:
+    """Polls `probe` every 2 s; a probe that raises a connection error counts as "not yet"."""
     deadline = time.monotonic() + timeout_s
-    while not probe():
+    while True:
+        try:
+            if probe():
+                return
+            last = "not yet"
+        except (OSError, RuntimeError, http.client.HTTPException) as err:
+            last = str(err)
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not answer within {timeout_s:.0f} s")
+            raise RuntimeError(f"{what} did not answer within {timeout_s:.0f} s (last: {last})")
         time.sleep(2)
 
 
