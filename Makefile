@@ -240,7 +240,7 @@ BENCH_PLOTS := scenarios/measure/scripts/bench_plots.py
 SCENARIOS_CLI := node scenarios/measure/dist/src/cli.js
 SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(SCENARIO_NODES) SCENARIO_WORKLOAD=$(WORKLOAD) SCENARIO_DAYS=$(DAYS) \
 	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \
-	K6_BIN=$(K6) SCENARIO_PYTHON=$(VENV)/bin/python TOXIPROXY_BIN=$(TOXIPROXY)
+	K6_BIN=$(K6) SCENARIO_PYTHON=$(VENV)/bin/python TOXIPROXY_BIN=$(TOXIPROXY) SCENARIO_TOPOLOGY=$(TOPOLOGY)
 
 $(K6): | toolchain
 	mkdir -p $(TOOLS_BIN)
@@ -265,6 +265,7 @@ scenario: build tools k6 scenarios-venv ## One cell: make scenario NODES=3 WORKL
 
 .PHONY: scenarios
 scenarios: build tools k6 scenarios-venv ## The paper's matrix, both systems, with progress; results in scenarios/results/<run>/.
+	@[[ -z "$(TARGET)" ]] || { echo "scenarios: the matrix starts its own meshes; on TARGET=$(TARGET) run one cell at a time with make scenario" >&2; exit 2; }
 	$(SCENARIO_ENV) $(SCENARIOS_CLI) matrix
 
 # the scenario e2e test in `make test` needs k6 and the plot venv
