@@ -271,6 +271,10 @@ scenarios: build tools k6 scenarios-venv ## The paper's matrix, both systems, wi
 # the scenario e2e test in `make test` needs k6 and the plot venv
 test: k6 scenarios-venv
 
+.PHONY: test-scenario-existing
+test-scenario-existing: build tools k6 scenarios-venv ## make scenario on an existing mesh (root, ~2 min): a 3-node mesh measured from its topology alone, per link and on the bridge, unreachable node and bad topology refused.
+	MEASURE_TEST_EXISTING=1 node --test --test-reporter=spec scenarios/measure/dist/test/integration/existing.test.js
+
 ################################################################################
 # Cleanup
 ################################################################################

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { runOnOneMesh, type CellResult } from '../../src/run.js';
 import { writeResults } from '../../src/report.js';
-import { assertCountsFromPcaps, assertPngs, linksOf, missing, namespacesOf, processesMentioning } from './support.js';
+import { assertCountsFromPcaps, assertPngs, linksOf, missing, namespacesOf, processesMentioning, testMeshName } from './support.js';
 
 /** Generous: the mesh start dominates, and other work shares the 2 cores. */
 const CELL_TIMEOUT_MS = 8 * 60_000;
@@ -22,7 +22,7 @@ test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the ca
   skip: missing(),
   timeout: CELL_TIMEOUT_MS,
 }, async () => {
-  const mesh = `smt${process.pid % 100000}`;
+  const mesh = testMeshName('smt');
   const root = mkdtempSync(join(tmpdir(), 'scenario-test-'));
   try {
     const cfg = loadConfig({

@@ -8,6 +8,12 @@ import { loadConfig } from '../../src/config.js';
 
 export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
 
+/** A mesh name for a test: MEASURE_TEST_PREFIX (else `defaultPrefix`) + the pid, 8 characters at most. */
+export function testMeshName(defaultPrefix: string): string {
+  const prefix = process.env['MEASURE_TEST_PREFIX'] ?? defaultPrefix;
+  return `${prefix}${process.pid % 10 ** (8 - prefix.length)}`;
+}
+
 /** Why the test cannot run here (root, k6, the plot venv, toxiproxy, tcpdump), or false. */
 export function missing(): string | false {
   if (process.getuid?.() !== 0) return 'needs root (network namespaces)';
