@@ -7,7 +7,7 @@
  * the report and plots, that bad configurations fail before any measurement (a node cut off, a
  * link that is not there), and that the scenario leaves the mesh as it found it.
  *
- * Runs with MEASURE_TEST_EXISTING=1 only (`make test-scenario-existing`; 107 s measured at load
+ * Runs with MEASURE_TEST_EXISTING=1 only (`make test-scenario-existing`; 51 s at load 5-10, 107 s at load
  * 12). Names start with MEASURE_TEST_PREFIX (default smx) and the pid.
  */
 import { hostInfo } from '@syncmesh-edge/bench-kit';
