@@ -211,16 +211,23 @@ bench-mesh: build tools scenarios-venv ## Sequential vs parallel fan-out round t
 ################################################################################
 # Measurement scenarios (scenarios/measure, scenarios/k6; see scenarios/measure/README.md)
 ################################################################################
-# One cell: system (baseline | syncmesh | both), workload (collect | aggregate), timespan in
-# days (1-31), request count. NODES and DATA are shared with the mesh targets above.
-SYSTEM ?= both
+# One cell: system (baseline | syncmesh | both; empty: both, or syncmesh on an existing mesh),
+# workload (collect | aggregate), timespan in days (1-31), request count. NODES and DATA are
+# shared with the mesh targets above.
+SYSTEM ?=
 WORKLOAD ?= aggregate
 DAYS ?= 1
 REQUESTS ?= 20
 # Run id (directory under scenarios/results/); empty means a timestamp.
 RUN ?=
-# Link profile of the scenarios: regional unless LATENCY is given on the command line.
-SCENARIO_LATENCY := $(if $(filter command line,$(origin LATENCY)),$(LATENCY),regional)
+# Link profile and node count of the scenarios: given on the command line, else the scenarios'
+# defaults (regional, 3 nodes) or, on an existing mesh, the mesh's own (which a given value must match).
+SCENARIO_LATENCY := $(if $(filter command line,$(origin LATENCY)),$(LATENCY))
+SCENARIO_NODES := $(if $(filter command line environment,$(origin NODES)),$(NODES))
+# An existing mesh instead of one the scenario starts (syncmesh cells only): TOPOLOGY=its
+# topology.json, or TARGET=terraform for the one `make tf-up SCENARIO=...` wrote.
+TOPOLOGY ?=
+TARGET ?=
 # k6 is pinned and built from source with `go install` into the repo-local bin dir.
 K6_VERSION := v1.8.1
 K6 := $(TOOLS_BIN)/k6
@@ -231,9 +238,9 @@ VENV_STAMP := $(VENV)/.matplotlib-$(MATPLOTLIB_VERSION)
 # plots of every `make bench-*` from its JSON
 BENCH_PLOTS := scenarios/measure/scripts/bench_plots.py
 SCENARIOS_CLI := node scenarios/measure/dist/src/cli.js
-SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(NODES) SCENARIO_WORKLOAD=$(WORKLOAD) SCENARIO_DAYS=$(DAYS) \
+SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(SCENARIO_NODES) SCENARIO_WORKLOAD=$(WORKLOAD) SCENARIO_DAYS=$(DAYS) \
 	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \
-	K6_BIN=$(K6) SCENARIO_PYTHON=$(VENV)/bin/python TOXIPROXY_BIN=$(TOXIPROXY)
+	K6_BIN=$(K6) SCENARIO_PYTHON=$(VENV)/bin/python TOXIPROXY_BIN=$(TOXIPROXY) SCENARIO_TOPOLOGY=$(TOPOLOGY)
 
 $(K6): | toolchain
 	mkdir -p $(TOOLS_BIN)
@@ -251,15 +258,22 @@ $(VENV_STAMP): | toolchain
 scenarios-venv: $(VENV_STAMP) ## Python venv with matplotlib (pinned) for the scenario plots.
 
 .PHONY: scenario
-scenario: build tools k6 scenarios-venv ## One cell: make scenario NODES=3 WORKLOAD=aggregate DAYS=1 REQUESTS=20 SYSTEM=syncmesh.
-	$(SCENARIO_ENV) $(SCENARIOS_CLI) cell
+scenario: build tools k6 scenarios-venv ## One cell: make scenario NODES=3 WORKLOAD=aggregate DAYS=1 REQUESTS=20 SYSTEM=syncmesh; on an existing mesh: TOPOLOGY=path/topology.json or TARGET=terraform SCENARIO=local-3.
+	@case "$(TARGET)" in ""|terraform) ;; *) echo "scenario: TARGET must be empty (a mesh the scenario starts, or TOPOLOGY=...) or terraform, not '$(TARGET)'" >&2; exit 2 ;; esac
+	topology="$(if $(filter terraform,$(TARGET)),$$($(TF) topology $(SCENARIO)),$(TOPOLOGY))"; \
+	$(SCENARIO_ENV) SCENARIO_TOPOLOGY="$$topology" $(SCENARIOS_CLI) cell
 
 .PHONY: scenarios
 scenarios: build tools k6 scenarios-venv ## The paper's matrix, both systems, with progress; results in scenarios/results/<run>/.
+	@[[ -z "$(TARGET)" ]] || { echo "scenarios: the matrix starts its own meshes; on TARGET=$(TARGET) run one cell at a time with make scenario" >&2; exit 2; }
 	$(SCENARIO_ENV) $(SCENARIOS_CLI) matrix
 
 # the scenario e2e test in `make test` needs k6 and the plot venv
 test: k6 scenarios-venv
+
+.PHONY: test-scenario-existing
+test-scenario-existing: build tools k6 scenarios-venv ## make scenario on an existing mesh (root, ~2 min): a 3-node mesh measured from its topology alone, per link and on the bridge, unreachable node and bad topology refused.
+	MEASURE_TEST_EXISTING=1 node --test --test-reporter=spec scenarios/measure/dist/test/integration/existing.test.js
 
 ################################################################################
 # Cleanup

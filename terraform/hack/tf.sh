@@ -5,6 +5,7 @@
 #   terraform/hack/tf.sh down SCENARIO    tofu destroy, stop libvirtd, check nothing is left (idempotent)
 #   terraform/hack/tf.sh plan SCENARIO    gcp-*: tofu plan with TF_VAR_run from the environment or GCP_VARS
 #   terraform/hack/tf.sh test             fmt -check, validate and tofu test of every module, stack, scenario
+#   terraform/hack/tf.sh topology SCENARIO  print the topology.json tf-up wrote for it (make scenario TARGET=terraform)
 #   terraform/hack/tf.sh tofu DIR ARGS..  run tofu in DIR with the pinned toolchain (TF_DATA_DIR under .cache)
 #
 # Env (documented defaults):
@@ -163,6 +164,17 @@ down() {
   log "down: $scenario in $(since "$t0") s; no domain, network, volume, bridge or process left"
 }
 
+# The topology.json `up` wrote for a local scenario (mesh PREFIX<N>, state dir .mesh): what
+# `make scenario TARGET=terraform` measures. Fails when the scenario is not up.
+topology() {
+  local scenario="$1" file
+  scenario_dir "$scenario" >/dev/null
+  [[ "$scenario" == local-* ]] || die "make scenario TARGET=terraform captures on the VMs' bridge on this machine: local-* scenarios only, not $scenario"
+  file="$root/.mesh/$PREFIX${scenario#local-}/topology.json"
+  [[ -f "$file" ]] || die "no topology for $scenario at $file: run make tf-up SCENARIO=$scenario first"
+  echo "$file"
+}
+
 plan() {
   local scenario="$1" dir
   dir=$(scenario_dir "$scenario")
@@ -196,7 +208,8 @@ case "${1:-}" in
   up) up "${2:-}" ;;
   down) down "${2:-}" ;;
   plan) plan "${2:-}" "${@:3}" ;;
+  topology) topology "${2:-}" ;;
   test) test_all ;;
   tofu) shift; d="$1"; shift; tofu_in "$(cd "$d" && pwd)" "$@" ;;
-  *) die "usage: $0 up|down|plan SCENARIO | test | tofu DIR ARGS" ;;
+  *) die "usage: $0 up|down|plan|topology SCENARIO | test | tofu DIR ARGS" ;;
 esac

@@ -1,7 +1,8 @@
 /**
  * One measured phase's packet capture: `tcpdump -w` on every interface that matters (the host
  * side of the client's, every node's and the central server's veth, or the bridge the nodes are
- * on), started before the phase and stopped after it, so phases are separated by the caller and
+ * on; in the network namespace that holds them when that is not the host's, e.g. libvirt's for
+ * VMs: `ip netns exec <netns> tcpdump`), started before the phase and stopped after it, so phases are separated by the caller and
  * not by sleeps. The pcap files are the evidence; the numbers are computed from them (pcap.ts,
  * traffic.ts). Used by `make scenario`, `make mesh-capture` and the demo.
  */
@@ -10,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LabError } from './errors.js';
+import { inNetns } from './netns.js';
 import { readPcap } from './pcap.js';
 import { classify, type CapturedInterface, type InterfaceKind, type Layout, type TrafficBreakdown } from './traffic.js';
 
@@ -22,6 +24,8 @@ export interface CaptureTarget {
   iface: string;
   kind: InterfaceKind;
   node?: string;
+  /** Network namespace holding the interface; absent: the host's. */
+  netns?: string;
 }
 
 export interface PhaseTraffic extends TrafficBreakdown {
@@ -38,6 +42,10 @@ export interface RunningCapture {
   stop(): Promise<PhaseTraffic>;
 }
 
+function where(t: CaptureTarget): string {
+  return t.netns ? `${t.iface} (netns ${t.netns})` : t.iface;
+}
+
 /** Starts tcpdump on every target; resolves once all of them listen. */
 export async function startCapture(phase: string, dir: string, targets: readonly CaptureTarget[], layout: Layout): Promise<RunningCapture> {
   mkdirSync(dir, { recursive: true });
@@ -49,13 +57,14 @@ export async function startCapture(phase: string, dir: string, targets: readonly
         (t) =>
           new Promise<void>((ready, fail) => {
             const file = join(dir, `${phase}.${t.iface}.pcap`);
-            const p = spawn('tcpdump', ['-i', t.iface, '-w', file, '-s', String(SNAPLEN_BYTES), '-U', '-nn', '--immediate-mode'], {
-              stdio: ['ignore', 'ignore', 'pipe'],
-            });
+            const tcpdump = ['tcpdump', '-i', t.iface, '-w', file, '-s', String(SNAPLEN_BYTES), '-U', '-nn', '--immediate-mode'];
+            // `ip netns exec` execs tcpdump in place: the pid (and so SIGINT on stop) is tcpdump's
+            const argv = t.netns ? inNetns(t.netns, tcpdump) : tcpdump;
+            const p = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
             const rec = { p, t, file, exited: new Promise<void>((r) => p.once('close', () => r())), dropped: 0 };
             procs.push(rec);
             const timer = setTimeout(
-              () => fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${t.iface} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
+              () => fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${where(t)} did not start within ${TCPDUMP_READY_TIMEOUT_MS} ms`)),
               TCPDUMP_READY_TIMEOUT_MS,
             );
             let lastLine = '';
@@ -74,7 +83,7 @@ export async function startCapture(phase: string, dir: string, targets: readonly
             });
             p.once('exit', (code) => {
               clearTimeout(timer);
-              fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${t.iface} exited with ${code}: ${lastLine}`));
+              fail(new LabError('EDGE_LAB_CAPTURE', `tcpdump on ${where(t)} exited with ${code}: ${lastLine}`));
             });
           }),
       ),

@@ -39,6 +39,7 @@ export {
 export type { AgentProc, AgentSpec } from './miso.js';
 export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './sys.js';
 export {
+  bridgeOf,
   CENTRAL_HOST_OCTET,
   CLIENT_HOST_OCTET,
   createExtraNamespace,

@@ -3,7 +3,8 @@
  * demo's queries and `make mesh-capture`'s command run there, so client traffic has its own
  * address and interface) and the baseline's central server. Names start with the mesh name (`<mesh>-cl`, `<mesh>-db`; host ends `<mesh>-clh`,
  * `<mesh>-dbh`), so two meshes never collide, and removeExtraNamespaces() finds them by name
- * also after a crash.
+ * also after a crash. The bridge may live in another namespace than the host's (libvirt's, for
+ * the Terraform VMs): the host end of the veth then lives there too (`hostNetns`).
  */
 import { squashError } from './errors.js';
 import { run, tryRun } from './sys.js';
@@ -19,27 +20,42 @@ export interface ExtraNamespace {
   readonly netns: string;
   /** Host side of its veth (capture here). */
   readonly hostIf: string;
+  /** Namespace holding `hostIf` and the bridge; null: the host's. */
+  readonly hostNetns: string | null;
   readonly addr: string;
 }
 
-export function extraNamespace(mesh: string, subnet: string, role: ExtraRole): ExtraNamespace {
+export function extraNamespace(mesh: string, subnet: string, role: ExtraRole, hostNetns: string | null = null): ExtraNamespace {
   const prefix = subnet.replace(/\.0\/24$/, '');
   const octet = role === 'cl' ? CLIENT_HOST_OCTET : CENTRAL_HOST_OCTET;
-  return { role, netns: `${mesh}-${role}`, hostIf: `${mesh}-${role}h`, addr: `${prefix}.${octet}` };
+  return { role, netns: `${mesh}-${role}`, hostIf: `${mesh}-${role}h`, hostNetns, addr: `${prefix}.${octet}` };
 }
 
-/** Creates the namespace and plugs it into the mesh's bridge. */
+/** `ip` arguments for the namespace `netns` (null: the host's). */
+function ipIn(netns: string | null, args: readonly string[]): string[] {
+  return netns ? ['-n', netns, ...args] : [...args];
+}
+
+/** Creates the namespace and plugs it into the mesh's bridge (in `ns.hostNetns`). */
 export async function createExtraNamespace(ns: ExtraNamespace, bridge: string): Promise<void> {
   const tmpIf = `${ns.netns}p`;
   await run('ip', ['netns', 'add', ns.netns]);
   await run('ip', ['link', 'add', ns.hostIf, 'type', 'veth', 'peer', 'name', tmpIf]);
   await run('ip', ['link', 'set', tmpIf, 'netns', ns.netns]);
+  if (ns.hostNetns) await run('ip', ['link', 'set', ns.hostIf, 'netns', ns.hostNetns]);
   await run('ip', ['-n', ns.netns, 'link', 'set', tmpIf, 'name', 'eth0']);
   await run('ip', ['-n', ns.netns, 'addr', 'add', `${ns.addr}/24`, 'dev', 'eth0']);
   await run('ip', ['-n', ns.netns, 'link', 'set', 'lo', 'up']);
   await run('ip', ['-n', ns.netns, 'link', 'set', 'eth0', 'up']);
-  await run('ip', ['link', 'set', ns.hostIf, 'master', bridge]);
-  await run('ip', ['link', 'set', ns.hostIf, 'up']);
+  await run('ip', ipIn(ns.hostNetns, ['link', 'set', ns.hostIf, 'master', bridge]));
+  await run('ip', ipIn(ns.hostNetns, ['link', 'set', ns.hostIf, 'up']));
+}
+
+/** The bridge an interface is plugged into (in `netns`, null: the host's), or null when it is not; throws when the interface does not exist. */
+export async function bridgeOf(iface: string, netns: string | null): Promise<string | null> {
+  const { stdout } = await run('ip', ipIn(netns, ['-j', 'link', 'show', 'dev', iface]));
+  const [link] = JSON.parse(stdout) as { master?: string }[];
+  return link?.master ?? null;
 }
 
 /** Kills what runs in the scenario namespaces of `mesh` and deletes them (by name). Idempotent. */
@@ -70,8 +86,9 @@ export async function removeNamespace(ns: ExtraNamespace): Promise<void> {
   } catch (err) {
     squashError(err); // the namespace is already gone
   }
+  // deleting the namespace deletes its veth pair; the second call covers a half-made one
   await tryRun('ip', ['netns', 'del', ns.netns]);
-  await tryRun('ip', ['link', 'del', ns.hostIf]);
+  await tryRun('ip', ipIn(ns.hostNetns, ['link', 'del', ns.hostIf]));
 }
 
 export function inNetns(netns: string, argv: readonly string[]): string[] {

@@ -61,7 +61,7 @@ def plot_traffic(cells, meta, out):
         finish_axes(ax, cells, f"{w}, {d} d, {r} requests", "traffic MB (log)")
     for ax in axes[len(keys) :]:
         ax.axis("off")
-    fig.suptitle(f"Traffic on the emulated network per system (run {meta['run']}, {meta['latency']})")
+    fig.suptitle(f"Traffic on the mesh network per system (run {meta['run']}, {meta['latency']})")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "traffic.png"), dpi=110)
     plt.close(fig)

@@ -34,3 +34,34 @@ test('config - lists parse into numbers and systems', () => {
   assert.deepEqual(c.matrix.days, [1, 7, 14, 30]);
   assert.deepEqual(c.systems, ['syncmesh']);
 });
+
+test('config - a topology: syncmesh by default, node count and profile left to the mesh unless set', () => {
+  const c = loadConfig({ SCENARIO_TOPOLOGY: 'x/topology.json' });
+  assert.deepEqual(c.systems, ['syncmesh']);
+  assert.ok(c.existing);
+  assert.match(c.existing.topologyPath, /\/x\/topology\.json$/);
+  assert.equal(c.existing.requestedNodes, undefined);
+  assert.equal(c.existing.requestedLatency, undefined);
+  assert.equal(c.existing.captureNetns, undefined);
+  assert.equal(c.existing.capture, 'links');
+  const d = loadConfig({ SCENARIO_TOPOLOGY: 't.json', SCENARIO_NODES: '5', SCENARIO_CAPTURE_NETNS: 'host', SCENARIO_CAPTURE: 'bridge' });
+  assert.equal(d.existing?.requestedNodes, 5);
+  assert.equal(d.existing?.captureNetns, null);
+  assert.equal(d.existing?.capture, 'bridge');
+  assert.equal(loadConfig({}).existing, null);
+});
+
+test('config - a topology refuses the baseline, saying why', () => {
+  for (const system of ['baseline', 'both']) {
+    assert.throws(
+      () => loadConfig({ SCENARIO_TOPOLOGY: 't.json', SCENARIO_SYSTEM: system }),
+      (e: unknown) =>
+        e instanceof ScenarioError && e.code === 'EDGE_SCENARIO_CONFIG' && /central server/.test(e.message) && /SCENARIO_SYSTEM=syncmesh/.test(e.message),
+    );
+  }
+});
+
+test('config - capture settings without a topology are refused', () => {
+  assert.throws(() => loadConfig({ SCENARIO_CAPTURE_NETNS: 'smt-lv' }), /SCENARIO_TOPOLOGY/);
+  assert.throws(() => loadConfig({ SCENARIO_CAPTURE: 'bridge' }), /SCENARIO_TOPOLOGY/);
+});

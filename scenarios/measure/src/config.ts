@@ -40,13 +40,22 @@ const intList = (what: string) =>
     .regex(/^\d+(,\d+)*$/, `a comma-separated list of ${what}`)
     .transform((s) => s.split(',').map(Number));
 
+/** Nodes of a single cell when SCENARIO_NODES is not set (an existing mesh: all of its nodes). */
+export const DEFAULT_NODES = 3;
+export const DEFAULT_LATENCY: Profile = 'regional';
+/** What tcpdump captures on an existing mesh: every node's link (and the client's), or the bridge alone. */
+export const CAPTURE_MODES = ['links', 'bridge'] as const;
+export type CaptureMode = (typeof CAPTURE_MODES)[number];
+/** SCENARIO_CAPTURE_NETNS value for "the host's own namespace". */
+export const HOST_NETNS = 'host';
+
 const envSchema = z.object({
-  SCENARIO_SYSTEM: z.enum(['baseline', 'syncmesh', 'both']).default('both'),
-  SCENARIO_NODES: z.coerce.number().int().min(1).max(30).default(3),
+  SCENARIO_SYSTEM: z.enum(['baseline', 'syncmesh', 'both']).optional(),
+  SCENARIO_NODES: z.coerce.number().int().min(1).max(30).optional(),
   SCENARIO_WORKLOAD: z.enum(WORKLOADS).default('aggregate'),
   SCENARIO_DAYS: z.coerce.number().int().min(1).max(31).default(1),
   SCENARIO_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(20),
-  SCENARIO_LATENCY: z.enum(PROFILES).default('regional'),
+  SCENARIO_LATENCY: z.enum(PROFILES).optional(),
   SCENARIO_RADIUS_KM: z.coerce.number().positive().optional(),
   SCENARIO_MATRIX_NODES: intList('node counts').prefault(DEFAULT_MATRIX_NODES.join(',')),
   SCENARIO_MATRIX_WORKLOADS: z
@@ -70,6 +79,12 @@ const envSchema = z.object({
     .default(DEFAULT_MESH_NAME),
   SCENARIO_STATE_DIR: z.string().min(1).default(join(REPO_ROOT, '.mesh')),
   SCENARIO_DATA: z.string().optional(),
+  SCENARIO_TOPOLOGY: z.string().optional(),
+  SCENARIO_CAPTURE_NETNS: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, `a network namespace name, or '${HOST_NETNS}'`)
+    .optional(),
+  SCENARIO_CAPTURE: z.enum(CAPTURE_MODES).default('links'),
   SCENARIO_CENTRAL_HEAP_MB: z.coerce.number().int().min(64).max(8192).optional(),
   SCENARIO_MONGO_STORAGE: z.enum(['memory', 'disk']).default('memory'),
   SCENARIO_WARMUP: z.coerce.number().int().min(0).max(100).default(DEFAULT_WARMUP),
@@ -97,6 +112,18 @@ export interface MatrixConfig {
   readonly requests: readonly number[];
 }
 
+/** An existing mesh to measure instead of one the scenarios start (SCENARIO_TOPOLOGY). */
+export interface ExistingMeshConfig {
+  /** Its topology.json (scenarios/mesh's format; Terraform's local scenarios write one too). */
+  readonly topologyPath: string;
+  /** Namespace holding the bridge and the nodes' links: null the host's, undefined from the topology. */
+  readonly captureNetns: string | null | undefined;
+  readonly capture: CaptureMode;
+  /** SCENARIO_NODES / SCENARIO_LATENCY when set: must agree with the topology. */
+  readonly requestedNodes: number | undefined;
+  readonly requestedLatency: Profile | undefined;
+}
+
 export interface ScenarioConfig {
   readonly systems: readonly System[];
   readonly nodes: number;
@@ -113,6 +140,8 @@ export interface ScenarioConfig {
   readonly meshName: string;
   readonly stateDir: string;
   readonly dataDir: string | undefined;
+  /** Measure this existing mesh (syncmesh only) instead of starting one; null: start one. */
+  readonly existing: ExistingMeshConfig | null;
   /**
    * Fixed heap of the central server; undefined: the mesh nodes' heap (MESH_MONGO_HEAP_MB) times
    * the node count, so both systems give the database the same memory per reading.
@@ -141,14 +170,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ScenarioConfig
     throw new ScenarioError('EDGE_SCENARIO_CONFIG', `invalid configuration: ${problems}`);
   }
   const e = parsed.data;
-  const systems: System[] = e.SCENARIO_SYSTEM === 'both' ? [...SYSTEMS] : [e.SCENARIO_SYSTEM];
+  const topology = e.SCENARIO_TOPOLOGY;
+  if (topology && e.SCENARIO_SYSTEM && e.SCENARIO_SYSTEM !== 'syncmesh') {
+    throw new ScenarioError(
+      'EDGE_SCENARIO_CONFIG',
+      `SCENARIO_SYSTEM=${e.SCENARIO_SYSTEM} needs the baseline's central server, which an existing mesh (SCENARIO_TOPOLOGY=${topology}) does not have: the baseline ships every node's readings from the node itself into one central database, and the harness cannot run its loader on the mesh's machines. Use SCENARIO_SYSTEM=syncmesh (the default with a topology), or drop SCENARIO_TOPOLOGY to compare both systems on a mesh the scenario starts`,
+    );
+  }
+  if (!topology && (e.SCENARIO_CAPTURE_NETNS !== undefined || cleaned['SCENARIO_CAPTURE'] !== undefined)) {
+    throw new ScenarioError('EDGE_SCENARIO_CONFIG', 'SCENARIO_CAPTURE_NETNS and SCENARIO_CAPTURE apply to an existing mesh only: set SCENARIO_TOPOLOGY too');
+  }
+  const system = e.SCENARIO_SYSTEM ?? (topology ? 'syncmesh' : 'both');
+  const systems: System[] = system === 'both' ? [...SYSTEMS] : [system];
+  const existing: ExistingMeshConfig | null = topology
+    ? Object.freeze({
+        topologyPath: resolve(topology),
+        captureNetns: e.SCENARIO_CAPTURE_NETNS === HOST_NETNS ? null : e.SCENARIO_CAPTURE_NETNS,
+        capture: e.SCENARIO_CAPTURE,
+        requestedNodes: e.SCENARIO_NODES,
+        requestedLatency: e.SCENARIO_LATENCY,
+      })
+    : null;
   return Object.freeze({
     systems,
-    nodes: e.SCENARIO_NODES,
+    nodes: e.SCENARIO_NODES ?? DEFAULT_NODES,
     workload: e.SCENARIO_WORKLOAD,
     days: e.SCENARIO_DAYS,
     requests: e.SCENARIO_REQUESTS,
-    latency: e.SCENARIO_LATENCY,
+    latency: e.SCENARIO_LATENCY ?? DEFAULT_LATENCY,
     radiusKm: e.SCENARIO_RADIUS_KM,
     matrix: Object.freeze({
       nodes: e.SCENARIO_MATRIX_NODES,
@@ -161,6 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ScenarioConfig
     meshName: e.SCENARIO_MESH_NAME,
     stateDir: resolve(e.SCENARIO_STATE_DIR),
     dataDir: e.SCENARIO_DATA ? resolve(e.SCENARIO_DATA) : undefined,
+    existing,
     centralHeapMb: e.SCENARIO_CENTRAL_HEAP_MB,
     warmup: e.SCENARIO_WARMUP,
     mongoStorage: e.SCENARIO_MONGO_STORAGE,

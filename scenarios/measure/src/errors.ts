@@ -9,6 +9,8 @@ export type ScenarioErrorCode =
   | 'EDGE_SCENARIO_CENTRAL_START'
   | 'EDGE_SCENARIO_INGEST'
   | 'EDGE_SCENARIO_K6'
+  | 'EDGE_SCENARIO_TOPOLOGY'
+  | 'EDGE_SCENARIO_UNREACHABLE'
   | 'EDGE_SCENARIO_REPORT';
 
 export class ScenarioError extends Error {

@@ -17,6 +17,8 @@ export interface RunMeta {
   started_at: string;
   finished_at: string;
   latency: string;
+  /** What was measured when it was not a mesh the run started itself (an existing mesh: name, where it was captured). */
+  target?: string;
   /** The machine, read at run time (bench-kit's hostInfo), and a note on how it was shared. */
   host: HostInfo & { note: string };
   duration_s: number;
@@ -171,7 +173,7 @@ export function markdownReport(meta: RunMeta, results: readonly CellResult[], pl
   const L: string[] = [];
   L.push(`# Syncmesh Edge scenarios: run \`${meta.run}\``, '');
   L.push(
-    `${meta.started_at} – ${meta.finished_at} (${meta.duration_s.toFixed(0)} s), latency profile \`${meta.latency}\`, ${results.length} cells, local emulated mesh on one machine (${meta.host.cpus} cores, ${meta.host.note}).`,
+    `${meta.started_at} – ${meta.finished_at} (${meta.duration_s.toFixed(0)} s), latency profile \`${meta.latency}\`, ${results.length} cells, ${meta.target ?? 'local emulated mesh'} on one machine (${meta.host.cpus} cores, ${meta.host.note}).`,
     '',
   );
   L.push('## Systems', '');

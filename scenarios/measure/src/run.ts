@@ -1,12 +1,13 @@
 /**
- * Runs measurement cells on the local emulated mesh. Cells with the same node count share one
- * mesh (and, for the baseline, one central server whose ingest is measured once: the data set
- * is the same for every cell of that node count). Per cell: capture on every interface that
- * matters + CPU/memory sampling + one k6 run, started and stopped by the harness.
+ * Runs measurement cells on the local emulated mesh (runOnOneMesh), or on an existing mesh from
+ * its topology (runOnExistingMesh: another emulated mesh, the Terraform VMs). Cells with the same
+ * node count share one mesh (and, for the baseline, one central server whose ingest is measured
+ * once: the data set is the same for every cell of that node count). Per cell: capture on every
+ * interface that matters + CPU/memory sampling + one k6 run, started and stopped by the harness.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { down as meshDown, loadConfig as loadMeshConfig, status as meshStatus, up as meshUp, type MeshHandle, type MeshPlan } from '@syncmesh-edge/mesh';
+import { down as meshDown, loadConfig as loadMeshConfig, up as meshUp, type MeshHandle, type MeshPlan } from '@syncmesh-edge/mesh';
 import {
   startCapture,
   type CaptureTarget,
@@ -20,6 +21,7 @@ import {
 import { CENTRAL_MONGO_PORT, startCentral, type Central, type IngestResult } from './central.js';
 import { DEFAULT_DEADLINE_MS, DEFAULT_NODE_TIMEOUT_MS, type ScenarioConfig, type System, type Workload } from './config.js';
 import { ScenarioError } from './errors.js';
+import { attachClient, detachClient, meshProcesses, type ExistingMesh } from './existing.js';
 import { metricValue, runK6, trend, type K6Outcome, type TrendValues } from './k6.js';
 import { moduleLogger } from './log.js';
 import { startSampler, type Usage, type WatchedProcess } from './sampler.js';
@@ -114,6 +116,48 @@ function targetsFor(plan: MeshPlan, client: ExtraNamespace, central: Central | n
   ];
 }
 
+/** What a cell needs of the mesh it runs on: one the harness started, or an existing one. */
+export interface CellMesh {
+  /** node-1 (the entry) first, with the URLs it reaches every other node at. */
+  readonly nodes: readonly { id: string; function_url: string; peers: Readonly<Record<string, string>> }[];
+  /** Where k6 runs. */
+  readonly client: ExtraNamespace;
+  /** The link profile recorded with every cell. */
+  readonly latency: string;
+  captureTargets(central: Central | null): CaptureTarget[];
+  layout(central: Central | null): Layout;
+  /** The processes to sample: those of nodes 1..`nodes` that run on this machine, and the central server's. */
+  processes(central: Central | null, nodes: number): Promise<WatchedProcess[]>;
+}
+
+function startedMesh(cfg: ScenarioConfig, mesh: MeshHandle, client: ExtraNamespace): CellMesh {
+  return {
+    nodes: mesh.topology.nodes,
+    client,
+    latency: cfg.latency,
+    captureTargets: (central) => targetsFor(mesh.plan, client, central),
+    layout: (central) => buildLayout(mesh.plan, client, central),
+    processes: (central, nodes) => watchedProcesses(cfg.stateDir, cfg.meshName, central, nodes),
+  };
+}
+
+/** Runs a node count's syncmesh cells on `mesh`, in order; returns their results. */
+async function runSyncmeshCells(
+  cfg: ScenarioConfig,
+  cells: readonly CellSpec[],
+  mesh: CellMesh,
+  groupDir: string,
+  progress: Progress,
+  onCell: (r: CellResult) => void,
+): Promise<CellResult[]> {
+  const out: CellResult[] = [];
+  for (const spec of cells.filter((c) => c.system === 'syncmesh')) {
+    out.push(await runCell(cfg, spec, mesh, null, null, groupDir, progress));
+    onCell(out[out.length - 1]!);
+  }
+  return out;
+}
+
 type Ingest = { traffic: PhaseTraffic; result: IngestResult; usage: Usage };
 
 /**
@@ -165,26 +209,24 @@ export async function runOnOneMesh(
     progress(`mesh up in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const client = extraNamespace(cfg.meshName, mesh.plan.subnet!, 'cl');
     await createExtraNamespace(client, mesh.plan.bridge!);
+    const cellMesh = startedMesh(cfg, mesh, client);
     const sizes = [...new Set(cells.map((c) => c.nodes))].sort((a, b) => a - b);
     for (const n of sizes) {
       const groupDir = join(runDir, `nodes-${n}`);
       mkdirSync(groupDir, { recursive: true });
       const group = cells.filter((c) => c.nodes === n);
-      for (const spec of group.filter((c) => c.system === 'syncmesh')) {
-        results.push(await runCell(cfg, spec, mesh, client, null, null, groupDir, progress));
-        onCell(results[results.length - 1]!);
-      }
+      results.push(...(await runSyncmeshCells(cfg, group, cellMesh, groupDir, progress, onCell)));
       const baseline = group.filter((c) => c.system === 'baseline');
       if (baseline.length === 0) continue;
       progress(`${n} nodes: fresh central server`);
       central = await startCentral(cfg, mesh.topology, n, logDir, meshCfg);
       progress(`${n} nodes: ingest: replaying the readings of nodes 1-${n} into the central server (captured)`);
-      const ingest = await measureIngest(cfg, mesh, client, central, groupDir);
+      const ingest = await measureIngest(cfg, cellMesh, central, groupDir);
       progress(
         `${n} nodes: ingest of ${ingest.result.readings} readings: ${(ingest.traffic.node_central_bytes / 1e6).toFixed(2)} MB on the node->central links in ${(ingest.result.ms / 1000).toFixed(1)} s`,
       );
       for (const spec of baseline) {
-        results.push(await runCell(cfg, spec, mesh, client, central, ingest, groupDir, progress));
+        results.push(await runCell(cfg, spec, cellMesh, central, ingest, groupDir, progress));
         onCell(results[results.length - 1]!);
       }
       await central.stop();
@@ -199,9 +241,41 @@ export async function runOnOneMesh(
   }
 }
 
-async function measureIngest(cfg: ScenarioConfig, mesh: MeshHandle, client: ExtraNamespace, central: Central, groupDir: string): Promise<Ingest> {
-  const procs = await watchedProcesses(cfg, central, central.ingestPorts.size);
-  const cap = await startCapture('ingest', groupDir, targetsFor(mesh.plan, client, central), buildLayout(mesh.plan, client, central));
+/**
+ * Runs syncmesh cells on an existing mesh (`inspectExistingMesh`): no mesh up or down; only the
+ * client namespace is added to its bridge (and removed again, also on failure). Every cell must
+ * have the mesh's node count; the baseline needs a central server the mesh does not have.
+ */
+export async function runOnExistingMesh(
+  cfg: ScenarioConfig,
+  mesh: ExistingMesh,
+  cells: readonly CellSpec[],
+  runDir: string,
+  progress: Progress,
+  onCell: (r: CellResult) => void = () => undefined,
+): Promise<CellResult[]> {
+  const unfit = cells.find((c) => c.system !== 'syncmesh' || c.nodes !== mesh.nodes.length);
+  if (unfit)
+    throw new ScenarioError(
+      'EDGE_SCENARIO_CONFIG',
+      `cell ${cellId(unfit)} cannot run on the existing mesh '${mesh.name}': it runs syncmesh cells of its ${mesh.nodes.length} nodes only`,
+    );
+  progress(`existing mesh '${mesh.name}' (${mesh.nodes.length} nodes, ${mesh.description})`);
+  const groupDir = join(runDir, `nodes-${mesh.nodes.length}`);
+  mkdirSync(groupDir, { recursive: true });
+  try {
+    await attachClient(mesh);
+    progress(`client namespace ${mesh.client.netns} (${mesh.client.addr}) on ${mesh.bridge}: every node answers`);
+    return await runSyncmeshCells(cfg, cells, mesh, groupDir, progress, onCell);
+  } finally {
+    progress(`removing the client namespace ${mesh.client.netns}`);
+    await detachClient(mesh);
+  }
+}
+
+async function measureIngest(cfg: ScenarioConfig, mesh: CellMesh, central: Central, groupDir: string): Promise<Ingest> {
+  const procs = await mesh.processes(central, central.ingestPorts.size);
+  const cap = await startCapture('ingest', groupDir, mesh.captureTargets(central), mesh.layout(central));
   const sampler = startSampler(procs, cfg.sampleMs);
   let result: IngestResult;
   let usage: Usage;
@@ -217,11 +291,8 @@ async function measureIngest(cfg: ScenarioConfig, mesh: MeshHandle, client: Extr
 }
 
 /** The processes of a cell: toxiproxy, nodes 1..`nodes` (the others stay idle), the central server. */
-async function watchedProcesses(cfg: ScenarioConfig, central: Central | null, nodes: number): Promise<WatchedProcess[]> {
-  const s = await meshStatus(cfg.stateDir, cfg.meshName);
-  const out: WatchedProcess[] = [];
-  if (s.toxiproxy?.alive) out.push({ role: 'toxiproxy', node: null, pid: s.toxiproxy.pid });
-  for (const n of s.nodes.slice(0, nodes)) for (const p of n.processes) if (p.alive) out.push({ role: `node-${p.role}`, node: n.id, pid: p.pid });
+async function watchedProcesses(stateDir: string, meshName: string, central: Central | null, nodes: number): Promise<WatchedProcess[]> {
+  const out = await meshProcesses(stateDir, meshName, nodes);
   for (const svc of central?.services ?? []) out.push({ role: svc.role, node: null, pid: svc.pid });
   return out;
 }
@@ -229,8 +300,7 @@ async function watchedProcesses(cfg: ScenarioConfig, central: Central | null, no
 async function runCell(
   cfg: ScenarioConfig,
   spec: CellSpec,
-  mesh: MeshHandle,
-  client: ExtraNamespace,
+  mesh: CellMesh,
   central: Central | null,
   ingest: Ingest | null,
   groupDir: string,
@@ -240,13 +310,13 @@ async function runCell(
   progress(`${spec.nodes} nodes: ${id}`);
   const dir = join(groupDir, id);
   mkdirSync(dir, { recursive: true });
-  const plan = mesh.plan;
+  const client = mesh.client;
   const baseline = spec.system === 'baseline';
   if (baseline && (!central || !ingest)) throw new ScenarioError('EDGE_SCENARIO_CONFIG', 'a baseline cell needs the central server');
-  const first = mesh.topology.nodes[0]!;
+  const first = mesh.nodes[0]!;
   const entry = baseline ? central!.clientUrl : first.function_url;
   // node-1 reaches its peers through their emulated links: the proxied URLs from its topology entry
-  const peers = mesh.topology.nodes.slice(1, spec.nodes).map((n) => first.peers[n.id]!);
+  const peers = mesh.nodes.slice(1, spec.nodes).map((n) => first.peers[n.id]!);
   const forward = baseline ? 'none' : cfg.radiusKm !== undefined ? 'registry' : 'external';
   const env: Record<string, string> = {
     NODE_URLS: [entry, ...(forward === 'external' ? peers : [])].join(','),
@@ -267,9 +337,9 @@ async function runCell(
       logPath: join(dir, 'k6-warmup.log'),
     });
   }
-  const procs = await watchedProcesses(cfg, central, spec.nodes);
+  const procs = await mesh.processes(central, spec.nodes);
   const startedAt = new Date().toISOString();
-  const cap = await startCapture('query', dir, targetsFor(plan, client, central), buildLayout(plan, client, central));
+  const cap = await startCapture('query', dir, mesh.captureTargets(central), mesh.layout(central));
   const sampler = startSampler(procs, cfg.sampleMs);
   const summaryPath = join(dir, 'k6-summary.json');
   const logPath = join(dir, 'k6.log');
@@ -294,7 +364,7 @@ async function runCell(
   return {
     id,
     ...spec,
-    latency: cfg.latency,
+    latency: mesh.latency,
     radius_km: baseline ? null : (cfg.radiusKm ?? null),
     entry,
     forward,

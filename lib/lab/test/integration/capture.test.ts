@@ -3,7 +3,8 @@
  * namespaces on a bridge, as VMs are (no link proxies), each with a function port (8080) and an
  * agent port (7070). The host asks node-1, node-1 forwards to node-2's function, node-2's agent
  * dials node-1's. Captured at once on the bridge and on both nodes' veths: each view counts every
- * packet once and both agree class by class.
+ * packet once and both agree class by class. Then a bridge inside a namespace of its own (as
+ * libvirt's is for the Terraform VMs): a client namespace plugged into it, tcpdump run there.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +13,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hasCommand, layoutFromTopology, startCapture, tcpOpen, tryRun, waitFor, type TopologyLike } from '../../src/index.js';
+import {
+  bridgeOf,
+  createExtraNamespace,
+  extraNamespace,
+  hasCommand,
+  layoutFromTopology,
+  removeNamespace,
+  startCapture,
+  tcpOpen,
+  tryRun,
+  waitFor,
+  type Layout,
+  type TopologyLike,
+} from '../../src/index.js';
 
 const has = hasCommand;
 const skip = process.getuid?.() !== 0 ? 'needs root (network namespaces)' : !has('tcpdump') ? 'needs tcpdump: run make tools' : false;
@@ -151,4 +165,68 @@ test('capture - a bridge and the veths of the same traffic: every packet once, c
     const fromVeth = v.nodes.find((x) => x.node === n)!;
     assert.deepEqual([fromVeth.bytes_out, fromVeth.bytes_in], [fromBridge.bytes_out, fromBridge.bytes_in], n);
   }
+});
+
+test("capture - a bridge inside another namespace (as libvirt's): the client plugged in there, tcpdump through ip netns exec", { skip }, async () => {
+  const bns = `${P}-lv`;
+  const bridge = `${P}-b2`;
+  const net = `10.${250 + Math.floor(Math.random() * 5)}.${Math.floor(Math.random() * 256)}`;
+  const cl = extraNamespace(P, `${net}.0/24`, 'cl', bns);
+  const node = extraNamespace(P, `${net}.0/24`, 'db', bns);
+  let server: ChildProcess | undefined;
+  try {
+    ip('netns', 'add', bns);
+    ip('-n', bns, 'link', 'add', bridge, 'type', 'bridge');
+    ip('-n', bns, 'link', 'set', bridge, 'up');
+    await createExtraNamespace(cl, bridge);
+    await createExtraNamespace(node, bridge);
+    assert.equal(await bridgeOf(cl.hostIf, bns), bridge);
+    assert.equal(await bridgeOf('eth0', cl.netns), null);
+    await assert.rejects(bridgeOf(cl.hostIf, null), 'the host end is not in the host namespace');
+    server = spawn('ip', ['netns', 'exec', node.netns, process.execPath, '-e', NODE_SCRIPT, node.addr], { stdio: 'ignore' });
+    const fetchLength = `fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(String(t.length)))`;
+    const get = () => execFileSync('ip', ['netns', 'exec', cl.netns, process.execPath, '-e', fetchLength, `http://${node.addr}:8080/`], { encoding: 'utf8' });
+    await waitFor(
+      'the node answers the client',
+      async () => {
+        try {
+          return get() === '5000';
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+    );
+    const layout: Layout = {
+      nodes: [{ id: 'node-1', addr: node.addr, functionPort: 8080, agentPort: 7070, mongoPort: null }],
+      clientAddrs: [cl.addr],
+      proxyHost: null,
+      central: null,
+    };
+    const cap = await startCapture(
+      'netns',
+      dir,
+      [
+        { iface: cl.hostIf, kind: 'client', netns: bns },
+        { iface: node.hostIf, kind: 'node', node: 'node-1', netns: bns },
+      ],
+      layout,
+    );
+    assert.equal(get(), '5000');
+    const t = await cap.stop();
+    assert.equal(t.dropped_packets, 0);
+    assert.ok(t.client_bytes > 5000, `client: ${t.client_bytes}`);
+    assert.ok(t.nodes[0]!.bytes_out > 5000, `node-1 sent the answer: ${t.nodes[0]!.bytes_out}`);
+    assert.equal(t.node_node_bytes, 0);
+  } finally {
+    server?.kill('SIGKILL');
+    await removeNamespace(cl);
+    await removeNamespace(node);
+    await tryRun('ip', ['netns', 'del', bns]);
+  }
+  const left = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.split(' ')[0])
+    .filter((n) => n === bns || n === cl.netns || n === node.netns);
+  assert.deepEqual(left, [], 'no namespace left');
 });
