@@ -160,3 +160,20 @@ test('traffic - the emulated mesh topology: peers through the host are link prox
   assert.deepEqual(l.clientAddrs, []);
   assert.deepEqual(l.nodes[0], { id: 'node-1', addr: N1, functionPort: 8080, agentPort: 7070, mongoPort: 27017 });
 });
+
+test("traffic - multicast and broadcast are a link's chatter, never a query's, even from the client", () => {
+  // the host's IGMP report is flooded to every port: on the veths it was counted as client bytes twice
+  const igmp = pkt(CL, null, '224.0.0.22', null, 54);
+  const mdns = pkt(N1, 5353, '224.0.0.251', 5353, 120);
+  const r = classify(layout, [
+    { iface: 'h1', kind: 'node', node: 'node-1', packets: [igmp, mdns, pkt(CL, 40000, N1, 8080, 300)] },
+    { iface: 'h2', kind: 'node', node: 'node-2', packets: [igmp, mdns, pkt(CL, 40000, '255.255.255.255', 67, 342)] },
+  ]);
+  assert.equal(r.client_bytes, 300);
+  assert.equal(r.agent_bytes, 0);
+  assert.equal(r.other_bytes, 2 * 54 + 2 * 120 + 342);
+  // each link: what its node sent, and what was addressed to it
+  const link = (n: string) => r.nodes.find((x) => x.node === n)!;
+  assert.deepEqual([link('node-1').bytes_out, link('node-1').bytes_in], [120, 300]);
+  assert.deepEqual([link('node-2').bytes_out, link('node-2').bytes_in], [0, 0]);
+});

@@ -133,7 +133,15 @@ interface Endpoint {
   port: number | null;
 }
 
+/** IPv4 multicast (224.0.0.0/4: IGMP reports, mDNS) or the limited broadcast: a link's own chatter, flooded to every port. */
+function isGroupAddress(addr: string): boolean {
+  const first = Number(addr.slice(0, addr.indexOf('.')));
+  return (first >= 224 && first <= 239) || addr === '255.255.255.255';
+}
+
 function classOf(layout: Layout, byAddr: ReadonlyMap<string, LayoutNode>, a: Endpoint, b: Endpoint): Verdict {
+  // not a query's traffic, whoever sends it (the host's IGMP reports came out as client bytes)
+  if (isGroupAddress(b.addr)) return { cls: 'other' };
   const ends = [a, b] as const;
   const ph = layout.proxyHost;
   if (ph) {
@@ -221,7 +229,10 @@ export function classify(layout: Layout, captures: readonly CapturedInterface[])
       }
       // what each node sent and received
       if (own) {
-        count(links.get(own.id)!, p.src === own.addr ? 'out' : 'in', p.len);
+        // what the node sent or what was addressed to it; a frame flooded to every port (a
+        // multicast report, an mDNS announcement of another node) is not this link's traffic
+        if (p.src === own.addr) count(links.get(own.id)!, 'out', p.len);
+        else if (p.dst === own.addr) count(links.get(own.id)!, 'in', p.len);
       } else if (cap.kind === 'bridge') {
         const s = byAddr.get(p.src)?.id;
         const d = byAddr.get(p.dst)?.id;
