@@ -32,7 +32,8 @@ export function inNetns(netns: string, argv: readonly string[]): [string, ...str
 
 /** Runs `argv` inside `netns` (see run(): EDGE_LAB_COMMAND_FAILED with stderr on failure). */
 export function runInNetns(netns: string, argv: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
-  return run('ip', inNetns(netns, argv).slice(1), opts);
+  const [cmd, ...args] = inNetns(netns, argv);
+  return run(cmd, args, opts);
 }
 
 /** Starts `argv` inside `netns` as a child of ours (its pid is the command's). */
@@ -43,7 +44,8 @@ export function spawnInNetns(netns: string, argv: readonly string[], opts: Spawn
 
 /** Does `argv` succeed inside `netns`? (false also when the namespace is gone) */
 export function tryRunInNetns(netns: string, argv: readonly string[]): Promise<boolean> {
-  return tryRun('ip', inNetns(netns, argv).slice(1));
+  const [cmd, ...args] = inNetns(netns, argv);
+  return tryRun(cmd, args);
 }
 
 /** The names of every network namespace (`ip netns list`). */
