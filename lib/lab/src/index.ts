@@ -39,17 +39,32 @@ export {
 export type { AgentProc, AgentSpec } from './miso.js';
 export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './sys.js';
 export {
+  attachNamespace,
   bridgeOf,
   CENTRAL_HOST_OCTET,
   CLIENT_HOST_OCTET,
+  createBridge,
   createExtraNamespace,
+  createNamespace,
+  deleteLink,
+  deleteNamespace,
   EXTRA_ROLES,
   extraNamespace,
   inNetns,
+  killNamespaceProcesses,
+  leftovers,
+  listLinks,
+  listNamespaces,
+  listRoutes,
+  namespacePids,
+  NETNS_IF,
   removeExtraNamespaces,
   removeNamespace,
+  runInNetns,
+  spawnInNetns,
+  tryRunInNetns,
 } from './netns.js';
-export type { ExtraNamespace, ExtraRole } from './netns.js';
+export type { ExtraNamespace, ExtraRole, Route, VethAttachment } from './netns.js';
 export { SNAPLEN_BYTES, startCapture } from './capture.js';
 export type { CaptureTarget, PhaseTraffic, RunningCapture } from './capture.js';
 export { buildPcap, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, parsePcap, readPcap, tcpFrame } from './pcap.js';

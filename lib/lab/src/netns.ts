@@ -1,13 +1,173 @@
 /**
- * The two namespaces the lab adds to a running mesh, on the mesh's bridge: the client (k6, the
- * demo's queries and `make mesh-capture`'s command run there, so client traffic has its own
- * address and interface) and the baseline's central server. Names start with the mesh name (`<mesh>-cl`, `<mesh>-db`; host ends `<mesh>-clh`,
- * `<mesh>-dbh`), so two meshes never collide, and removeExtraNamespaces() finds them by name
- * also after a crash. The bridge may live in another namespace than the host's (libvirt's, for
- * the Terraform VMs): the host end of the veth then lives there too (`hostNetns`).
+ * The lab's one implementation of network namespace commands (iproute2): list namespaces,
+ * interfaces and routes, create a bridge, plug a namespace into a bridge with a veth, run a
+ * command inside a namespace, and remove namespaces and interfaces (killing what runs inside).
+ * scenarios/mesh builds its nodes' network from these (`scenarios/mesh/src/network.ts` keeps
+ * only the mesh's names and checks).
+ *
+ * On top of them, the two namespaces the lab adds to a running mesh, on the mesh's bridge: the
+ * client (k6, the demo's queries and `make mesh-capture`'s command run there, so client traffic
+ * has its own address and interface) and the baseline's central server. Names start with the mesh
+ * name (`<mesh>-cl`, `<mesh>-db`; host ends `<mesh>-clh`, `<mesh>-dbh`), so two meshes never
+ * collide, and removeExtraNamespaces() finds them by name also after a crash. The bridge may live
+ * in another namespace than the host's (libvirt's, for the Terraform VMs): the host end of the
+ * veth then lives there too (`hostNetns`).
  */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { squashError } from './errors.js';
-import { run, tryRun } from './sys.js';
+import { run, tryRun, type RunOptions, type RunResult } from './sys.js';
+
+/** The interface name inside every namespace the lab plugs into a bridge, as on a real single-NIC appliance. */
+export const NETNS_IF = 'eth0';
+
+/** `ip` arguments for the namespace `netns` (null: the host's). */
+function ipIn(netns: string | null, args: readonly string[]): string[] {
+  return netns ? ['-n', netns, ...args] : [...args];
+}
+
+/** The command line that runs `argv` inside `netns` (`ip netns exec` execs in place: the pid is the command's). */
+export function inNetns(netns: string, argv: readonly string[]): [string, ...string[]] {
+  return ['ip', 'netns', 'exec', netns, ...argv];
+}
+
+/** Runs `argv` inside `netns` (see run(): EDGE_LAB_COMMAND_FAILED with stderr on failure). */
+export function runInNetns(netns: string, argv: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
+  const [cmd, ...args] = inNetns(netns, argv);
+  return run(cmd, args, opts);
+}
+
+/** Starts `argv` inside `netns` as a child of ours (its pid is the command's). */
+export function spawnInNetns(netns: string, argv: readonly string[], opts: SpawnOptions = {}): ChildProcess {
+  const [cmd, ...args] = inNetns(netns, argv);
+  return spawn(cmd, args, opts);
+}
+
+/** Does `argv` succeed inside `netns`? (false also when the namespace is gone) */
+export function tryRunInNetns(netns: string, argv: readonly string[]): Promise<boolean> {
+  const [cmd, ...args] = inNetns(netns, argv);
+  return tryRun(cmd, args);
+}
+
+/** The names of every network namespace (`ip netns list`). */
+export async function listNamespaces(): Promise<string[]> {
+  const { stdout } = await run('ip', ['netns', 'list']);
+  return stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/)[0] ?? '')
+    .filter((n) => n.length > 0);
+}
+
+/** The names of every interface in `netns` (null: the host's). */
+export async function listLinks(netns: string | null = null): Promise<string[]> {
+  const { stdout } = await run('ip', ipIn(netns, ['-j', 'link', 'show']));
+  return (JSON.parse(stdout) as { ifname: string }[]).map((l) => l.ifname);
+}
+
+/** An IPv4 route of the host (`ip -4 -j route show table all`). */
+export interface Route {
+  readonly dst: string;
+  readonly dev?: string;
+  readonly table?: string;
+  readonly type?: string;
+}
+
+/** Every IPv4 route of the host, in all tables. */
+export async function listRoutes(): Promise<Route[]> {
+  const { stdout } = await run('ip', ['-4', '-j', 'route', 'show', 'table', 'all']);
+  return JSON.parse(stdout) as Route[];
+}
+
+/** The namespaces and host interfaces whose names start with `<prefix>-`: what a lab run must not leave behind. */
+export async function leftovers(prefix: string): Promise<{ netns: string[]; links: string[] }> {
+  const mine = (n: string) => n.startsWith(`${prefix}-`);
+  return { netns: (await listNamespaces()).filter(mine), links: (await listLinks()).filter(mine) };
+}
+
+/** Creates an empty namespace (EDGE_LAB_COMMAND_FAILED when the name is taken). */
+export async function createNamespace(netns: string): Promise<void> {
+  await run('ip', ['netns', 'add', netns]);
+}
+
+/** Creates a bridge (in `netns`, null: the host's), gives it `address` (CIDR) when one is given, and brings it up. */
+export async function createBridge(bridge: string, opts: { address?: string; netns?: string | null } = {}): Promise<void> {
+  const netns = opts.netns ?? null;
+  await run('ip', ipIn(netns, ['link', 'add', bridge, 'type', 'bridge']));
+  if (opts.address) await run('ip', ipIn(netns, ['addr', 'add', opts.address, 'dev', bridge]));
+  await run('ip', ipIn(netns, ['link', 'set', bridge, 'up']));
+}
+
+/** A namespace plugged into a bridge through a veth pair. */
+export interface VethAttachment {
+  readonly netns: string;
+  /** Host side of the veth (capture here); it joins the bridge. */
+  readonly hostIf: string;
+  /** The namespace side's name until it is inside the namespace and renamed NETNS_IF (a name free on the host). */
+  readonly peerIf: string;
+  /** Namespace holding `hostIf` and the bridge; null: the host's. */
+  readonly hostNetns: string | null;
+  /** The namespace's address on NETNS_IF, as CIDR (`10.77.3.11/24`). */
+  readonly address: string;
+  readonly bridge: string;
+  /** Extra routes out of NETNS_IF (for example multicast, `224.0.0.0/4`). */
+  readonly routes?: readonly string[];
+}
+
+/** Creates the namespace, its veth into the bridge, its loopback, address and routes. */
+export async function attachNamespace(a: VethAttachment): Promise<void> {
+  await createNamespace(a.netns);
+  await run('ip', ['link', 'add', a.hostIf, 'type', 'veth', 'peer', 'name', a.peerIf]);
+  await run('ip', ['link', 'set', a.peerIf, 'netns', a.netns]);
+  if (a.hostNetns) await run('ip', ['link', 'set', a.hostIf, 'netns', a.hostNetns]);
+  await run('ip', ['-n', a.netns, 'link', 'set', a.peerIf, 'name', NETNS_IF]);
+  await run('ip', ['-n', a.netns, 'addr', 'add', a.address, 'dev', NETNS_IF]);
+  await run('ip', ['-n', a.netns, 'link', 'set', 'lo', 'up']);
+  await run('ip', ['-n', a.netns, 'link', 'set', NETNS_IF, 'up']);
+  for (const route of a.routes ?? []) await run('ip', ['-n', a.netns, 'route', 'add', route, 'dev', NETNS_IF]);
+  await run('ip', ipIn(a.hostNetns, ['link', 'set', a.hostIf, 'master', a.bridge]));
+  await run('ip', ipIn(a.hostNetns, ['link', 'set', a.hostIf, 'up']));
+}
+
+/** The bridge an interface is plugged into (in `netns`, null: the host's), or null when it is not; throws when the interface does not exist. */
+export async function bridgeOf(iface: string, netns: string | null): Promise<string | null> {
+  const { stdout } = await run('ip', ipIn(netns, ['-j', 'link', 'show', 'dev', iface]));
+  const [link] = JSON.parse(stdout) as { master?: string }[];
+  return link?.master ?? null;
+}
+
+/** The pids of every process in `netns`; throws (EDGE_LAB_COMMAND_FAILED) when the namespace does not exist. */
+export async function namespacePids(netns: string): Promise<number[]> {
+  const { stdout } = await run('ip', ['netns', 'pids', netns]);
+  return stdout.split(/\s+/).filter(Boolean).map(Number);
+}
+
+/** Kills every process inside a namespace (all of them are ours: we created the namespace). Nothing when it is gone. */
+export async function killNamespaceProcesses(netns: string): Promise<void> {
+  let pids: number[];
+  try {
+    pids = await namespacePids(netns);
+  } catch (err) {
+    squashError(err); // the namespace is already gone
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (err) {
+      squashError(err); // exited meanwhile
+    }
+  }
+}
+
+/** Kills what runs in a namespace and deletes it, which deletes its veth ends and so their peers. Idempotent. */
+export async function deleteNamespace(netns: string): Promise<void> {
+  await killNamespaceProcesses(netns);
+  await tryRun('ip', ['netns', 'del', netns]);
+}
+
+/** Deletes an interface (in `netns`, null: the host's); false when there was none. */
+export function deleteLink(iface: string, netns: string | null = null): Promise<boolean> {
+  return tryRun('ip', ipIn(netns, ['link', 'del', iface]));
+}
 
 /** Last octet of the client's and the central server's addresses in the mesh's /24 (nodes use .11-.40). */
 export const CLIENT_HOST_OCTET = 240;
@@ -31,37 +191,14 @@ export function extraNamespace(mesh: string, subnet: string, role: ExtraRole, ho
   return { role, netns: `${mesh}-${role}`, hostIf: `${mesh}-${role}h`, hostNetns, addr: `${prefix}.${octet}` };
 }
 
-/** `ip` arguments for the namespace `netns` (null: the host's). */
-function ipIn(netns: string | null, args: readonly string[]): string[] {
-  return netns ? ['-n', netns, ...args] : [...args];
-}
-
 /** Creates the namespace and plugs it into the mesh's bridge (in `ns.hostNetns`). */
 export async function createExtraNamespace(ns: ExtraNamespace, bridge: string): Promise<void> {
-  const tmpIf = `${ns.netns}p`;
-  await run('ip', ['netns', 'add', ns.netns]);
-  await run('ip', ['link', 'add', ns.hostIf, 'type', 'veth', 'peer', 'name', tmpIf]);
-  await run('ip', ['link', 'set', tmpIf, 'netns', ns.netns]);
-  if (ns.hostNetns) await run('ip', ['link', 'set', ns.hostIf, 'netns', ns.hostNetns]);
-  await run('ip', ['-n', ns.netns, 'link', 'set', tmpIf, 'name', 'eth0']);
-  await run('ip', ['-n', ns.netns, 'addr', 'add', `${ns.addr}/24`, 'dev', 'eth0']);
-  await run('ip', ['-n', ns.netns, 'link', 'set', 'lo', 'up']);
-  await run('ip', ['-n', ns.netns, 'link', 'set', 'eth0', 'up']);
-  await run('ip', ipIn(ns.hostNetns, ['link', 'set', ns.hostIf, 'master', bridge]));
-  await run('ip', ipIn(ns.hostNetns, ['link', 'set', ns.hostIf, 'up']));
-}
-
-/** The bridge an interface is plugged into (in `netns`, null: the host's), or null when it is not; throws when the interface does not exist. */
-export async function bridgeOf(iface: string, netns: string | null): Promise<string | null> {
-  const { stdout } = await run('ip', ipIn(netns, ['-j', 'link', 'show', 'dev', iface]));
-  const [link] = JSON.parse(stdout) as { master?: string }[];
-  return link?.master ?? null;
+  await attachNamespace({ netns: ns.netns, hostIf: ns.hostIf, peerIf: `${ns.netns}p`, hostNetns: ns.hostNetns, address: `${ns.addr}/24`, bridge });
 }
 
 /** Kills what runs in the scenario namespaces of `mesh` and deletes them (by name). Idempotent. */
 export async function removeExtraNamespaces(mesh: string): Promise<string[]> {
-  const { stdout } = await run('ip', ['netns', 'list']);
-  const existing = new Set(stdout.split('\n').map((l) => l.trim().split(/\s+/)[0] ?? ''));
+  const existing = new Set(await listNamespaces());
   const found: string[] = [];
   for (const role of EXTRA_ROLES) {
     // the address is not needed to remove it
@@ -74,23 +211,7 @@ export async function removeExtraNamespaces(mesh: string): Promise<string[]> {
 
 /** Kills what runs in one scenario namespace and deletes it with its veth. Idempotent. */
 export async function removeNamespace(ns: ExtraNamespace): Promise<void> {
-  try {
-    const pids = (await run('ip', ['netns', 'pids', ns.netns])).stdout.split(/\s+/).filter(Boolean).map(Number);
-    for (const pid of pids) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch (err) {
-        squashError(err); // exited meanwhile
-      }
-    }
-  } catch (err) {
-    squashError(err); // the namespace is already gone
-  }
   // deleting the namespace deletes its veth pair; the second call covers a half-made one
-  await tryRun('ip', ['netns', 'del', ns.netns]);
-  await tryRun('ip', ipIn(ns.hostNetns, ['link', 'del', ns.hostIf]));
-}
-
-export function inNetns(netns: string, argv: readonly string[]): string[] {
-  return ['ip', 'netns', 'exec', netns, ...argv];
+  await deleteNamespace(ns.netns);
+  await deleteLink(ns.hostIf, ns.hostNetns);
 }

@@ -20,7 +20,6 @@ import {
   httpOk,
   latencyToxics,
   pool,
-  run,
   startService,
   tail,
   tcpOpen,
@@ -31,6 +30,7 @@ import {
   extraNamespace,
   inNetns,
   removeNamespace,
+  runInNetns,
   type ExtraNamespace,
 } from '@syncmesh-edge/lab';
 
@@ -202,7 +202,7 @@ export async function startCentral(cfg: ScenarioConfig, meshTopology: Topology, 
           let out: string;
           try {
             out = (
-              await run('ip', inNetns(n.namespace, [process.execPath, loadCli, '--mongodb-uri', uri, ...source, '--quiet']).slice(1), {
+              await runInNetns(n.namespace, [process.execPath, loadCli, '--mongodb-uri', uri, ...source, '--quiet'], {
                 timeoutMs: INGEST_TIMEOUT_MS,
               })
             ).stdout;

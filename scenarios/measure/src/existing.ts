@@ -25,8 +25,9 @@ import {
   extraNamespace,
   inNetns,
   layoutFromTopology,
+  listNamespaces,
+  namespacePids,
   removeNamespace,
-  run,
   type CaptureTarget,
   type Layout,
 } from '@syncmesh-edge/lab';
@@ -124,11 +125,6 @@ export function captureNetnsOf(t: ExistingTopology, configured: string | null | 
   );
 }
 
-async function namespaceExists(netns: string): Promise<boolean> {
-  const { stdout } = await run('ip', ['netns', 'list']);
-  return stdout.split('\n').some((l) => l.trim().split(/\s+/)[0] === netns);
-}
-
 /**
  * Reads and checks the existing mesh of cfg.existing: topology, node count and link profile
  * against what was asked, the namespace, every node's link and the one bridge they share.
@@ -153,7 +149,7 @@ export async function inspectExistingMesh(cfg: ScenarioConfig): Promise<Existing
   }
   const netns = captureNetnsOf(t, ex.captureNetns, path);
   const where = netns ? `namespace ${netns}` : "the host's namespace";
-  if (netns && !(await namespaceExists(netns))) {
+  if (netns && !(await listNamespaces()).includes(netns)) {
     throw topologyError(
       path,
       `the namespace ${netns} that holds the mesh's bridge does not exist: is the mesh up? (Terraform: make tf-up SCENARIO=…; libvirtd runs in it)`,
@@ -272,9 +268,8 @@ export async function meshProcesses(stateRoot: string, name: string, nodes: numb
 
 /** The QEMU processes in the VMs' namespace (one per VM, named by its libvirt domain). */
 async function qemuProcesses(netns: string): Promise<WatchedProcess[]> {
-  const { stdout } = await run('ip', ['netns', 'pids', netns]);
   const out: WatchedProcess[] = [];
-  for (const pid of stdout.split(/\s+/).filter(Boolean).map(Number)) {
+  for (const pid of await namespacePids(netns)) {
     let cmdline: string[];
     try {
       cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');

@@ -11,7 +11,6 @@
  *   faasd     the published port (node address :8080, faasd up's port proxy) -> gateway -> ...: what a client uses
  * The node is removed afterwards (also on failure or Ctrl-C).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, type MeshConfig } from './config.js';
@@ -19,6 +18,7 @@ import { MeshError } from './errors.js';
 import { down, up, type Progress } from './mesh.js';
 import { FAASD_PATHS, faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, functionTaskAddress, renderStack, stackVars } from './runtime-faasd.js';
 import { readState } from './state.js';
+import { spawnInNetns } from '@syncmesh-edge/lab';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
 /** The function's settings (stack.yml) that change how Node.js runs it, given to the bare process too. */
@@ -54,22 +54,9 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
     const [deployed] = renderStack(readFileSync(FAASD_PATHS.stack, 'utf8'), stackVars(cfg, state.plan.nodes[0]!, cfg.forwardMode));
     const fnEnv = SAME_ENV.filter((k) => deployed?.envVars[k] !== undefined).flatMap((k) => ['--fn-env', `${k}=${deployed!.envVars[k]}`]);
     progress(`the bare process gets the function's ${fnEnv.filter((_, i) => i % 2 === 1).join(' ') || 'defaults'}`);
-    const args = [
-      'netns',
-      'exec',
-      node.netns!,
-      process.execPath,
-      BENCH,
-      '--name',
-      'function-faasd',
-      '--label',
-      'faasd node',
-      ...http.flatMap((h) => ['--http', h]),
-      ...fnEnv,
-      ...argv,
-    ];
+    const benchArgv = [process.execPath, BENCH, '--name', 'function-faasd', '--label', 'faasd node', ...http.flatMap((h) => ['--http', h]), ...fnEnv, ...argv];
     const code = await new Promise<number>((resolve) => {
-      const child = spawn('ip', args, {
+      const child = spawnInNetns(node.netns!, benchArgv, {
         stdio: 'inherit',
         env: { ...process.env, MONGODB_URI: `mongodb://${mongo}:27017/?directConnection=true` },
       });

@@ -15,13 +15,14 @@ import { MeshError, squashError } from './errors.js';
 import { linkShapes, validateProfile } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
-import { createBridge, createNodeNetwork, cutNodeFirewall, preflightNetwork, removeMeshNetwork, restoreNodeFirewall } from './network.js';
+import { createMeshBridge, createNodeNetwork, cutNodeFirewall, preflightNetwork, removeMeshNetwork, restoreNodeFirewall } from './network.js';
 import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
 import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, writeKeyFileFor, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
 import {
   hostListeners,
   httpOk,
+  inNetns,
   isAlive,
   pool,
   portTaken,
@@ -167,7 +168,7 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
   try {
     if (plan.isolation === 'netns') {
       progress(`bridge ${plan.bridge} ${plan.subnet} (host ${plan.hostAddr})`);
-      await createBridge(plan);
+      await createMeshBridge(plan);
     }
     aborted();
 
@@ -260,7 +261,7 @@ async function startService(svc: NodeService, ctx: ServiceContext, state: MeshSt
   const { node, plan } = ctx;
   const logFile = join(plan.stateDir, 'logs', `${node.id}.${svc.role}.log`);
   const argv = svc.argv(ctx);
-  const full = node.netns ? ['ip', 'netns', 'exec', node.netns, ...argv] : argv;
+  const full = node.netns ? inNetns(node.netns, argv) : argv;
   const rec = startDetached(svc.role, node.id, full, logFile, { ...baseEnv(), ...svc.env(ctx) });
   state.processes.push(rec);
   writeState(state);

@@ -23,7 +23,7 @@ import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
 import { beginMesh, fillRegistries, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
 import { misoPeers, writeKeyFileFor } from './services.js';
-import { createBridge, createNodeNetwork } from './network.js';
+import { createMeshBridge, createNodeNetwork } from './network.js';
 import type { MeshPlan, NodePlan } from './plan.js';
 import { writeState, type MeshState } from './state.js';
 import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from '@syncmesh-edge/lab';
@@ -420,7 +420,7 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
   };
   try {
     progress(`bridge ${plan.bridge} ${plan.subnet} (host ${plan.hostAddr})`);
-    await createBridge(plan);
+    await createMeshBridge(plan);
     progress(`toxiproxy on ${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port} with ${plan.links.length} directed links`);
     const toxi = await startToxiproxy(cfg, plan, state);
     await toxi.createLinks(plan.links);

@@ -8,21 +8,28 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  attachNamespace,
   bridgeOf,
+  createBridge,
   createExtraNamespace,
+  createNamespace,
+  deleteLink,
+  deleteNamespace,
   extraNamespace,
   hasCommand,
+  inNetns,
   layoutFromTopology,
+  listNamespaces,
   removeNamespace,
+  spawnInNetns,
   startCapture,
   tcpOpen,
-  tryRun,
   waitFor,
   type Layout,
   type TopologyLike,
@@ -56,7 +63,11 @@ http.createServer(async (req, res) => {
 }).listen(8080, process.argv[1]);
 `;
 
-const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+/** Runs `argv` inside `netns` and returns its output. */
+function outputIn(netns: string, argv: string[]): string {
+  const [cmd, ...args] = inNetns(netns, argv);
+  return execFileSync(cmd, args, { encoding: 'utf8' });
+}
 
 function getText(url: string): Promise<string> {
   return new Promise((ok, no) => {
@@ -73,28 +84,18 @@ function getText(url: string): Promise<string> {
 /** No TCP connection of the test is still open or closing (so no packet comes after stop). */
 function quiet(): boolean {
   const states = ['established', 'syn-sent', 'syn-recv', 'fin-wait-1', 'fin-wait-2', 'close-wait', 'last-ack', 'closing'].flatMap((s) => ['state', s]);
-  const ns = [1, 2].map((i) => execFileSync('ip', ['netns', 'exec', `${P}-n${i}`, 'ss', '-tnH', ...states], { encoding: 'utf8' }).trim());
+  const ns = [1, 2].map((i) => outputIn(`${P}-n${i}`, ['ss', '-tnH', ...states]).trim());
   const host = execFileSync('ss', ['-tnH', ...states, 'dst', `${NET}.0/24`], { encoding: 'utf8' }).trim();
   return ns.every((s) => s === '') && host === '';
 }
 
 before(async () => {
   if (skip) return;
-  ip('link', 'add', BR, 'type', 'bridge');
-  ip('addr', 'add', `${HOST}/24`, 'dev', BR);
-  ip('link', 'set', BR, 'up');
+  await createBridge(BR, { address: `${HOST}/24` });
   for (const [i, addr] of N.entries()) {
     const ns = `${P}-n${i + 1}`;
-    ip('netns', 'add', ns);
-    ip('link', 'add', `${P}-h${i + 1}`, 'type', 'veth', 'peer', 'name', `${P}-p${i + 1}`);
-    ip('link', 'set', `${P}-p${i + 1}`, 'netns', ns);
-    ip('-n', ns, 'link', 'set', `${P}-p${i + 1}`, 'name', 'eth0');
-    ip('-n', ns, 'addr', 'add', `${addr}/24`, 'dev', 'eth0');
-    ip('-n', ns, 'link', 'set', 'lo', 'up');
-    ip('-n', ns, 'link', 'set', 'eth0', 'up');
-    ip('link', 'set', `${P}-h${i + 1}`, 'master', BR);
-    ip('link', 'set', `${P}-h${i + 1}`, 'up');
-    servers.push(spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', NODE_SCRIPT, addr], { stdio: 'ignore' }));
+    await attachNamespace({ netns: ns, hostIf: `${P}-h${i + 1}`, peerIf: `${P}-p${i + 1}`, hostNetns: null, address: `${addr}/24`, bridge: BR });
+    servers.push(spawnInNetns(ns, [process.execPath, '-e', NODE_SCRIPT, addr], { stdio: 'ignore' }));
   }
   for (const addr of N) await waitFor(`node ${addr}`, () => tcpOpen(addr, 8080), 20_000);
 });
@@ -103,10 +104,10 @@ after(async () => {
   if (skip) return;
   for (const s of servers) s.kill('SIGKILL');
   for (const i of [1, 2]) {
-    await tryRun('ip', ['netns', 'del', `${P}-n${i}`]);
-    await tryRun('ip', ['link', 'del', `${P}-h${i}`]);
+    await deleteNamespace(`${P}-n${i}`);
+    await deleteLink(`${P}-h${i}`);
   }
-  await tryRun('ip', ['link', 'del', BR]);
+  await deleteLink(BR);
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -175,17 +176,16 @@ test("capture - a bridge inside another namespace (as libvirt's): the client plu
   const node = extraNamespace(P, `${net}.0/24`, 'db', bns);
   let server: ChildProcess | undefined;
   try {
-    ip('netns', 'add', bns);
-    ip('-n', bns, 'link', 'add', bridge, 'type', 'bridge');
-    ip('-n', bns, 'link', 'set', bridge, 'up');
+    await createNamespace(bns);
+    await createBridge(bridge, { netns: bns });
     await createExtraNamespace(cl, bridge);
     await createExtraNamespace(node, bridge);
     assert.equal(await bridgeOf(cl.hostIf, bns), bridge);
     assert.equal(await bridgeOf('eth0', cl.netns), null);
     await assert.rejects(bridgeOf(cl.hostIf, null), 'the host end is not in the host namespace');
-    server = spawn('ip', ['netns', 'exec', node.netns, process.execPath, '-e', NODE_SCRIPT, node.addr], { stdio: 'ignore' });
+    server = spawnInNetns(node.netns, [process.execPath, '-e', NODE_SCRIPT, node.addr], { stdio: 'ignore' });
     const fetchLength = `fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(String(t.length)))`;
-    const get = () => execFileSync('ip', ['netns', 'exec', cl.netns, process.execPath, '-e', fetchLength, `http://${node.addr}:8080/`], { encoding: 'utf8' });
+    const get = () => outputIn(cl.netns, [process.execPath, '-e', fetchLength, `http://${node.addr}:8080/`]);
     await waitFor(
       'the node answers the client',
       async () => {
@@ -222,11 +222,8 @@ test("capture - a bridge inside another namespace (as libvirt's): the client plu
     server?.kill('SIGKILL');
     await removeNamespace(cl);
     await removeNamespace(node);
-    await tryRun('ip', ['netns', 'del', bns]);
+    await deleteNamespace(bns);
   }
-  const left = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => l.split(' ')[0])
-    .filter((n) => n === bns || n === cl.netns || n === node.netns);
+  const left = (await listNamespaces()).filter((n) => n === bns || n === cl.netns || n === node.netns);
   assert.deepEqual(left, [], 'no namespace left');
 });

@@ -5,6 +5,7 @@
  * plots and the report exist, and that nothing is left behind.
  */
 import { hostInfo } from '@syncmesh-edge/bench-kit';
+import { leftovers } from '@syncmesh-edge/lab';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { runOnOneMesh, type CellResult } from '../../src/run.js';
 import { writeResults } from '../../src/report.js';
-import { assertCountsFromPcaps, assertPngs, linksOf, missing, namespacesOf, processesMentioning, testMeshName } from './support.js';
+import { assertCountsFromPcaps, assertPngs, missing, processesMentioning, testMeshName } from './support.js';
 
 /** Generous: the mesh start dominates, and other work shares the 2 cores. */
 const CELL_TIMEOUT_MS = 8 * 60_000;
@@ -74,8 +75,8 @@ test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the ca
     assert.match(readFileSync(join(runDir, 'report.md'), 'utf8'), /34\.74/);
     assert.equal(readFileSync(join(runDir, 'results.csv'), 'utf8').trim().split('\n').length, 3);
 
-    assert.deepEqual(namespacesOf(mesh), [], 'no namespaces left');
-    assert.deepEqual(linksOf(mesh), [], 'no interfaces left');
+    assert.deepEqual((await leftovers(mesh)).netns, [], 'no namespaces left');
+    assert.deepEqual((await leftovers(mesh)).links, [], 'no interfaces left');
     assert.deepEqual(processesMentioning(`${mesh}-`, root), [], 'no processes left (tcpdump, k6, servers)');
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -11,6 +11,7 @@
  * 12). Names start with MEASURE_TEST_PREFIX (default smx) and the pid.
  */
 import { hostInfo } from '@syncmesh-edge/bench-kit';
+import { leftovers } from '@syncmesh-edge/lab';
 import { cut, down as meshDown, loadConfig as loadMeshConfig, restore, up as meshUp } from '@syncmesh-edge/mesh';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +23,7 @@ import { ScenarioError } from '../../src/errors.js';
 import { inspectExistingMesh } from '../../src/existing.js';
 import { writeResults } from '../../src/report.js';
 import { runOnExistingMesh } from '../../src/run.js';
-import { assertCountsFromPcaps, assertPngs, linksOf, missing, namespacesOf, processesMentioning, testMeshName } from './support.js';
+import { assertCountsFromPcaps, assertPngs, missing, processesMentioning, testMeshName } from './support.js';
 
 /** About 2 min here (mesh start, two cells, a 10 s probe timeout): past make test's budget, so its own tier. */
 const skip = process.env['MEASURE_TEST_EXISTING'] !== '1' ? 'set MEASURE_TEST_EXISTING=1 (make test-scenario-existing): about 2 min' : missing();
@@ -70,7 +71,7 @@ test('existing mesh - one syncmesh cell from the topology alone: counts from the
   assert.equal(existing.netns, null, "the emulated mesh's links are on the host");
   assert.equal(existing.bridge, `${mesh}-br`, 'the bridge is found from the links');
   assert.equal(existing.nodes.length, 3);
-  const namespacesBefore = namespacesOf(mesh);
+  const namespacesBefore = (await leftovers(mesh)).netns;
   const runDir = join(cfg.resultsDir, 'links');
   const results = await runOnExistingMesh(cfg, existing, [cell], runDir, () => undefined);
   const { plots } = writeResults(
@@ -115,8 +116,8 @@ test('existing mesh - one syncmesh cell from the topology alone: counts from the
   assert.match(readFileSync(join(runDir, 'report.md'), 'utf8'), new RegExp(`existing mesh \`${mesh}\``));
   assert.equal(readFileSync(join(runDir, 'results.csv'), 'utf8').trim().split('\n').length, 2);
 
-  assert.deepEqual(namespacesOf(mesh), namespacesBefore, "the mesh's namespaces are untouched and the client's is gone");
-  assert.ok(!linksOf(mesh).includes(`${mesh}-clh`), "the client's link is gone");
+  assert.deepEqual((await leftovers(mesh)).netns, namespacesBefore, "the mesh's namespaces are untouched and the client's is gone");
+  assert.ok(!(await leftovers(mesh)).links.includes(`${mesh}-clh`), "the client's link is gone");
   assert.deepEqual(processesMentioning(`${mesh}-cl`, 'tcpdump -i'), [], 'no tcpdump or k6 left');
 });
 
@@ -157,7 +158,7 @@ test('existing mesh - a node that does not answer, or a link that is not there, 
   }
   const cellDir = join(runDir, 'nodes-3');
   assert.deepEqual(existsSync(cellDir) ? readdirSync(cellDir) : [], [], 'nothing was measured');
-  assert.ok(!namespacesOf(mesh).includes(`${mesh}-cl`), 'the client namespace is removed again');
+  assert.ok(!(await leftovers(mesh)).netns.includes(`${mesh}-cl`), 'the client namespace is removed again');
 
   const broken = JSON.parse(readFileSync(topologyPath, 'utf8')) as { nodes: { host_interface: string }[] };
   broken.nodes[1]!.host_interface = `${mesh}-h9`;

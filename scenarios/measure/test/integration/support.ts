@@ -1,4 +1,4 @@
-/** What the integration tests of the scenarios share: why a test must skip, and what is left on the host. */
+/** What the integration tests of the scenarios share: why a test must skip, and what is left on the host (namespaces and interfaces: the lab's `leftovers`). */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -27,21 +27,6 @@ export function missing(): string | false {
   }
   if (!hasCommand('tcpdump')) return 'needs tcpdump (make tools)';
   return false;
-}
-
-/** Network namespaces whose names start with `<prefix>-`. */
-export function namespacesOf(prefix: string): string[] {
-  return execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => l.split(' ')[0] ?? '')
-    .filter((n) => n.startsWith(`${prefix}-`));
-}
-
-/** Host interfaces whose names start with `<prefix>-`. */
-export function linksOf(prefix: string): string[] {
-  return (JSON.parse(execFileSync('ip', ['-j', 'link', 'show'], { encoding: 'utf8' })) as { ifname: string }[])
-    .map((l) => l.ifname)
-    .filter((n) => n.startsWith(`${prefix}-`));
 }
 
 /** Command lines of running processes that mention one of `needles`. */

@@ -24,18 +24,6 @@ export function tempStateRoot(): string {
 /** Is `cmd` on the PATH? (the lab's one check) */
 export const has = hasCommand;
 
-/** Namespaces and interfaces whose names start with the mesh name, and the host's iptables rules. */
-export function leftovers(name: string): { netns: string[]; links: string[] } {
-  const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => l.split(' ')[0] ?? '')
-    .filter((n) => n.startsWith(`${name}-`));
-  const links = (JSON.parse(execFileSync('ip', ['-j', 'link', 'show'], { encoding: 'utf8' })) as { ifname: string }[])
-    .map((l) => l.ifname)
-    .filter((n) => n.startsWith(`${name}-`));
-  return { netns, links };
-}
-
 export function iptablesRules(): string {
   return has('iptables-save') ? execFileSync('iptables-save', { encoding: 'utf8' }).replace(/^#.*$/gm, '').trim() : '';
 }

@@ -61,7 +61,8 @@ import {
 import { meta } from '../../src/client.js';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { down, up, type MeshHandle } from '../../src/mesh.js';
-import { leftovers, netnsSkipReason, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { netnsSkipReason, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { leftovers } from '@syncmesh-edge/lab';
 
 const NODES = 5;
 const seed = process.env['CHAOS_SEED'] ? Number(process.env['CHAOS_SEED']) : randomSeed();
@@ -353,5 +354,5 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
 
 test('mesh chaos - down leaves no namespace or interface behind', { skip }, async () => {
   await down(stateRoot, name);
-  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  assert.deepEqual(await leftovers(name), { netns: [], links: [] });
 });

@@ -40,19 +40,10 @@ import { cut, restore } from '../../src/mesh.js';
 import { listNodes, meta } from '../../src/client.js';
 import { MongoClient, ObjectId } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import { httpOk, run } from '@syncmesh-edge/lab';
+import { httpOk, leftovers, run } from '@syncmesh-edge/lab';
 import { SDK_MAIN, type SdkClient } from '../../src/chaos-driver.js';
 import { pathToFileURL } from 'node:url';
-import {
-  iptablesRules,
-  leftovers,
-  netnsSkipReason,
-  recordedProcesses,
-  stillRunning,
-  tempStateRoot,
-  TOXIPROXY_BIN,
-  uniqueMeshName,
-} from '../../src/testing/helpers.js';
+import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
 const DEADLINE_MS = 20_000;
@@ -576,7 +567,7 @@ test('faasd mesh - mesh-down leaves no process, namespace, cgroup, mount or ipta
   const procs = recordedProcesses(join(stateRoot, name));
   await down(stateRoot, name);
   assert.deepEqual(stillRunning(procs), []);
-  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  assert.deepEqual(await leftovers(name), { netns: [], links: [] });
   const cgroups = execFileSync('find', ['/sys/fs/cgroup', '-maxdepth', '5', '-type', 'd', '-name', `${name}-n*`], { encoding: 'utf8' }).trim();
   assert.equal(cgroups, '', 'no cgroup of the nodes');
   assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(stateRoot), false, 'no mount under the state root');

@@ -14,11 +14,10 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, PACKAGE_ROOT, REPO_ROOT, type MeshConfig } from '../../src/config.js';
@@ -27,7 +26,8 @@ import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { readState } from '../../src/state.js';
 import { createNodeNetwork, NODE_IF } from '../../src/network.js';
 import type { NodePlan } from '../../src/plan.js';
-import { leftovers, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { leftovers, runInNetns, spawnInNetns } from '@syncmesh-edge/lab';
 
 const agentMain = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js');
 const sdkMain = join(REPO_ROOT, 'miso-agent', 'sdk', 'dist', 'src', 'index.js');
@@ -241,10 +241,7 @@ function records(b: Buffer): { type: number; ttl: number; flush: boolean; rdata:
 
 test('mesh mdns - a one-shot resolver in another namespace gets a unicast answer (RFC 6762 §6.7)', { skip }, async () => {
   const [n1, n2] = mesh.plan.nodes;
-  const { stdout } = await promisify(execFile)('ip', [
-    'netns',
-    'exec',
-    n1!.netns!,
+  const { stdout } = await runInNetns(n1!.netns!, [
     process.execPath,
     '--input-type=module',
     '-e',
@@ -332,7 +329,7 @@ test('mesh mdns - an mDNS impostor claiming node-2 (another mesh secret) gets no
   // same function and key, with a mesh secret of its own (it does not know the mesh's).
   const sock = join(mesh.plan.stateDir, 'impostor.sock');
   const spawnedAt = Date.now();
-  const proc = spawn('ip', ['netns', 'exec', rogue.netns!, process.execPath, agentMain], {
+  const proc = spawnInNetns(rogue.netns!, [process.execPath, agentMain], {
     env: {
       PATH: process.env['PATH'] ?? '',
       MISO_NODE_ID: 'node-2',
@@ -452,7 +449,7 @@ test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh k
   const port = mesh.plan.nodes[0]!.agentPort + 1;
   const sock = join(mesh.plan.stateDir, 'mallory.sock');
   // mallory holds the mesh secret (an insider, or a stolen secret) and runs as itself...
-  const mallory = spawn('ip', ['netns', 'exec', rogue.netns!, process.execPath, agentMain], {
+  const mallory = spawnInNetns(rogue.netns!, [process.execPath, agentMain], {
     env: {
       PATH: process.env['PATH'] ?? '',
       MISO_NODE_ID: 'mallory',
@@ -484,9 +481,9 @@ test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh k
   const before = (await client('node-1').read(FN, 'hits', 'total', 'gcounter')).value;
   // ...and a forged record says node-2 lives at mallory's address.
   const mdnsModule = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'discovery', 'mdns.js');
-  const announcer = spawn(
-    'ip',
-    ['netns', 'exec', rogue.netns!, process.execPath, '--input-type=module', '-e', FORGED_ANNOUNCER, mdnsModule, 'node-2', String(port), rogue.addr],
+  const announcer = spawnInNetns(
+    rogue.netns!,
+    [process.execPath, '--input-type=module', '-e', FORGED_ANNOUNCER, mdnsModule, 'node-2', String(port), rogue.addr],
     {
       stdio: ['pipe', 'pipe', 'pipe'],
     },
@@ -614,6 +611,6 @@ test('mesh mdns - mesh-down leaves no process, namespace or interface', { skip }
   const procs = recordedProcesses(mesh.plan.stateDir);
   await down(stateRoot, name);
   assert.deepEqual(stillRunning(procs), []);
-  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  assert.deepEqual(await leftovers(name), { netns: [], links: [] });
   assert.deepEqual(await down(stateRoot, name), { stopped: 0, netns: 0, links: 0 });
 });

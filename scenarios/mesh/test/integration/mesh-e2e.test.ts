@@ -14,16 +14,8 @@ import { postFunction, type TimedAnswer } from '../../src/client.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
 import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
-import {
-  iptablesRules,
-  leftovers,
-  netnsSkipReason,
-  recordedProcesses,
-  stillRunning,
-  tempStateRoot,
-  TOXIPROXY_BIN,
-  uniqueMeshName,
-} from '../../src/testing/helpers.js';
+import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { leftovers } from '@syncmesh-edge/lab';
 
 const NODE_TIMEOUT_MS = 8_000; // generous: the test server is slow on a busy 2-core machine
 const DEADLINE_MS = 16_000;
@@ -138,6 +130,6 @@ test('mesh e2e - mesh-down leaves no process, namespace, interface or iptables r
   const procs = recordedProcesses(join(stateRoot, name));
   await down(stateRoot, name);
   assert.deepEqual(stillRunning(procs), []);
-  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  assert.deepEqual(await leftovers(name), { netns: [], links: [] });
   assert.equal(iptablesRules(), rulesBefore);
 });

@@ -6,19 +6,17 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, type MeshConfig } from '../../src/config.js';
 import { MeshError } from '../../src/errors.js';
-import { removeNamespace } from '@syncmesh-edge/lab';
+import { createNamespace, deleteNamespace, leftovers, removeNamespace, runInNetns } from '@syncmesh-edge/lab';
 import { clientNamespace, startMeshCapture } from '../../src/capture.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
 import { PACKAGE_ROOT } from '../../src/config.js';
 import {
   has,
   iptablesRules,
-  leftovers,
   netnsSkipReason,
   recordedProcesses,
   stillRunning,
@@ -73,7 +71,7 @@ after(async () => {
 });
 
 test('mesh plumbing - every node runs in its own namespace and is reachable from the host', { skip }, async () => {
-  assert.deepEqual(leftovers(name).netns.sort(), [`${name}-n1`, `${name}-n2`, `${name}-n3`]);
+  assert.deepEqual((await leftovers(name)).netns.sort(), [`${name}-n1`, `${name}-n2`, `${name}-n3`]);
   const s = await status(stateRoot, name);
   assert.deepEqual(
     s.nodes.map((n) => n.ready),
@@ -83,10 +81,10 @@ test('mesh plumbing - every node runs in its own namespace and is reachable from
     const res = await fetch(n.function_url, { method: 'POST', body: '{}' });
     assert.equal(((await res.json()) as Echo).node, n.id);
     // the node's MongoDB listens in its namespace only: its address is the namespace's
-    const inNs = execFileSync('ip', ['netns', 'exec', n.namespace!, 'ip', '-4', '-br', 'addr', 'show', 'eth0'], { encoding: 'utf8' });
+    const inNs = (await runInNetns(n.namespace!, ['ip', '-4', '-br', 'addr', 'show', 'eth0'])).stdout;
     assert.match(inNs, new RegExp(n.address.replace(/\./g, '\\.')));
   }
-  const routes = execFileSync('ip', ['netns', 'exec', `${name}-n1`, 'ip', 'route'], { encoding: 'utf8' });
+  const routes = (await runInNetns(`${name}-n1`, ['ip', 'route'])).stdout;
   assert.match(routes, /224\.0\.0\.0\/4 dev eth0/, 'multicast route for mDNS');
 });
 
@@ -112,7 +110,7 @@ test('mesh plumbing - capture counts every packet once: client, node to node per
     const src = mesh.topology.nodes[0]!;
     const body = JSON.stringify({ forward: src.peers['node-2'], timeoutMs: 3_000 });
     const script = `fetch(${JSON.stringify(src.function_url)}, { method: 'POST', body: ${JSON.stringify(body)} }).then((r) => r.text()).then((t) => process.stdout.write(t))`;
-    const answer = JSON.parse(execFileSync('ip', ['netns', 'exec', client.netns, process.execPath, '-e', script], { encoding: 'utf8' })) as Echo;
+    const answer = JSON.parse((await runInNetns(client.netns, [process.execPath, '-e', script])).stdout) as Echo;
     assert.equal(answer.forwarded?.answer?.node, 'node-2');
     const r = await capture.stop();
     assert.equal(r.client, client.addr);
@@ -144,23 +142,23 @@ test('mesh plumbing - a cut node hangs (no refusal) until it is restored', { ski
 });
 
 test('mesh plumbing - a second start with the same names fails at once and changes nothing', { skip }, async () => {
-  const before = leftovers(name);
+  const before = await leftovers(name);
   await assert.rejects(up(cfg, { loadData: false, fillRegistry: false }), (e: unknown) => e instanceof MeshError && e.code === 'EDGE_MESH_ALREADY_UP');
   // a mesh whose namespace name is taken by someone else (no state of ours)
   const other = uniqueMeshName('smx');
-  execFileSync('ip', ['netns', 'add', `${other}-n2`]);
+  await createNamespace(`${other}-n2`);
   try {
     await assert.rejects(up({ ...cfg, name: other }, { loadData: false, fillRegistry: false }), (e: unknown) => {
       assert.ok(e instanceof MeshError && e.code === 'EDGE_MESH_NAME_TAKEN', String(e));
       assert.match((e as Error).message, new RegExp(`namespace ${other}-n2`));
       return true;
     });
-    assert.deepEqual(leftovers(other), { netns: [`${other}-n2`], links: [] }, 'nothing of the refused mesh was created');
+    assert.deepEqual(await leftovers(other), { netns: [`${other}-n2`], links: [] }, 'nothing of the refused mesh was created');
     assert.equal(existsSync(join(stateRoot, other)), false);
   } finally {
-    execFileSync('ip', ['netns', 'del', `${other}-n2`]);
+    await deleteNamespace(`${other}-n2`);
   }
-  assert.deepEqual(leftovers(name), before);
+  assert.deepEqual(await leftovers(name), before);
 });
 
 test('mesh plumbing - mesh-down leaves no process, namespace, interface or iptables rule, and is idempotent', { skip }, async () => {
@@ -168,7 +166,7 @@ test('mesh plumbing - mesh-down leaves no process, namespace, interface or iptab
   assert.ok(procs.length >= 7, `expected toxiproxy + 2 processes per node, state has ${procs.length}`);
   await down(stateRoot, name);
   assert.deepEqual(stillRunning(procs), []);
-  assert.deepEqual(leftovers(name), { netns: [], links: [] });
+  assert.deepEqual(await leftovers(name), { netns: [], links: [] });
   assert.equal(iptablesRules(), rulesBefore);
   const again = await down(stateRoot, name);
   assert.deepEqual(again, { stopped: 0, netns: 0, links: 0 });

@@ -1,0 +1,69 @@
+/**
+ * The namespace commands on real namespaces (needs root): a bridge with an address, a namespace
+ * plugged into it with an extra route, commands run inside, its processes found and killed on
+ * delete, and nothing left behind by name.
+ */
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  attachNamespace,
+  bridgeOf,
+  createBridge,
+  createNamespace,
+  deleteLink,
+  deleteNamespace,
+  LabError,
+  leftovers,
+  listRoutes,
+  namespacePids,
+  NETNS_IF,
+  runInNetns,
+  spawnInNetns,
+  tryRunInNetns,
+  waitFor,
+} from '../../src/index.js';
+
+const skip = process.getuid?.() !== 0 ? 'needs root (network namespaces)' : false;
+
+/** Names start with LAB_TEST_PREFIX (default: sl + 3 random letters) + `n`, so parallel runs and capture.test.ts never collide. */
+const P = `${process.env['LAB_TEST_PREFIX'] ?? `sl${Math.random().toString(36).slice(2, 5)}`}n`;
+const NET = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`;
+const BR = `${P}-br`;
+const NS = `${P}-n1`;
+const HOST_IF = `${P}-h1`;
+
+after(async () => {
+  if (skip) return;
+  await deleteNamespace(NS);
+  await deleteLink(HOST_IF);
+  await deleteLink(BR);
+});
+
+test('netns - a namespace on a bridge: its address and routes, commands inside, its processes killed on delete, nothing left', { skip }, async () => {
+  await createBridge(BR, { address: `${NET}.1/24` });
+  await attachNamespace({ netns: NS, hostIf: HOST_IF, peerIf: `${P}-p1`, hostNetns: null, address: `${NET}.11/24`, bridge: BR, routes: ['224.0.0.0/4'] });
+  assert.equal(await bridgeOf(HOST_IF, null), BR);
+  assert.match((await runInNetns(NS, ['ip', '-4', '-br', 'addr', 'show', NETNS_IF])).stdout, new RegExp(`${NET.replace(/\./g, '\\.')}\\.11/24`));
+  assert.match((await runInNetns(NS, ['ip', 'route'])).stdout, /224\.0\.0\.0\/4 dev eth0/);
+  assert.ok(
+    (await listRoutes()).some((r) => r.dst === `${NET}.0/24` && r.dev === BR),
+    "the bridge's subnet is a host route",
+  );
+  const mine = await leftovers(P);
+  assert.deepEqual(mine.netns, [NS]);
+  assert.deepEqual(mine.links.sort(), [BR, HOST_IF].sort());
+  assert.equal(await tryRunInNetns(NS, ['true']), true);
+  assert.equal(await tryRunInNetns(NS, ['false']), false);
+  await assert.rejects(createNamespace(NS), (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_COMMAND_FAILED');
+
+  const sleeper = spawnInNetns(NS, ['sleep', '600'], { stdio: 'ignore' });
+  const exited = new Promise<NodeJS.Signals | null>((ok) => sleeper.once('exit', (_code, signal) => ok(signal)));
+  await waitFor('the sleeper in the namespace', async () => (await namespacePids(NS)).includes(sleeper.pid!), 10_000);
+  await deleteNamespace(NS);
+  assert.equal(await exited, 'SIGKILL', 'what ran inside is killed');
+  await assert.rejects(namespacePids(NS), (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_COMMAND_FAILED');
+  assert.equal(await deleteLink(HOST_IF), false, "the host end went with the namespace's end");
+  assert.equal(await deleteLink(BR), true);
+  await deleteNamespace(NS); // idempotent
+  assert.deepEqual(await leftovers(P), { netns: [], links: [] });
+});
