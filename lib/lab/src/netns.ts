@@ -6,7 +6,7 @@
  * also after a crash. The bridge may live in another namespace than the host's (libvirt's, for
  * the Terraform VMs): the host end of the veth then lives there too (`hostNetns`).
  */
-import { squashError } from './errors.js';
+import { squashError } from '@syncmesh-edge/log';
 import { run, tryRun } from './sys.js';
 
 /** Last octet of the client's and the central server's addresses in the mesh's /24 (nodes use .11-.40). */
