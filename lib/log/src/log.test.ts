@@ -56,7 +56,15 @@ test('log - a secret at each redacted path never reaches the output', () => {
 });
 
 test('log - the known secret carriers are on the list', () => {
-  for (const p of ['meshSecret', '*.meshSecret', 'MISO_MESH_SECRET', 'MONGODB_URI', 'secret', 'req.headers.authorization', 'req.headers["x-syncmesh-signature"]']) {
+  for (const p of [
+    'meshSecret',
+    '*.meshSecret',
+    'MISO_MESH_SECRET',
+    'MONGODB_URI',
+    'secret',
+    'req.headers.authorization',
+    'req.headers["x-syncmesh-signature"]',
+  ]) {
     assert.ok(REDACT_PATHS.includes(p), p);
   }
 });
