@@ -8,6 +8,7 @@ import { pino, type Logger } from 'pino';
  */
 export const REDACT_PATHS: readonly string[] = [
   'secret',
+  '*.secret',
   'meshSecret',
   '*.meshSecret',
   'MISO_MESH_SECRET',
