@@ -75,7 +75,7 @@ faasd_bin() {
 BUNDLE_KEY=$(hash_inputs "$REPO/package-lock.json" "$IMAGES_DIR/build/bundle.mjs" "$IMAGES_DIR/build/package-lock.json" \
   "$REPO/functions/syncmesh/dist/src" "$REPO/functions/miso-counter/dist/src" "$REPO/listeners/dist/src" \
   "$REPO/miso-agent/dist/src" "$REPO/miso-agent/sdk/dist/src" "$REPO/miso-agent/proto" \
-  "$REPO/lib/backoff/dist/src" "$REPO/lib/mesh-auth/dist/src")
+  "$REPO/lib/backoff/dist/src" "$REPO/lib/log/dist/src" "$REPO/lib/mesh-auth/dist/src")
 bundle() {
   local name=$1 dir="$BUNDLES/$1"
   if [[ ! -f $dir/main.mjs || "$(cat "$dir.stamp" 2>/dev/null)" != "$BUNDLE_KEY" ]]; then

@@ -4,7 +4,7 @@
 # LISTENER_DRAIN_TIMEOUT_MS (see listeners/README.md for every variable).
 IMAGE_VERSION=$(jq -r .version "$REPO/listeners/package.json")
 # Sources in git whose last commit gives the image its time and revision label.
-IMAGE_SOURCES=(listeners functions/syncmesh lib/backoff lib/mesh-auth package-lock.json)
+IMAGE_SOURCES=(listeners functions/syncmesh lib/backoff lib/log lib/mesh-auth package-lock.json)
 IMAGE_TITLE="Syncmesh change-stream listener"
 IMAGE_DESCRIPTION="MongoDB change-stream listener: delivers every change to the Syncmesh function, at least once, resuming where it stopped."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-2-Clause"

@@ -5,7 +5,7 @@
 # stack.yml (OpenFaaS) overrides the timeouts per deployment.
 IMAGE_VERSION=$(jq -r .version "$REPO/functions/syncmesh/package.json")
 # Sources in git whose last commit gives the image its time and revision label.
-IMAGE_SOURCES=(functions/syncmesh lib/backoff lib/mesh-auth images/faasd package-lock.json)
+IMAGE_SOURCES=(functions/syncmesh lib/backoff lib/log lib/mesh-auth images/faasd package-lock.json)
 IMAGE_TITLE="Syncmesh function"
 IMAGE_DESCRIPTION="Syncmesh GraphQL function (OpenFaaS, of-watchdog http mode) on Node.js 20: exact mesh-wide answers from any node."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-2-Clause"

@@ -13,7 +13,8 @@
 import { BSON } from 'mongodb';
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
 import { classifyError } from './classify.js';
-import { DeliveryError, ERROR_CODES, squashError } from './errors.js';
+import { squashError } from '@syncmesh-edge/log';
+import { DeliveryError, ERROR_CODES } from './errors.js';
 import type { ChangeEnvelope, ResyncReason } from './events.js';
 
 /** How much of a rejection's body is kept for the log line and the dead letter. */

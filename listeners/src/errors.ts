@@ -44,11 +44,3 @@ export class DeliveryError extends ListenerError {
     this.status = status;
   }
 }
-
-/**
- * Deliberately ignores an error, for the few places where failing is harmless (closing a stream
- * that is already broken). Grep for it to review every deliberate swallow.
- */
-export function squashError(_err: unknown): void {
-  return;
-}

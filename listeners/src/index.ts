@@ -19,5 +19,4 @@ export { classifyError, EXIT_CONFIG, EXIT_FATAL } from './classify.js';
 export type { Verdict } from './classify.js';
 export { ListenerError, DeliveryError, ERROR_CODES } from './errors.js';
 export type { ListenerErrorCode } from './errors.js';
-export { createLogger } from './log.js';
 export { createHealthServer } from './health.js';

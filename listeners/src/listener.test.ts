@@ -5,13 +5,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createLogger } from '@syncmesh-edge/log';
 import { MongoServerError, type Document } from 'mongodb';
 import { loadConfig } from './config.js';
 import type { DeliveryResult, FunctionClient, ResyncRequest } from './delivery.js';
 import { DeliveryError, ERROR_CODES } from './errors.js';
 import type { ChangeEnvelope, ResumeToken } from './events.js';
 import { createListener, type OpenStreamOptions, type StreamLike } from './listener.js';
-import { createLogger } from './log.js';
 import type { DeadLetter, StoredPosition, TokenStore } from './tokens.js';
 
 const config = loadConfig({
@@ -22,7 +22,7 @@ const config = loadConfig({
   LISTENER_BATCH_WAIT_MS: '0',
   LISTENER_DRAIN_TIMEOUT_MS: '2000',
 });
-const logger = createLogger('silent');
+const logger = createLogger({ level: 'silent' });
 const NS = 'syncmesh.sensor_data';
 
 /** An oplog of raw changes; streams read after their start token. `failWith` makes opening fail. */

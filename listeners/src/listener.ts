@@ -13,13 +13,13 @@
  * paused / reading resumed).
  */
 import { backoffDelayMs, sleep } from '@syncmesh-edge/backoff';
+import { type Logger, squashError } from '@syncmesh-edge/log';
 import { MongoServerError, type Collection, type Document, type MongoClient } from 'mongodb';
 import { classifyError, type Verdict } from './classify.js';
 import type { ListenerConfig } from './config.js';
 import { createFunctionClient, type FunctionClient } from './delivery.js';
-import { DeliveryError, ERROR_CODES, ListenerError, squashError } from './errors.js';
+import { DeliveryError, ERROR_CODES, ListenerError } from './errors.js';
 import { normaliseChange, type ChangeEnvelope, type ResumeToken, type ResyncReason } from './events.js';
-import type { Logger } from './log.js';
 import { BoundedQueue } from './queue.js';
 import { createTokenStore, type TokenStore } from './tokens.js';
 

@@ -5,24 +5,27 @@
  * Exit codes: 0 stopped; 78 configuration (bad env, server not a replica set, authentication);
  * 1 other fatal error.
  */
+import { createLogger } from '@syncmesh-edge/log';
 import { MongoClient } from 'mongodb';
 import { EXIT_CONFIG, EXIT_FATAL } from './classify.js';
 import { loadConfig, type ListenerConfig } from './config.js';
 import { ListenerError } from './errors.js';
 import { createHealthServer, parseAddr } from './health.js';
 import { createListener, FatalListenerError } from './listener.js';
-import { createLogger } from './log.js';
+
+/** Bound as `svc` on every log line. */
+const SVC = 'listener';
 
 async function main(): Promise<number> {
   let config: ListenerConfig;
   try {
     config = loadConfig();
   } catch (err) {
-    const log = createLogger('info');
+    const log = createLogger({ level: 'info', svc: SVC });
     log.fatal({ code: err instanceof ListenerError ? err.code : undefined }, (err as Error).message);
     return EXIT_CONFIG;
   }
-  const log = createLogger(config.logLevel);
+  const log = createLogger({ level: config.logLevel, svc: SVC });
   // The listener connects before each attempt and retries; a MongoDB that is down at start
   // only delays the first stream, it does not stop the process.
   const client = new MongoClient(config.mongoUri, { appName: `syncmesh-listener-${config.nodeId}` });

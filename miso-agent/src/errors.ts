@@ -27,8 +27,3 @@ export class MisoError extends Error {
     this.code = code;
   }
 }
-
-/** Deliberately ignores an error; every call says why in a comment next to it. */
-export function squashError(_err: unknown): void {
-  /* intentionally empty: see the caller's comment */
-}

@@ -10,6 +10,5 @@ export { loadConfig } from './config.js';
 export type { AgentConfig } from './config.js';
 export { MisoError } from './errors.js';
 export type { MisoErrorCode } from './errors.js';
-export { createLogger } from './logger.js';
 export { ReplicaState } from './sync/state.js';
 export type { Entry, WireEntry } from './sync/state.js';

@@ -6,8 +6,7 @@
  */
 import { buildAgentApp, SHUTDOWN_DEADLINE_MS } from './app.js';
 import { loadConfig } from './config.js';
-import { createLogger } from './logger.js';
-import { squashError } from './errors.js';
+import { createLogger, squashError } from '@syncmesh-edge/log';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -17,7 +16,8 @@ async function main(): Promise<void> {
     process.stderr.write(`${(err as Error).message}\n`);
     process.exit(2);
   }
-  const log = createLogger(config.logLevel, config.nodeId);
+  // Logs go to stderr: stdout carries only the READY line (and misoctl's output).
+  const log = createLogger({ level: config.logLevel, node: config.nodeId, destination: 'stderr' });
   const app = await buildAgentApp(config, log);
   const shutdown = (signal: string) => {
     log.info({ signal }, 'shutting down');

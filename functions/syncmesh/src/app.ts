@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import type { MongoClient } from 'mongodb';
-import type { Logger } from 'pino';
+import type { Logger } from '@syncmesh-edge/log';
 import { hasSignatureHeaders, type Pending } from '@syncmesh-edge/mesh-auth';
 import type { Config } from './config.js';
 import { SyncmeshError } from './errors.js';

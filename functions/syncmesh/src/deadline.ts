@@ -1,10 +1,6 @@
 /** The request deadline (SYNCMESH_REQUEST_DEADLINE_MS): the caller gets a coded 504 when the work takes longer. */
+import { squashError } from '@syncmesh-edge/log';
 import { SyncmeshError } from './errors.js';
-
-/** A request that passed its deadline may still settle later; its outcome no longer has a caller. */
-function squashAfterDeadline(_err: unknown): void {
-  // deliberately ignored: the caller already got EDGE_SYNCMESH_DEADLINE_EXCEEDED, and errors of the work itself are logged where they happen
-}
 
 /** `work`'s result, or EDGE_SYNCMESH_DEADLINE_EXCEEDED after `ms`. */
 export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -20,6 +16,8 @@ export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> 
     return await Promise.race([work, deadline]);
   } finally {
     clearTimeout(timer);
-    work.catch(squashAfterDeadline);
+    // A request that passed its deadline may still settle later; its outcome no longer has a caller:
+    // the caller already got EDGE_SYNCMESH_DEADLINE_EXCEEDED, and errors of the work itself are logged where they happen.
+    work.catch(squashError);
   }
 }

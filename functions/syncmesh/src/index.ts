@@ -5,7 +5,6 @@ export { loadConfig } from './config.js';
 export type { Config } from './config.js';
 export { SyncmeshError, ERROR_CODES } from './errors.js';
 export type { ErrorCode } from './errors.js';
-export { createLogger } from './log.js';
 export { haversineKm } from './mesh/geo.js';
 export { NodeRegistry } from './mesh/registry.js';
 export type { MeshNode, NodeInput, NodePatch } from './mesh/registry.js';

@@ -3,10 +3,10 @@
  * deadline. Everything else is in app.ts.
  */
 import { backoffDelayMs, sleep, type BackoffPolicy } from '@syncmesh-edge/backoff';
+import { createLogger } from '@syncmesh-edge/log';
 import { MongoClient } from 'mongodb';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
-import { createLogger } from './log.js';
 
 /** In-flight requests get this long to finish after SIGTERM. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -18,7 +18,7 @@ const CONNECT_BACKOFF: BackoffPolicy = { baseMs: 500, maxMs: 10_000 };
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel, config.nodeId);
+  const log = createLogger({ level: config.logLevel, svc: 'syncmesh-fn', node: config.nodeId });
   const client = new MongoClient(config.mongodbUri, { serverSelectionTimeoutMS: 5_000, appName: `syncmesh-fn/${config.nodeId}` });
   /** Aborted on SIGTERM/SIGINT: no more connect attempts, and the wait between two ends. */
   const stopping = new AbortController();

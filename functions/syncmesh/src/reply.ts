@@ -6,7 +6,7 @@
  */
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import { MongoError, MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError } from 'mongodb';
-import type { Logger } from 'pino';
+import type { Logger } from '@syncmesh-edge/log';
 import { SyncmeshError } from './errors.js';
 
 export interface Reply {

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { execute, type ExecutionResult } from 'graphql';
 import type { MongoClient } from 'mongodb';
-import type { Logger } from 'pino';
+import type { Logger } from '@syncmesh-edge/log';
 import { assertMayRead, assertMayWrite, type Caller } from './access.js';
 import type { Config } from './config.js';
 import type { PartialAnswer } from './data/partials.js';

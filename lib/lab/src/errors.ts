@@ -21,11 +21,3 @@ export class LabError extends Error {
     this.code = code;
   }
 }
-
-/**
- * A deliberate swallow: the error is expected and harmless where this is called (for example,
- * removing something that is already gone during teardown). Grep for it to review them all.
- */
-export function squashError(_err: unknown): void {
-  // intentionally empty
-}

@@ -1,5 +1,5 @@
 /** @syncmesh-edge/lab: the lab's shared code for scenarios/mesh and scenarios/measure (never shipped). */
-export { LabError, squashError } from './errors.js';
+export { LabError } from './errors.js';
 export type { LabErrorCode } from './errors.js';
 export {
   DEFAULT_RUN_TIMEOUT_MS,

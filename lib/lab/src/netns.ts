@@ -14,7 +14,7 @@
  * veth then lives there too (`hostNetns`).
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { squashError } from './errors.js';
+import { squashError } from '@syncmesh-edge/log';
 import { run, tryRun, type RunOptions, type RunResult } from './sys.js';
 
 /** The interface name inside every namespace the lab plugs into a bridge, as on a real single-NIC appliance. */

@@ -6,7 +6,8 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
-import { LabError, squashError } from './errors.js';
+import { squashError } from '@syncmesh-edge/log';
+import { LabError } from './errors.js';
 
 export interface RunResult {
   stdout: string;

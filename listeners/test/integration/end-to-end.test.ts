@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
-import { buildApp, createLogger, loadConfig, type App } from '@syncmesh-edge/syncmesh-fn';
+import { createLogger } from '@syncmesh-edge/log';
+import { buildApp, loadConfig, type App } from '@syncmesh-edge/syncmesh-fn';
 import { isStreaming, listenerUri, SECRET, startListener, waitUntil, type ListenerProcess } from '../../src/testing/harness.js';
 
 interface FnNode {
@@ -46,7 +47,7 @@ function makeApp(id: string, mongo: MongoTarget, client: MongoClient, db: string
     SYNCMESH_META_DATABASE: meta,
     LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
   });
-  return buildApp({ config, client, log: createLogger(config.logLevel, id) });
+  return buildApp({ config, client, log: createLogger({ level: config.logLevel, svc: 'syncmesh-fn', node: id }) });
 }
 
 async function startFn(id: string): Promise<FnNode> {

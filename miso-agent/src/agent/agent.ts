@@ -10,7 +10,7 @@
 import { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { AgentConfig, StaticPeer } from '../config.js';
 import { MisoError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '@syncmesh-edge/log';
 import type { FetchRequest, FetchResponse, ReceivedPeerMessage } from '../sync/messages.js';
 import { crdtOf, fromWire, ReplicaState, toWire, wrongType, type AnyCrdt, type WireEntry } from '../sync/state.js';
 import type { StateStore } from '../store/types.js';

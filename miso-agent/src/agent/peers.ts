@@ -6,7 +6,7 @@
 import type { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { AgentConfig } from '../config.js';
 import { DEFAULT_BACKOFF_MAX_MS, DEFAULT_BACKOFF_MIN_MS } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '@syncmesh-edge/log';
 import type { Hello, PeerMessage, ReceivedPeerMessage } from '../sync/messages.js';
 import { PeerSync } from '../sync/peer.js';
 import type { LinkRefusal } from '../transport/grpc/auth.js';

@@ -5,8 +5,8 @@
  * table; the replies to repair messages are computed by peer-protocol.ts.
  */
 import type { AgentConfig } from '../config.js';
-import { squashError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { squashError } from '@syncmesh-edge/log';
+import type { Logger } from '@syncmesh-edge/log';
 import { Debouncer } from '../sync/debounce.js';
 import type { ReceivedPeerMessage, Updates } from '../sync/messages.js';
 import { fullState, makeDigest } from '../sync/protocol.js';

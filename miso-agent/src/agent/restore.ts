@@ -3,7 +3,7 @@
  * peers that run its function before the operation that needs it proceeds.
  */
 import type { AgentConfig } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '@syncmesh-edge/log';
 import { keyOf, type ReplicaState, type WireEntry } from '../sync/state.js';
 import type { AgentMetrics } from './metrics.js';
 import { pickRandom } from './peer-protocol.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
-import { pino } from 'pino';
+import { createLogger } from '@syncmesh-edge/log';
 import { MisoError } from '../errors.js';
 import makeMdns from 'multicast-dns';
 import {
@@ -101,7 +101,7 @@ test('mdns - two agents find each other and see the goodbye (unicast loopback, n
   await Promise.all([once(sa, 'listening'), once(sb, 'listening')]);
   const pa = sa.address().port;
   const pb = sb.address().port;
-  const log = pino({ level: 'silent' });
+  const log = createLogger({ level: 'silent' });
   const seen: string[] = [];
   const gone: string[] = [];
   const a = new MdnsDiscovery({
@@ -148,7 +148,7 @@ async function pair(nodeId: string) {
     nodeId,
     port: 7001,
     addresses: ['127.0.0.1'],
-    log: pino({ level: 'silent' }),
+    log: createLogger({ level: 'silent' }),
     onPeer: () => undefined,
     onGone: () => undefined,
     mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },
@@ -188,7 +188,7 @@ test('mdns - an interface without an IPv4 address is a configuration error, not 
     nodeId: 'na',
     port: 7001,
     interface: 'no-such-if0',
-    log: pino({ level: 'silent' }),
+    log: createLogger({ level: 'silent' }),
     onPeer: () => undefined,
     onGone: () => undefined,
   });
@@ -209,7 +209,7 @@ test('mdns - a record is a claim: its node id is handed to the dialer, a changed
     nodeId: 'na',
     port: 7001,
     addresses: ['127.0.0.1'],
-    log: pino({ level: 'silent' }),
+    log: createLogger({ level: 'silent' }),
     onPeer: (addr, id) => events.push(`peer ${id} at ${addr}`),
     onGone: (addr, id) => events.push(`gone ${id} at ${addr}`),
     mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },

@@ -34,7 +34,7 @@ import { networkInterfaces } from 'node:os';
 import type { RemoteInfo } from 'node:dgram';
 import makeMdns from 'multicast-dns';
 import { MisoError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '@syncmesh-edge/log';
 
 export const SERVICE_TYPE = '_miso._tcp.local';
 /** DNS-SD service type enumeration (RFC 6763 §9). */

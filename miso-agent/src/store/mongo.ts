@@ -11,7 +11,7 @@
 import { randomNodeId } from './types.js';
 import { Binary, MongoClient, type AnyBulkWriteOperation, type Collection, type Db } from 'mongodb';
 import { MisoError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '@syncmesh-edge/log';
 
 /** Server selection / connect deadline. */
 const CONNECT_TIMEOUT_MS = 10_000;

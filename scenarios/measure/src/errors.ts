@@ -23,5 +23,5 @@ export class ScenarioError extends Error {
   }
 }
 
-/** The deliberate swallow of the lab (one definition, in `@syncmesh-edge/lab`). */
-export { squashError } from '@syncmesh-edge/lab';
+/** The deliberate swallow (one definition, in `@syncmesh-edge/log`). */
+export { squashError } from '@syncmesh-edge/log';

@@ -31,5 +31,5 @@ export class MeshError extends Error {
   }
 }
 
-/** The deliberate swallow of the lab (one definition, in `@syncmesh-edge/lab`). */
-export { squashError } from '@syncmesh-edge/lab';
+/** The deliberate swallow (one definition, in `@syncmesh-edge/log`). */
+export { squashError } from '@syncmesh-edge/log';

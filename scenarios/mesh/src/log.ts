@@ -1,14 +1,7 @@
 /** pino logger of the mesh tooling (stderr; LOG_LEVEL, default warn). One child per module. */
-import { pino, type Logger } from 'pino';
+import { createLogger, type Logger } from '@syncmesh-edge/log';
 
-const root = pino(
-  {
-    name: 'mesh',
-    level: process.env['LOG_LEVEL'] ?? 'warn',
-    redact: { paths: ['secret', '*.secret', 'env.SYNCMESH_MESH_SECRET'], censor: '[redacted]' },
-  },
-  pino.destination(2),
-);
+const root = createLogger({ svc: 'mesh', level: process.env['LOG_LEVEL'] ?? 'warn', destination: process.stderr });
 
 export function moduleLogger(module: string): Logger {
   return root.child({ module });

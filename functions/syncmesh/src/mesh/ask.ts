@@ -4,7 +4,7 @@
  * the rest get one signed fan-out; the caller may cover failed nodes (failover.ts) before the
  * answers are handed to the resolvers.
  */
-import type { Logger } from 'pino';
+import type { Logger } from '@syncmesh-edge/log';
 import type { Config } from '../config.js';
 import type { PartialAnswer } from '../data/partials.js';
 import type { SyncmeshRequest } from '../request.js';

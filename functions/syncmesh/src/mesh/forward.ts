@@ -6,7 +6,7 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import { z } from 'zod';
-import type { Logger } from 'pino';
+import type { Logger } from '@syncmesh-edge/log';
 import type { PartialAnswer } from '../data/partials.js';
 import { ERROR_CODES, SyncmeshError, type ErrorCode } from '../errors.js';
 import { post } from './http.js';

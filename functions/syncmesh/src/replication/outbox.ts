@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import { backoffDelayMs, type BackoffPolicy } from '@syncmesh-edge/backoff';
 import { BSON, ObjectId, type Collection, type Db } from 'mongodb';
-import type { Logger } from 'pino';
+import type { Logger } from '@syncmesh-edge/log';
 import { SyncmeshError } from '../errors.js';
 import { post } from '../mesh/http.js';
 import type { MeshAuth } from '../mesh/signing.js';

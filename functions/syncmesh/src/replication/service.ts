@@ -8,7 +8,7 @@
  * them to `<collection>_replicas` (see replicas.ts), which the listener does not watch.
  */
 import { BSON, type Document, type MongoClient } from 'mongodb';
-import type { Logger } from 'pino';
+import type { Logger } from '@syncmesh-edge/log';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import { SyncmeshError } from '../errors.js';

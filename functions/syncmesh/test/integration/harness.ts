@@ -11,7 +11,8 @@ import { MongoClient } from 'mongodb';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
 import { waitForEvery } from '@syncmesh-edge/lab';
-import { buildApp, loadConfig, createLogger, routeOf, type App } from '../../src/index.js';
+import { createLogger } from '@syncmesh-edge/log';
+import { buildApp, loadConfig, routeOf, type App } from '../../src/index.js';
 
 /** At least 32 bytes, as every mesh secret must be. */
 export const MESH_SECRET = 'integration-test-mesh-secret-of-32-bytes-or-more';
@@ -82,7 +83,7 @@ export async function startNode(id: string, env: Record<string, string | undefin
     ...env,
   });
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 3000 });
-  const app = buildApp({ config, client, log: createLogger(config.logLevel, id) });
+  const app = buildApp({ config, client, log: createLogger({ level: config.logLevel, svc: 'syncmesh-fn', node: id }) });
   await app.service.stores.ensureIndexes();
   await app.replication.start();
   app.server.listen(0, '127.0.0.1');

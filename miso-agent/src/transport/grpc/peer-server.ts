@@ -7,7 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage } from '../../sync/messages.js';
-import { squashError } from '../../errors.js';
+import { squashError } from '@syncmesh-edge/log';
 import { AcceptorHandshake, HANDSHAKE_TIMEOUT_MS, type LinkCipher, type LinkRefusal } from './auth.js';
 import { decodePeerMessage, encodePeerMessage, peerWire, type Link } from './peer-wire.js';
 
