@@ -147,18 +147,24 @@ export interface Peer {
 
 const peerFields = (peer: Peer) => `address:${gqlString(peer.address)}, lat:${peer.lat}, lon:${peer.lon}`;
 
+/** Aliased mutations per registry request: the function's default SYNCMESH_MAX_ROOT_FIELDS (functions/syncmesh/src/config.ts). */
+export const REGISTRY_BATCH = 20;
+
 /**
- * Registers peers in one request (one aliased addNode per peer; GraphQL runs mutations in order).
- * If some are registered already (a mesh started again over old data), each is upserted alone.
+ * Registers peers in as few requests as the function accepts (one aliased addNode per peer, at
+ * most REGISTRY_BATCH per request; GraphQL runs mutations in order). If some of a batch are
+ * registered already (a mesh started again over old data), each of that batch is upserted alone.
  */
 export async function upsertPeers(url: string, secret: string, peers: readonly Peer[]): Promise<void> {
-  if (peers.length === 0) return;
-  const adds = peers.map((p, i) => `p${i}: addNode(node:{id:${gqlString(p.id)}, ${peerFields(p)}, subscribed:false}) { id }`);
-  try {
-    await meta(url, secret, `mutation { ${adds.join(' ')} }`);
-  } catch (err) {
-    if (!(err instanceof MeshError) || !/already registered|EXISTS/i.test(err.message)) throw err;
-    for (const p of peers) await upsertPeer(url, secret, p);
+  for (let from = 0; from < peers.length; from += REGISTRY_BATCH) {
+    const batch = peers.slice(from, from + REGISTRY_BATCH);
+    const adds = batch.map((p, i) => `p${i}: addNode(node:{id:${gqlString(p.id)}, ${peerFields(p)}, subscribed:false}) { id }`);
+    try {
+      await meta(url, secret, `mutation { ${adds.join(' ')} }`);
+    } catch (err) {
+      if (!(err instanceof MeshError) || !/already registered|EXISTS/i.test(err.message)) throw err;
+      for (const p of batch) await upsertPeer(url, secret, p);
+    }
   }
 }
 

@@ -63,6 +63,14 @@ test('client - registry requests are signed v2 for the node they reach', async (
   assert.equal(await ownNode(url, SECRET), null);
 });
 
+test("client - a 30-node mesh's 29 peers are registered in batches the function accepts (at most 20 root fields each)", async () => {
+  const peers = Array.from({ length: 29 }, (_, i) => ({ id: `batch-${i + 1}`, address: `http://10.0.1.${i + 1}:8080/function/syncmesh-fn`, lat: 42 + i / 100, lon: 23 }));
+  await upsertPeers(url, SECRET, peers.slice(25)); // some of the second batch exist already
+  await upsertPeers(url, SECRET, peers);
+  const listed = (await listNodes(url, SECRET)).map((n) => n.id).filter((id) => id.startsWith('batch-'));
+  assert.deepEqual(listed.sort(), peers.map((p) => p.id).sort());
+});
+
 test("client - another secret is refused with the node's reason", async () => {
   await assert.rejects(upsertPeers(url, 'not-the-mesh-secret-but-32-bytes-long', [{ id: 'peer-2', address: url, lat: 1, lon: 1 }]), (err: MeshError) => {
     assert.equal(err.code, 'EDGE_MESH_REQUEST');
