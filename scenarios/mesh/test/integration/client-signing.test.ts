@@ -64,7 +64,12 @@ test('client - registry requests are signed v2 for the node they reach', async (
 });
 
 test("client - a 30-node mesh's 29 peers are registered in batches the function accepts (at most 20 root fields each)", async () => {
-  const peers = Array.from({ length: 29 }, (_, i) => ({ id: `batch-${i + 1}`, address: `http://10.0.1.${i + 1}:8080/function/syncmesh-fn`, lat: 42 + i / 100, lon: 23 }));
+  const peers = Array.from({ length: 29 }, (_, i) => ({
+    id: `batch-${i + 1}`,
+    address: `http://10.0.1.${i + 1}:8080/function/syncmesh-fn`,
+    lat: 42 + i / 100,
+    lon: 23,
+  }));
   await upsertPeers(url, SECRET, peers.slice(25)); // some of the second batch exist already
   await upsertPeers(url, SECRET, peers);
   const listed = (await listNodes(url, SECRET)).map((n) => n.id).filter((id) => id.startsWith('batch-'));
