@@ -82,8 +82,9 @@ docs: tools-venv ## Build the docs site (MkDocs, offline) into .cache/site; brok
 # Testing
 ################################################################################
 .PHONY: test
-test: build verify ## Run verify, then every test tier of every workspace.
+test: build verify ## Run verify, every test tier of every workspace, the faasd tier, then the Ansible lab's CI tier (root).
 	hack/test.sh
+	$(MAKE) test-lab-ci
 
 .PHONY: test-crdt-extensive
 test-crdt-extensive: build ## Long CRDT property runs (MISO_CRDT_RUNS=5000; override MISO_CRDT_SEED=n).
@@ -428,7 +429,8 @@ test-lab-ci: ansible-venv ## CI lab tier (root; amd64, builds its own inputs; 82
 	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 hack/lab/test-lab.sh
 
 # the Ansible tiers without hosts run in `make test` (about 2 min: lint of the collection and
-# playbooks, then the preflight checks against bad inventories); the lab tier stays `make test-lab`
+# playbooks, then the preflight checks against bad inventories); `make test` ends with the lab's CI
+# tier (`make test-lab-ci`, about 6 min); the whole lab life (add-node, remove-node, upgrade) stays `make test-lab`
 test: ansible-lint test-ansible
 
 ################################################################################
