@@ -453,7 +453,7 @@ image-vm: faasd-bins images appliance-tools ## x86-64 appliance VM image (root):
 	images/appliance/build-vm.sh
 
 .PHONY: test-appliance
-test-appliance: build image-vm ## Appliance tier (root): boots 3 VMs + 1 with a bad node file (QEMU TCG), exact mesh checks, teardown.
+test-appliance: build image-vm ## Appliance tier (root; ~32 min with APPLIANCE_VM_CPUS=1 on an idle host): boots 3 VMs + 1 with a bad node file (QEMU TCG), exact mesh checks, teardown.
 	images/appliance/test/test-vm.sh
 
 .PHONY: test-appliance-unit
