@@ -14,6 +14,8 @@
 #   TF_MEMORY_MB    2048 per VM (a full node: ~650 MB PSS plus page cache; tiny: 256)
 #   TF_BOOT_TIMEOUT 1500 s until every node's health URL says ready (software emulation is slow)
 #   TF_MONGODB_PUBLISH  0.0.0.0 for local scenarios (the mesh tools load data from the host)
+#   TF_PEER_TIMEOUT_S  45 for local scenarios: the node files' peer_timeout_s (under software
+#                   emulation one node scans a month of readings in 15-20 s; the image's default is 20)
 #   TF_PREFIX       smt: name prefix of every libvirt object, interface and namespace (mesh PREFIX<N>)
 #   TF_SSH_PUBKEY_FILE  (none) public key(s) put in every node file (root's SSH keys)
 #   DATA            folder of the Sofia CSVs for placement (default ../shared/data/sofia; without it: a grid)
@@ -60,7 +62,8 @@ scenario, work, image, sofia, state = sys.argv[1:6]
 run = {"image_path": image, "state_dir": state, "work_dir": work,
        "host_address": "10.61.0.2", "libvirt_netns": os.environ["TF_NETNS"],
        "memory_mb": int(os.environ.get("TF_MEMORY_MB", "256" if os.environ.get("TF_TINY") == "1" else "2048")),
-       "mongodb_publish": os.environ.get("TF_MONGODB_PUBLISH", "0.0.0.0")}
+       "mongodb_publish": os.environ.get("TF_MONGODB_PUBLISH", "0.0.0.0"),
+       "peer_timeout_s": int(os.environ.get("TF_PEER_TIMEOUT_S", "45"))}
 keys = os.environ.get("TF_SSH_PUBKEY_FILE")
 if keys:
     run["ssh_authorized_keys"] = [l.strip() for l in open(keys) if l.strip()]

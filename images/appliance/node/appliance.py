@@ -278,6 +278,7 @@ def configure() -> int:
         "peers": [{"id": p.id, "host": p.host} for p in cfg.peers],
         "mongodb_publish": cfg.mongodb_publish,
         "log_level": cfg.log_level,
+        "peer_timeout_s": cfg.peer_timeout_s,
     }
     write_file(NODE_JSON, json.dumps(node, indent=2) + "\n", 0o600)
     write_status(state="configured", node_id=cfg.node_id, message="node file valid; starting the node", **status)
@@ -504,13 +505,15 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     # the function's MongoDB URI (stack.yml lists it; node-prepare.sh wrote the services' copy)
     gw.upsert_secret("mongodb-uri", open(f"{NODE_STATE}/var-lib-faasd/secrets/mongodb-uri", encoding="utf-8").read().strip())
     write_status(message="deploying the function")
-    deadline_ms = int(os.environ.get("SYNCMESH_DEADLINE_MS", "25000"))
+    # the node file's peer_timeout_s: each peer's answer; the whole fan-out 5 s more (at least 25 s)
+    node_timeout_ms = int(node.get("peer_timeout_s", nodefile.PEER_TIMEOUT_S_DEFAULT)) * 1000
+    deadline_ms = max(25000, node_timeout_ms + 5000)
     request_deadline_ms = int(os.environ.get("SYNCMESH_REQUEST_DEADLINE_MS", str(max(20000, deadline_ms + 5000))))
     values = {
         "GATEWAY_URL": GATEWAY,
         "FUNCTION_IMAGE": open(f"{NODE_STATE}/function-image", encoding="utf-8").read().strip(),
         "NODE_ID": nid,
-        "NODE_TIMEOUT_MS": os.environ.get("SYNCMESH_NODE_TIMEOUT_MS", "20000"),
+        "NODE_TIMEOUT_MS": str(node_timeout_ms),
         "DEADLINE_MS": str(deadline_ms),
         # a whole request, fan-out included (at least the deadline + 5 s, and 20 s), the accepted
         # clock difference of signed requests, and the watchdog 5 s beyond the request (as

@@ -29,6 +29,13 @@ SSH_KEY_RE = re.compile(
 IFACE_RE = re.compile(r"^[A-Za-z0-9*?_.:-]{1,15}$")
 COUNTRY_RE = re.compile(r"^[A-Z]{2}$")
 LOG_LEVELS = ("fatal", "error", "warn", "info", "debug", "trace")
+# how long a node waits for each peer's answer when it forwards a query (the function's
+# SYNCMESH_NODE_TIMEOUT_MS); the whole fan-out gets 5 s more. Slow nodes (a Pi on an SD card, a VM
+# under software emulation scanning a month of readings) need more than the default. At most 45:
+# the request deadline is the fan-out's + 5 s, and the node's gateway cuts every request at 60 s
+# (images/node/docker-compose.yaml read/write_timeout).
+PEER_TIMEOUT_S_DEFAULT = 20
+PEER_TIMEOUT_S_MAX = 45
 
 TOP_FIELDS = {
     "node_id",
@@ -46,6 +53,7 @@ TOP_FIELDS = {
     "ssh_authorized_keys",
     "mongodb_publish",
     "log_level",
+    "peer_timeout_s",
 }
 NETWORK_FIELDS = {"interface", "address", "gateway", "dns"}
 WIFI_FIELDS = {"ssid", "psk", "country"}
@@ -94,6 +102,7 @@ class NodeConfig:
     ssh_authorized_keys: list[str]
     mongodb_publish: str
     log_level: str
+    peer_timeout_s: int = PEER_TIMEOUT_S_DEFAULT
 
 
 @dataclass
@@ -342,6 +351,12 @@ def validate(doc: dict) -> NodeConfig:
     level = doc.get("log_level", "warn")
     if level not in LOG_LEVELS:
         problems.append(f"log_level: '{level}' is not allowed ({', '.join(LOG_LEVELS)})")
+    peer_timeout_s = doc.get("peer_timeout_s", PEER_TIMEOUT_S_DEFAULT)
+    if isinstance(peer_timeout_s, bool) or not isinstance(peer_timeout_s, int) or not 1 <= peer_timeout_s <= PEER_TIMEOUT_S_MAX:
+        problems.append(
+            f"peer_timeout_s: '{peer_timeout_s}' is not allowed (whole seconds, 1..{PEER_TIMEOUT_S_MAX}; "
+            f"default {PEER_TIMEOUT_S_DEFAULT}; the node's gateway ends every request at 60 s)"
+        )
     if problems:
         raise NodeFileError(problems)
     return NodeConfig(
@@ -357,6 +372,7 @@ def validate(doc: dict) -> NodeConfig:
         ssh_authorized_keys=keys,
         mongodb_publish=publish,
         log_level=level,
+        peer_timeout_s=peer_timeout_s,
     )
 
 

@@ -37,7 +37,15 @@ class NodeFileTest(unittest.TestCase):
         self.assertEqual([(p.id, p.host) for p in cfg.peers], [("node-2", "10.0.0.12"), ("node-3", "edge-3.example.org")])
         self.assertEqual(cfg.network.address, "10.0.0.11/24")
         self.assertEqual(cfg.mongodb_publish, "127.0.0.1")
+        self.assertEqual(cfg.peer_timeout_s, 20)
         self.assertNotIn(SECRET, repr(cfg))
+
+    def test_peer_timeout_is_whole_seconds_within_limits(self):
+        self.assertEqual(nodefile.validate(nodefile.parse_yaml(GOOD + "peer_timeout_s: 45\n")).peer_timeout_s, 45)
+        for bad in ("0", "46", "2.5", "true", "'20'"):
+            got = problems(GOOD + f"peer_timeout_s: {bad}\n")
+            self.assertEqual(len(got), 1, (bad, got))
+            self.assertRegex(got[0], r"^peer_timeout_s: '.*' is not allowed \(whole seconds, 1\.\.45; default 20; the node.s gateway ends every request at 60 s\)$")
 
     def test_missing_lat_and_short_secret_are_both_reported(self):
         text = GOOD.replace("lat: 42.69\n", "").replace(SECRET, "too-short")

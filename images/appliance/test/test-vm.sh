@@ -17,6 +17,7 @@
 #   APPLIANCE_SUBNET      10.77.0  the private /24 (host .1, nodes .11-.13, bad node .14)
 #   DATA                  ""       folder with N.csv (Sofia); empty: ../shared/data/sofia if present, else generated
 #   APPLIANCE_KEEP_LOGS   .cache/appliance/test-logs   serial logs and timings are kept here
+#   PEER_TIMEOUT_S        45       the node files' peer_timeout_s (TCG: one node scans a month in 15-20 s)
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +26,7 @@ cd "$repo"
 RAM=${APPLIANCE_VM_RAM_MB:-2048}
 CPUS=${APPLIANCE_VM_CPUS:-2}
 READY_S=${APPLIANCE_READY_S:-3600}
+PEER_TIMEOUT_S=${PEER_TIMEOUT_S:-45}
 NET=${APPLIANCE_SUBNET:-10.77.0}
 LOGS=${APPLIANCE_KEEP_LOGS:-$repo/.cache/appliance/test-logs}
 P=${APPLIANCE_TEST_PREFIX:-sma}
@@ -111,6 +113,7 @@ ${peers}network:
 ssh_authorized_keys:
   - $pub
 mongodb_publish: 0.0.0.0
+peer_timeout_s: $PEER_TIMEOUT_S
 EON
 }
 

@@ -27,6 +27,7 @@ module "config" {
   node_file_path      = var.node_file_path
   static_network      = { prefix_length = 24 }
   mongodb_publish     = var.mongodb_publish
+  peer_timeout_s      = var.peer_timeout_s
 }
 
 resource "libvirt_pool" "this" {

@@ -20,6 +20,7 @@ locals {
       )
     },
     var.mongodb_publish == null ? {} : { mongodb_publish = var.mongodb_publish },
+    var.peer_timeout_s == null ? {} : { peer_timeout_s = var.peer_timeout_s },
     length(var.ssh_authorized_keys) == 0 ? {} : { ssh_authorized_keys = var.ssh_authorized_keys },
   )) }
 

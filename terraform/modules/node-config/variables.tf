@@ -93,3 +93,13 @@ variable "node_file_path" {
     error_message = "node_file_path must be an absolute path inside the guest."
   }
 }
+
+variable "peer_timeout_s" {
+  description = "The node file's peer_timeout_s: seconds a node waits for each peer's answer when it forwards a query (1 to 45; null: the image's default, 20). Raise it for slow nodes (software emulation)."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.peer_timeout_s == null || try(var.peer_timeout_s == floor(var.peer_timeout_s) && var.peer_timeout_s >= 1 && var.peer_timeout_s <= 45, false)
+    error_message = "peer_timeout_s must be null or whole seconds from 1 to 45 (the node's gateway ends every request at 60 s)."
+  }
+}

@@ -39,6 +39,7 @@ variable "run" {
     sofia_dir           = optional(string)
     firmware            = optional(string, "/usr/share/OVMF/OVMF_CODE_4M.fd")
     mongodb_publish     = optional(string)
+    peer_timeout_s      = optional(number)
     kernel              = optional(string)
     initrd              = optional(string)
     kernel_cmdline      = optional(string, "root=/dev/vda rw console=ttyS0 no_timer_check")
@@ -73,6 +74,7 @@ module "mesh" {
   log_dir             = "${var.run.work_dir}/logs"
   ssh_authorized_keys = var.run.ssh_authorized_keys
   mongodb_publish     = var.run.mongodb_publish
+  peer_timeout_s      = var.run.peer_timeout_s
 }
 
 module "files" {

@@ -29,6 +29,25 @@ run "three_nodes_static_addresses" {
   }
 }
 
+run "peer_timeout_reaches_the_node_files" {
+  command = plan
+  variables {
+    peer_timeout_s = 45
+  }
+  assert {
+    condition     = yamldecode(yamldecode(trimprefix(libvirt_cloudinit_disk.seed["node-3"].user_data, "#cloud-config\n")).write_files[0].content).peer_timeout_s == 45
+    error_message = "the node files carry peer_timeout_s"
+  }
+}
+
+run "rejects_peer_timeout_over_45" {
+  command = plan
+  variables {
+    peer_timeout_s = 46
+  }
+  expect_failures = [var.peer_timeout_s]
+}
+
 run "rejects_31_nodes" {
   command = plan
   variables {
