@@ -82,8 +82,9 @@ docs: tools-venv ## Build the docs site (MkDocs, offline) into .cache/site; brok
 # Testing
 ################################################################################
 .PHONY: test
-test: build verify ## Run verify, every test tier of every workspace, the faasd tier, then the Ansible lab's CI tier (root).
+test: build verify ## Run verify, every test tier of every workspace, the faasd tier, the Terraform checks, then the Ansible lab's CI tier (root).
 	hack/test.sh
+	$(MAKE) tf-test
 	$(MAKE) test-lab-ci
 
 .PHONY: test-crdt-extensive
