@@ -67,14 +67,22 @@ for n in topo["nodes"]:
 json.dump(topo, open(f"{state}/topology.checks.json", "w"), indent=2)
 PY
 
-# data: node-i gets sensor i (placement puts node-i at the Sofia sensor i)
+# data: node-i gets sensor i (placement puts node-i at the Sofia sensor i); the nodes load at
+# the same time (each VM's one vCPU is the bottleneck under software emulation), each into its log
 loader=$root/functions/syncmesh/dist/src/load/cli.js
+t_load=$(date +%s)
 i=0
+pids=()
 while read -r id addr; do
   i=$((i + 1))
   if [[ -n "$DATA" ]]; then src=(--file "$DATA/$i.csv"); else src=(--generate --sensor "$i"); fi
-  log "$id: loaded $(node "$loader" --mongodb-uri "mongodb://$addr:27017/?directConnection=true" "${src[@]}" | tail -n1)"
+  node "$loader" --mongodb-uri "mongodb://$addr:27017/?directConnection=true" "${src[@]}" < /dev/null > "$tmp/load-$id.log" 2>&1 &
+  pids+=("$!:$id")
 done < "$tmp/nodes"
+for p in "${pids[@]}"; do
+  wait "${p%%:*}" || { log "${p#*:}: loading failed: $(tail -n3 "$tmp/load-${p#*:}.log")"; exit 1; }
+  log "${p#*:}: loaded $(tail -n1 "$tmp/load-${p#*:}.log") ($(($(date +%s) - t_load)) s since the loads began)"
+done
 
 t_checks=$(date +%s)
 APPLIANCE_TOPOLOGY="$state/topology.checks.json" APPLIANCE_SSH_KEY="$tmp/id_ed25519" MESH_TEST_DATA="$DATA" \

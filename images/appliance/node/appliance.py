@@ -317,26 +317,40 @@ class Gateway:
     """The node's own gateway API. While faasd starts (or restarts a core service) the gateway's
     published port can accept a connection and close it without an answer, or refuse it: such
     connection failures are retried for up to `retry_s` (an HTTP error status is an answer, and
-    is returned)."""
+    is returned). Deploys are never sent twice (see `deploy`)."""
 
-    def __init__(self, auth: str, url: str = GATEWAY, retry_s: float = 120, pause_s: float = 2):
+    def __init__(
+        self,
+        auth: str,
+        url: str = GATEWAY,
+        retry_s: float = 120,
+        pause_s: float = 2,
+        state_dir: str = NODE_STATE,
+        settle_s: float = 900,
+    ):
         self.auth = "Basic " + base64.b64encode(auth.encode()).decode()
         self.url = url
         self.retry_s = retry_s
         self.pause_s = pause_s
+        self.state_dir = state_dir
+        self.settle_s = settle_s
+
+    def _once(self, method: str, path: str, body, timeout: float) -> tuple[int, str]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method, headers={"authorization": self.auth})
+        if data is not None:
+            req.add_header("content-type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode(errors="replace")
 
     def request(self, method: str, path: str, body=None, timeout: float = 30) -> tuple[int, str]:
-        data = None if body is None else json.dumps(body).encode()
         deadline = time.monotonic() + self.retry_s
         while True:
-            req = urllib.request.Request(f"{self.url}{path}", data=data, method=method, headers={"authorization": self.auth})
-            if data is not None:
-                req.add_header("content-type", "application/json")
             try:
-                with urllib.request.urlopen(req, timeout=timeout) as r:
-                    return r.status, r.read().decode()
-            except urllib.error.HTTPError as err:
-                return err.code, err.read().decode(errors="replace")
+                return self._once(method, path, body, timeout)
             except (OSError, http.client.HTTPException) as err:  # refused, reset, closed without an answer, timed out
                 if time.monotonic() + self.pause_s > deadline:
                     raise RuntimeError(f"the gateway did not answer {method} {path} within {self.retry_s:.0f} s: {err}") from err
@@ -352,15 +366,46 @@ class Gateway:
             raise RuntimeError(f"the gateway refused secret {name}: HTTP {code} {text[:200]}; update: HTTP {code2} {text2[:200]}")
 
     def deploy(self, fn: dict) -> str:
-        exists = lambda: self.request("GET", f"/system/function/{fn['service']}")[0] == 200  # noqa: E731
-        method = "PUT" if exists() else "POST"
-        code, text = self.request(method, "/system/functions", fn, timeout=120)
-        if method == "POST" and not 200 <= code < 300 and exists():
-            # a POST sent again after its answer was lost: the first one created the function
-            method = "PUT"
-            code, text = self.request(method, "/system/functions", fn, timeout=120)
+        """Creates (POST) or updates (PUT) the function; "unchanged" when this very spec was sent
+        before and the function exists (a restart after a slow first boot, a reboot without a
+        node-file change). A deploy is sent once: on slow hardware the gateway gives up on it
+        (its write_timeout, 60 s) while faasd goes on creating the function, and sending it again
+        would start a second creation or update beside the first. So when the answer is lost, the
+        function is polled until it exists (up to `settle_s`); its readiness is the caller's."""
+        name = fn["service"]
+        digest = hashlib.sha256(json.dumps(fn, sort_keys=True).encode()).hexdigest()
+        sent_file = f"{self.state_dir}/deployed-{name}.sha256"
+        exists = lambda: self.request("GET", f"/system/function/{name}")[0] == 200  # noqa: E731
+        present = exists()
+        if present and os.path.exists(sent_file):
+            with open(sent_file, encoding="utf-8") as f:
+                if f.read().strip() == digest:
+                    return "unchanged"
+        method = "PUT" if present else "POST"
+        # recorded before sending: after a lost answer the function may exist from this request
+        write_file(sent_file, digest + "\n", 0o600)
+        try:
+            code, text = self._once(method, "/system/functions", fn, timeout=120)
+        except (OSError, http.client.HTTPException) as err:
+            log(f"gateway: {method} /system/functions ({name}): {err}; not sent again, waiting for the function")
+            if method == "PUT":
+                # not known to be applied: the next start sends it again (the serving version
+                # stays until a new one is ready, faasd patch 0004)
+                os.remove(sent_file)
+                return "update sent (its answer was lost)"
+            deadline = time.monotonic() + self.settle_s
+            while not exists():
+                if time.monotonic() + self.pause_s > deadline:
+                    os.remove(sent_file)
+                    raise RuntimeError(
+                        f"the gateway lost the answer to POST /system/functions ({err}) and {name} did not appear "
+                        f"within {self.settle_s:g} s"
+                    ) from err
+                time.sleep(self.pause_s)
+            return "created (its answer was lost; the function appeared)"
         if not 200 <= code < 300:
-            raise RuntimeError(f"the gateway refused to deploy {fn['service']}: HTTP {code}: {text[:300]}")
+            os.remove(sent_file)
+            raise RuntimeError(f"the gateway refused to deploy {name}: HTTP {code}: {text[:300]}")
         return "updated" if method == "PUT" else "created"
 
 

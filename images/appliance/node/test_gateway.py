@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import http.server
+import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -68,6 +71,115 @@ class GatewayRetryTest(unittest.TestCase):
         with self.assertRaises(RuntimeError) as ctx:
             gw.request("GET", "/system/functions")
         self.assertIn("did not answer GET /system/functions", str(ctx.exception))
+
+
+class FakeGateway:
+    """The function API of a gateway: GET /system/function/NAME, POST/PUT /system/functions. With
+    `slow_create`, a POST gets its connection closed without an answer (the gateway's write
+    timeout) and the function appears `slow_create` seconds later, as faasd goes on creating it."""
+
+    def __init__(self, slow_create: float | None = None, never_create: bool = False):
+        self.functions: dict[str, dict] = {}
+        self.calls: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self, code: int, body: str = ""):
+                data = body.encode()
+                self.send_response(code)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802
+                name = self.path.rsplit("/", 1)[-1]
+                if name in outer.functions:
+                    self._answer(200, json.dumps(outer.functions[name]))
+                else:
+                    self._answer(404, "not found")
+
+            def _write(self, method: str):
+                fn = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.calls.append(method)
+                if method == "POST" and (outer.slow_create is not None or never_create):
+                    if not never_create:
+                        threading.Timer(outer.slow_create, lambda: outer.functions.__setitem__(fn["service"], fn)).start()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if method == "POST" and fn["service"] in outer.functions:
+                    return self._answer(400, "already exists")
+                outer.functions[fn["service"]] = fn
+                self._answer(202)
+
+            def do_POST(self):  # noqa: N802
+                self._write("POST")
+
+            def do_PUT(self):  # noqa: N802
+                self._write("PUT")
+
+            def log_message(self, *args):
+                pass
+
+        self.slow_create = slow_create
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+FN = {"service": "syncmesh-fn", "image": "localhost/syncmesh-fn:1", "envVars": {"SYNCMESH_NODE_ID": "node-1"}}
+
+
+class GatewayDeployTest(unittest.TestCase):
+    def setUp(self):
+        self.state = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.state)
+
+    def gateway(self, fake: FakeGateway, settle_s: float = 10) -> appliance.Gateway:
+        return appliance.Gateway("admin:pw", url=fake.url, retry_s=2, pause_s=0.05, state_dir=self.state, settle_s=settle_s)
+
+    def test_the_same_spec_is_not_sent_again_and_a_changed_one_is_an_update(self):
+        fake = FakeGateway()
+        try:
+            gw = self.gateway(fake)
+            self.assertEqual(gw.deploy(FN), "created")
+            self.assertEqual(gw.deploy(FN), "unchanged")
+            changed = {**FN, "envVars": {"SYNCMESH_NODE_ID": "node-9"}}
+            self.assertEqual(gw.deploy(changed), "updated")
+            self.assertEqual(fake.calls, ["POST", "PUT"])
+            self.assertEqual(fake.functions["syncmesh-fn"]["envVars"]["SYNCMESH_NODE_ID"], "node-9")
+        finally:
+            fake.close()
+
+    def test_a_create_whose_answer_is_lost_is_not_sent_twice(self):
+        fake = FakeGateway(slow_create=0.5)
+        try:
+            gw = self.gateway(fake)
+            self.assertTrue(gw.deploy(FN).startswith("created"))
+            self.assertEqual(fake.calls, ["POST"])
+            # a restart of the boot program (same spec): nothing is sent
+            self.assertEqual(gw.deploy(FN), "unchanged")
+            self.assertEqual(fake.calls, ["POST"])
+        finally:
+            fake.close()
+
+    def test_a_create_that_never_appears_fails_saying_what(self):
+        fake = FakeGateway(never_create=True)
+        try:
+            gw = self.gateway(fake, settle_s=0.5)
+            with self.assertRaises(RuntimeError) as ctx:
+                gw.deploy(FN)
+            self.assertIn("syncmesh-fn did not appear within 0.5 s", str(ctx.exception))
+            self.assertEqual(fake.calls, ["POST"])
+            self.assertEqual(os.listdir(self.state), [])  # the next start sends it again
+        finally:
+            fake.close()
 
 
 if __name__ == "__main__":

@@ -45,7 +45,11 @@ class NodeFileTest(unittest.TestCase):
         for bad in ("0", "46", "2.5", "true", "'20'"):
             got = problems(GOOD + f"peer_timeout_s: {bad}\n")
             self.assertEqual(len(got), 1, (bad, got))
-            self.assertRegex(got[0], r"^peer_timeout_s: '.*' is not allowed \(whole seconds, 1\.\.45; default 20; the node.s gateway ends every request at 60 s\)$")
+            self.assertRegex(
+                got[0],
+                r"^peer_timeout_s: '.*' is not allowed \(whole seconds, 1\.\.45; default 20; "
+                r"the node.s gateway ends every request at 60 s\)$",
+            )
 
     def test_missing_lat_and_short_secret_are_both_reported(self):
         text = GOOD.replace("lat: 42.69\n", "").replace(SECRET, "too-short")
