@@ -511,3 +511,16 @@ test-tf-smoke: tf-tools ## Real libvirt apply of local-3 with the tiny test VM (
 .PHONY: test-tf-local
 test-tf-local: build image-vm tf-tools ## Real libvirt apply of local-3 with the appliance image: first-boot mesh, exact aggregate through every node, tf-down leaves nothing (root).
 	terraform/tests/local-mesh.sh
+
+.PHONY: test-scale
+test-scale: build image-vm tf-tools ## local-12 and local-30 applied for real (root, ~1 h under TCG): tiny VMs at 12 and 30, then 12 full nodes as a mesh; times and memory table (terraform/tests/scale.sh).
+	terraform/tests/scale.sh
+
+# Every heavy tier, one after the other (never two VM tiers at once on this host): about 3 h.
+.PHONY: test-full
+test-full: ## make test, then the appliance, Terraform local-3, Pi image and Ansible lab tiers, one after the other (root, ~3 h).
+	$(MAKE) test
+	$(MAKE) test-appliance APPLIANCE_VM_CPUS=1
+	$(MAKE) test-tf-local
+	$(MAKE) test-pi
+	$(MAKE) test-lab

@@ -6,6 +6,7 @@
 #   terraform/hack/tf.sh plan SCENARIO    gcp-*: tofu plan with TF_VAR_run from the environment or GCP_VARS
 #   terraform/hack/tf.sh test             fmt -check, validate and tofu test of every module, stack, scenario
 #   terraform/hack/tf.sh topology SCENARIO  print the topology.json tf-up wrote for it (make scenario TARGET=terraform)
+#   terraform/hack/tf.sh memory SCENARIO    the host memory of its VMs (QEMU processes' PSS and RSS), one JSON line
 #   terraform/hack/tf.sh tofu DIR ARGS..  run tofu in DIR with the pinned toolchain (TF_DATA_DIR under .cache)
 #
 # Env (documented defaults):
@@ -178,6 +179,33 @@ topology() {
   echo "$file"
 }
 
+# The host memory the scenario's VMs use: PSS and RSS of each QEMU process (guest RAM the guest has
+# touched, QEMU itself, TCG's code cache), as one JSON line.
+memory() {
+  local scenario="$1"
+  scenario_dir "$scenario" >/dev/null
+  python3 - "$PREFIX${scenario#local-}" <<'PY2'
+import json, os, re, sys
+mesh = sys.argv[1]
+vms = {}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        if not cmd[0].endswith(b"qemu-system-x86_64"):
+            continue
+        name = next((a.decode() for a in cmd if a.startswith(b"guest=")), "")
+        m = re.match(rf"guest={re.escape(mesh)}-([^,]+)", name)
+        if not m:
+            continue
+        kb = {l.split(":")[0]: int(l.split()[1]) for l in open(f"/proc/{pid}/smaps_rollup") if l.split(":")[0] in ("Pss", "Rss")}
+        vms[m.group(1)] = {"pss_mb": round(kb["Pss"] / 1024), "rss_mb": round(kb["Rss"] / 1024)}
+    except (OSError, StopIteration, KeyError):
+        continue
+total = sum(v["pss_mb"] for v in vms.values())
+print(json.dumps({"mesh": mesh, "vms": len(vms), "pss_total_mb": total, "pss_per_vm_mb": round(total / max(len(vms), 1)), "per_vm": vms}))
+PY2
+}
+
 plan() {
   local scenario="$1" dir
   dir=$(scenario_dir "$scenario")
@@ -212,7 +240,8 @@ case "${1:-}" in
   down) down "${2:-}" ;;
   plan) plan "${2:-}" "${@:3}" ;;
   topology) topology "${2:-}" ;;
+  memory) memory "${2:-}" ;;
   test) test_all ;;
   tofu) shift; d="$1"; shift; tofu_in "$(cd "$d" && pwd)" "$@" ;;
-  *) die "usage: $0 up|down|plan|topology SCENARIO | test | tofu DIR ARGS" ;;
+  *) die "usage: $0 up|down|plan|topology|memory SCENARIO | test | tofu DIR ARGS" ;;
 esac

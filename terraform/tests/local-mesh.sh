@@ -5,33 +5,45 @@
 # seeds), then each node's database gets its sensor's readings, the mesh checks of the appliance
 # tier run against the Terraform-made topology (aggregate through every node equal to the value
 # computed from the CSVs, collect complete, health, gateway API), then tf-down and nothing left.
-# Root. Prints the time of each step.
+# Root. Prints the time of each step, and one JSON line (`tf-local-result: {...}`: up, load,
+# checks, down, host memory of the VMs) that make test-scale collects.
 #
-# Env (documented defaults): TF_PREFIX (smt; every libvirt object, interface and the namespace
-# carry it), DATA (../shared/data/sofia; without it the nodes get generated readings and the
-# expected value comes from the databases), TF_KEEP=1 (leave the mesh up for `make scenario
-# TARGET=terraform`; then `make tf-down`), and those of terraform/hack/tf.sh.
+# Env (documented defaults): SCENARIO (local-3; make test-scale runs local-12), TF_PREFIX (smt;
+# every libvirt object, interface and the namespace carry it), DATA (../shared/data/sofia;
+# without it the nodes get generated readings and the expected value comes from the databases),
+# LOAD_DAYS (empty: node i gets Sofia sensor i's month from DATA; N: N generated days per node,
+# the expected value from the databases, and the aggregate over the first day: many nodes under
+# software emulation), TF_KEEP=1 (leave the mesh up for `make scenario TARGET=terraform`; then
+# `make tf-down`), and those of terraform/hack/tf.sh.
 set -o errexit -o nounset -o pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 tf="$root/terraform/hack/tf.sh"
 export TF_PREFIX=${TF_PREFIX:-smt}
-mesh="${TF_PREFIX}3"
+SCENARIO=${SCENARIO:-local-3}
+mesh="${TF_PREFIX}${SCENARIO#local-}"
 state="$root/.mesh/$mesh"
 DATA=${DATA:-}
 [[ -z "$DATA" && -f "$root/../shared/data/sofia/1.csv" ]] && DATA=$(cd "$root/../shared/data/sofia" && pwd)
 export DATA
+LOAD_DAYS=${LOAD_DAYS:-}
+[[ -z "$LOAD_DAYS" || "$LOAD_DAYS" =~ ^([1-9]|[12][0-9]|3[01])$ ]] || { echo "LOAD_DAYS must be empty or 1..31, not '$LOAD_DAYS'" >&2; exit 2; }
+test_data=$DATA window=month data_desc="Sofia sensor i's month on node i"
+[[ -z "$DATA" ]] && data_desc="a generated month per node"
+[[ -n "$LOAD_DAYS" ]] && test_data="" window=day data_desc="$LOAD_DAYS generated day(s) per node"
 t0=$(date +%s)
 log() { printf '[tf-local %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 tmp=$(mktemp -d "/tmp/${TF_PREFIX}-tflocal.XXXXXX")
+result=""
 finish() {
   local rc=$?
   trap - EXIT INT TERM
   if [[ "${TF_KEEP:-0}" != 1 || $rc != 0 ]]; then
     local t_down=$(date +%s)
-    "$tf" down local-3 || rc=1
+    "$tf" down "$SCENARIO" || rc=1
     log "tf-down in $(($(date +%s) - t_down)) s"
+    [[ -n "${result:-}" ]] && echo "tf-local-result: ${result%\}}, \"down_s\": $(($(date +%s) - t_down))}"
   fi
   rm -rf "$tmp"
   log "done in $(($(date +%s) - t0)) s (exit $rc)"
@@ -43,7 +55,7 @@ trap 'exit 130' INT TERM
 ssh-keygen -q -t ed25519 -N '' -C "$mesh-test" -f "$tmp/id_ed25519"
 SSH=(ssh -i "$tmp/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR)
 
-TF_SSH_PUBKEY_FILE="$tmp/id_ed25519.pub" "$tf" up local-3
+TF_SSH_PUBKEY_FILE="$tmp/id_ed25519.pub" "$tf" up "$SCENARIO"
 t_up=$(date +%s)
 log "tf-up (apply + first boot until every node is ready) in $((t_up - t0)) s"
 
@@ -75,7 +87,9 @@ i=0
 pids=()
 while read -r id addr; do
   i=$((i + 1))
-  if [[ -n "$DATA" ]]; then src=(--file "$DATA/$i.csv"); else src=(--generate --sensor "$i"); fi
+  if [[ -n "$LOAD_DAYS" ]]; then src=(--generate --sensor "$i" --days "$LOAD_DAYS")
+  elif [[ -n "$DATA" ]]; then src=(--file "$DATA/$i.csv")
+  else src=(--generate --sensor "$i"); fi
   node "$loader" --mongodb-uri "mongodb://$addr:27017/?directConnection=true" "${src[@]}" < /dev/null > "$tmp/load-$id.log" 2>&1 &
   pids+=("$!:$id")
 done < "$tmp/nodes"
@@ -85,6 +99,11 @@ for p in "${pids[@]}"; do
 done
 
 t_checks=$(date +%s)
-APPLIANCE_TOPOLOGY="$state/topology.checks.json" APPLIANCE_SSH_KEY="$tmp/id_ed25519" MESH_TEST_DATA="$DATA" \
-  node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/appliance.test.js
-log "mesh checks passed in $(($(date +%s) - t_checks)) s; up $((t_up - t0)) s"
+APPLIANCE_TOPOLOGY="$state/topology.checks.json" APPLIANCE_SSH_KEY="$tmp/id_ed25519" MESH_TEST_DATA="$test_data" \
+  MESH_TEST_WINDOW="$window" node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/appliance.test.js
+t_done=$(date +%s)
+log "mesh checks passed in $((t_done - t_checks)) s; up $((t_up - t0)) s"
+mem=$("$tf" memory "$SCENARIO")
+log "host memory of the VMs: $mem"
+result=$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); m.pop("per_vm"); print(json.dumps({"scenario": sys.argv[2], "kind": "appliance", "memory_mb_per_vm": int(sys.argv[3]), "up_s": int(sys.argv[4]), "load_s": int(sys.argv[5]), "checks_s": int(sys.argv[6]), "data": sys.argv[7], **m}))' \
+  "$mem" "$SCENARIO" "${TF_MEMORY_MB:-2048}" "$((t_up - t0))" "$((t_checks - t_load))" "$((t_done - t_checks))" "$data_desc")

@@ -24,6 +24,9 @@ const badNode = process.env['APPLIANCE_BAD_NODE'] ?? '';
 const sshKey = process.env['APPLIANCE_SSH_KEY'] ?? '';
 const serialLogs = process.env['APPLIANCE_SERIAL_LOGS'] ?? '';
 const dataDir = process.env['MESH_TEST_DATA'] ?? '';
+// the aggregate's time window: the month (default) or its first day (MESH_TEST_WINDOW=day: many
+// nodes under software emulation, where one node scans a month in 15-20 s)
+const window = process.env['MESH_TEST_WINDOW'] === 'day' ? { start: MONTH_START, end: DAY_END } : { start: MONTH_START, end: MONTH_END };
 const skip = topologyFile && existsSync(topologyFile) ? false : 'appliance tier: run make test-appliance (boots the VMs, sets APPLIANCE_TOPOLOGY)';
 const topo: Topology = skip ? ({ nodes: [] } as unknown as Topology) : (JSON.parse(readFileSync(topologyFile, 'utf8')) as Topology);
 
@@ -81,7 +84,7 @@ function ssh(host: string, command: string): string {
 
 test('appliance mesh - the topology has the faasd runtime, each gateway and its basic-auth file', { skip }, () => {
   assert.equal(topo.runtime, 'faasd');
-  assert.equal(topo.nodes.length, 3);
+  assert.ok(topo.nodes.length >= 3, `${topo.nodes.length} nodes (a mesh has 3 to 30)`);
   for (const n of topo.nodes) {
     assert.equal(n.gateway_url, `http://${n.address}:8080`);
     assert.equal(n.function_url, `${n.gateway_url}/function/syncmesh-fn`);
@@ -97,7 +100,7 @@ test('appliance mesh - each node is ready at its health URL and says it runs the
     assert.equal(h.body['node_id'], n.id);
     assert.deepEqual(
       Object.values(h.body['peers'] as Record<string, string>),
-      ['registered', 'registered'],
+      topo.nodes.slice(1).map(() => 'registered'),
       `${n.id} peers ${JSON.stringify(h.body['peers'])}`,
     );
     const db = h.body['database'] as { kind: string; warning: string };
@@ -121,11 +124,11 @@ test("appliance mesh - /system/info reports faasd 0.19.0 and gateway 0.27.5; /sy
 });
 
 test("appliance mesh - the aggregate through each node's gateway equals the value computed from the data", { skip, timeout: 600_000 }, async () => {
-  const want = await expected(MONTH_START, MONTH_END);
+  const want = await expected(window.start, window.end);
   assert.ok(want.count > 0, 'data loaded');
   for (const n of topo.nodes) {
-    const a = await postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: TIMEOUT_MS });
-    assert.equal(a.answer.extensions?.['answered'], 3, `${n.id}: ${JSON.stringify(a.answer.extensions)}`);
+    const a = await postFunction(n.function_url, aggregateRequest(window.start, window.end, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: TIMEOUT_MS });
+    assert.equal(a.answer.extensions?.['answered'], topo.nodes.length, `${n.id}: ${JSON.stringify(a.answer.extensions)}`);
     const got = aggregateOf(a);
     assert.equal(got.count, want.count, `${n.id} count`);
     for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
