@@ -576,6 +576,7 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     secret = open(f"{SECRETS}/mesh-secret", encoding="utf-8").read().strip()
     own_url = f"{GATEWAY}/function/{FUNCTION}"
     me = {"id": nid, "address": function_url(address), "lat": node["lat"], "lon": node["lon"], "own_node": True}
+    write_status(message="registering itself in its registry")
     sync_registry(own_url, secret, nid, [me])
     ready_s = uptime_s() - 0.0
     write_status(
@@ -624,10 +625,25 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     return 0
 
 
-def sync_registry(url: str, secret: str, nid: str, nodes: list[dict]) -> None:
-    current = meta(url, secret, nid, nid, registry.LIST_QUERY).get("nodes", [])
-    for _, _, body in registry.plan_actions(current, nodes):
-        meta(url, secret, nid, nid, body["query"], body.get("variables"))
+def sync_registry(
+    url: str, secret: str, nid: str, nodes: list[dict], within_s: float = 900, pause_s: float = 5, timeout_s: float = 60
+) -> None:
+    """Makes the node's own registry list `nodes`. Retried until it succeeds or `within_s` passes:
+    a fresh function's first requests are slow on slow hardware (under software emulation more
+    than 10 s), and each try lists the registry again, so a change that was applied before its
+    answer was lost is not applied twice."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            current = meta(url, secret, nid, nid, registry.LIST_QUERY, timeout=timeout_s).get("nodes", [])
+            for _, _, body in registry.plan_actions(current, nodes):
+                meta(url, secret, nid, nid, body["query"], body.get("variables"), timeout=timeout_s)
+            return
+        except (OSError, RuntimeError, ValueError) as err:
+            if time.monotonic() + pause_s > deadline:
+                raise RuntimeError(f"the node's registry could not be updated within {within_s:g} s: {err}") from err
+            log(f"registry: {err}; retrying")
+            time.sleep(pause_s)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -182,5 +182,69 @@ class GatewayDeployTest(unittest.TestCase):
             fake.close()
 
 
+class FakeRegistry:
+    """A function's registry over `meta` requests: lists its nodes, applies mutations. The
+    requests whose numbers are in `drop` get their connection closed without an answer."""
+
+    def __init__(self, drop: set[int]):
+        self.requests = 0
+        self.mutations: list[dict] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.requests += 1
+                if outer.requests in drop:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if body["query"].lstrip().startswith("mutation"):
+                    outer.mutations.append(body)
+                    answer = {"data": {}}
+                else:
+                    answer = {"data": {"nodes": []}}
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+ME = {"id": "node-1", "address": "http://10.0.0.11:8080/function/syncmesh-fn", "lat": 42.69, "lon": 23.32, "own_node": True}
+
+
+class RegistryRetryTest(unittest.TestCase):
+    def test_a_lost_answer_is_retried_until_the_registry_lists_the_node(self):
+        fake = FakeRegistry(drop={1})
+        try:
+            appliance.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=10, pause_s=0.05, timeout_s=5)
+            self.assertEqual(fake.requests, 3)  # the dropped list, the list again, one mutation
+            self.assertEqual(len(fake.mutations), 1)
+        finally:
+            fake.close()
+
+    def test_a_registry_that_never_answers_fails_saying_what(self):
+        fake = FakeRegistry(drop=set(range(1, 1000)))
+        try:
+            with self.assertRaises(RuntimeError) as ctx:
+                appliance.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=0.3, pause_s=0.05, timeout_s=5)
+            self.assertIn("the node's registry could not be updated within 0.3 s", str(ctx.exception))
+            self.assertEqual(fake.mutations, [])
+        finally:
+            fake.close()
+
+
 if __name__ == "__main__":
     unittest.main()
