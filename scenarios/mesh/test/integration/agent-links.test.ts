@@ -5,7 +5,8 @@
  * through toxiproxy (none between two nodes directly: the agents' dial-back keeps to the pinned
  * proxies), the link is authenticated both ways through the proxy, an update from node-1 reaches
  * node-2 no sooner than the link's latency and its acknowledgement takes the round trip, while
- * node-3 gets it at once; a cut blocks agent replication through the proxies and the restore
+ * node-3 gets it at once; a capture counts that traffic as agent traffic, once, per directed
+ * pair; a cut blocks agent replication through the proxies and the restore
  * heals it without losing an op. The measured times are printed (`# agent-links ...`).
  * Each node runs its test server, an echo server in place of the function and the agent.
  * Needs root (namespaces), toxiproxy and iptables (make tools) and a built agent and SDK.
@@ -16,11 +17,12 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runInNetns } from '@syncmesh-edge/lab';
 import { loadConfig, PACKAGE_ROOT } from '../../src/config.js';
+import { startMeshCapture } from '../../src/capture.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { misoPeers } from '../../src/services.js';
 import { readState } from '../../src/state.js';
 import { ToxiproxyClient } from '../../src/toxiproxy.js';
-import { agentSkipReason, misoClient, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName, until, type MisoTestClient } from '../../src/testing/helpers.js';
+import { agentSkipReason, has, misoClient, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName, until, type MisoTestClient } from '../../src/testing/helpers.js';
 
 const LINK_MS = 200; // one-way latency of node-1 <-> node-2 (both directions)
 /** Deadlines of the polls below: generous, the machine is shared and has 2 cores. */
@@ -169,6 +171,39 @@ test('agent links - an update from node-1 takes the emulated latency to node-2, 
   for (const l of lag2) assert.ok(l >= 2 * LINK_MS, `node-1's ack lag to node-2 is ${l} ms, below the link's ${2 * LINK_MS} ms round trip`);
   assert.ok(median(lag3) < 2 * LINK_MS, `node-1's ack lag to node-3 (no latency) is ${median(lag3)} ms`);
   assert.ok(median(to3) < median(to2), `node-3 (no latency) got the add after ${median(to3)} ms, node-2 after ${median(to2)} ms`);
+});
+
+test('agent links - capture counts agent traffic through the proxies once, as agent traffic per directed pair', {
+  skip: skip || (!has('tcpdump') && 'needs tcpdump: run make tools'),
+}, async () => {
+  const capture = await startMeshCapture(mesh.topology, { dir: join(stateRoot, 'capture') });
+  const want = (await hits('node-1')) + 3;
+  for (let i = 0; i < 3; i++) await client('node-1').apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1 });
+  await until('node-2 and node-3 read the adds', REPLICATION_DEADLINE_MS, async () => (await hits('node-2')) === want && (await hits('node-3')) === want);
+  // one heartbeat period more: every agent has sent on every link it dialled
+  await until('node-1 hears both peers after the adds', REPLICATION_DEADLINE_MS, async () => {
+    const st = await client('node-1').status();
+    return st.peers.every((p) => p.connected) || 'a peer is not connected';
+  });
+  const r = await capture.stop();
+  console.log(
+    `# agent-links capture: agent ${r.agent_bytes} B (${r.agent_pairs.map((p) => `${p.from}>${p.to} ${p.bytes}`).join(', ')}), relay ${r.relay_bytes} B, node_node ${r.node_node_bytes} B, other ${r.other_bytes} B`,
+  );
+  assert.equal(r.dropped_packets, 0);
+  for (const pair of ['node-1>node-2', 'node-1>node-3']) {
+    assert.ok(
+      r.agent_pairs.some((p) => `${p.from}>${p.to}` === pair && p.bytes > 0),
+      `${pair}: the updates went out on node-1's own agent links: ${JSON.stringify(r.agent_pairs)}`,
+    );
+  }
+  assert.equal(
+    r.agent_bytes,
+    r.agent_pairs.reduce((s, p) => s + p.bytes, 0),
+  );
+  assert.equal(r.node_node_bytes, 0, 'no function traffic here');
+  assert.equal(r.counted_bytes, 0, 'agent traffic is not part of the query systems');
+  assert.ok(r.relay_bytes > 0, 'the proxy -> agent legs are seen, and not counted');
+  assert.ok(r.other_bytes < r.agent_bytes / 10, `agent traffic through the proxies is not 'other': ${r.other_bytes} B other`);
 });
 
 test('agent links - a cut blocks agent replication through the proxies, and the restore heals it without losing an op', { skip }, async () => {
