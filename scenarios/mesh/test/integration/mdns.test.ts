@@ -59,6 +59,8 @@ const subnet = `10.53.${process.pid % 256}.0/24`;
 const stateRoot = tempStateRoot();
 let mesh: MeshHandle;
 let upAtMs = 0;
+/** What mesh-up printed. */
+const progress: string[] = [];
 /** The impostor agent (test 'an mDNS impostor ...'); killed in after() if still running. */
 let impostor: ChildProcess | undefined;
 /** The right-key rogue and its forged mDNS announcer (test 'a forged mDNS record ...'). */
@@ -115,7 +117,7 @@ before(async () => {
     MESH_NODE_LOG_LEVEL: 'info', // the agents log when mDNS finds and expires a peer
     TOXIPROXY_BIN,
   });
-  mesh = await up(cfg, { loadData: false, fillRegistry: false });
+  mesh = await up(cfg, { loadData: false, fillRegistry: false, progress: (m) => progress.push(m) });
   upAtMs = Date.now();
   for (const n of mesh.plan.nodes) clients.set(n.id, await misoClient(join(n.dir, 'miso.sock'), 5_000));
 });
@@ -141,7 +143,15 @@ test('mesh mdns - every agent finds the other two by multicast, with no static p
     const env = readFileSync(`/proc/${agentPid(n.id)}/environ`, 'utf8').split('\0');
     assert.ok(env.includes('MISO_MDNS=on') && env.includes('MISO_MDNS_INTERFACE=eth0'), `${n.id}'s agent runs with mDNS on eth0`);
     assert.ok(!env.some((v) => v.startsWith('MISO_PEERS=')), `${n.id}'s agent has no static peer list`);
+    // mDNS links are direct: no agent link proxies, and the topology says so
+    const direct = Object.fromEntries(mesh.plan.nodes.filter((p) => p !== n).map((p) => [p.id, `${p.addr}:${p.agentPort}`]));
+    assert.deepEqual(mesh.topology.nodes[n.index - 1]!.agent_peers, direct);
   }
+  assert.deepEqual(mesh.plan.agentLinks, []);
+  assert.ok(
+    progress.some((m) => /mDNS and connect directly: their links get no latency emulation/.test(m)),
+    `mesh-up says the agents' links are not emulated: ${progress.join(' | ')}`,
+  );
   // nothing of ours listens for mDNS in the host namespace
   const hostMdns = execFileSync('ss', ['-Hulpn', 'sport', '=', ':5353'], { encoding: 'utf8' });
   for (const p of readState(mesh.plan.stateDir)!.processes)
