@@ -79,6 +79,33 @@ export interface MisoTestClient {
   close(): void;
 }
 
+/** SDK clients of a mesh's agents (and of any agent a test adds), by node id. */
+export class AgentClients extends Map<string, MisoTestClient> {
+  /** One client per node, on its agent's SDK socket (the node's directory). */
+  async openMesh(nodes: readonly { id: string; dir: string }[], deadlineMs = 5_000): Promise<void> {
+    for (const n of nodes) this.set(n.id, await misoClient(join(n.dir, 'miso.sock'), deadlineMs));
+  }
+
+  /** The client of `node`; fails the test when there is none. */
+  of(node: string): MisoTestClient {
+    const c = this.get(node);
+    assert.ok(c, `no SDK client for ${node}`);
+    return c;
+  }
+
+  /** The ids of the peers `node`'s agent lists as connected, sorted. */
+  async connectedPeers(node: string): Promise<string[]> {
+    return (await this.of(node).status()).peers
+      .filter((p) => p.connected)
+      .map((p) => p.node_id)
+      .sort();
+  }
+
+  closeAll(): void {
+    for (const c of this.values()) c.close();
+  }
+}
+
 /** A MISO SDK client on an agent's socket, from the built SDK. */
 export async function misoClient(socket: string, deadlineMs: number): Promise<MisoTestClient> {
   const sdk = (await import(pathToFileURL(SDK_MAIN).href)) as { MisoClient: new (socket: string, deadlineMs: number) => MisoTestClient };

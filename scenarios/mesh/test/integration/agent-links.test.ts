@@ -22,7 +22,7 @@ import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { misoPeers } from '../../src/services.js';
 import { readState } from '../../src/state.js';
 import { ToxiproxyClient } from '../../src/toxiproxy.js';
-import { agentSkipReason, has, misoClient, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName, until, type MisoTestClient } from '../../src/testing/helpers.js';
+import { AgentClients, agentSkipReason, has, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName, until } from '../../src/testing/helpers.js';
 
 const LINK_MS = 200; // one-way latency of node-1 <-> node-2 (both directions)
 /** Deadlines of the polls below: generous, the machine is shared and has 2 cores. */
@@ -40,20 +40,10 @@ const name = uniqueMeshName('sml');
 const stateRoot = tempStateRoot();
 let mesh: MeshHandle;
 const progress: string[] = [];
-const clients = new Map<string, MisoTestClient>();
+const clients = new AgentClients();
 
-function client(node: string): MisoTestClient {
-  const c = clients.get(node);
-  assert.ok(c, `no SDK client for ${node}`);
-  return c;
-}
-
-async function connectedPeers(node: string): Promise<string[]> {
-  return (await client(node).status()).peers
-    .filter((p) => p.connected)
-    .map((p) => p.node_id)
-    .sort();
-}
+const client = (node: string) => clients.of(node);
+const connectedPeers = (node: string) => clients.connectedPeers(node);
 
 async function hits(node: string): Promise<number> {
   return Number((await client(node).read(FN, 'hits', 'total', 'gcounter')).value ?? 0);
@@ -84,11 +74,11 @@ before(async () => {
     TOXIPROXY_BIN,
   });
   mesh = await up(cfg, { loadData: false, fillRegistry: false, progress: (m) => progress.push(m) });
-  for (const n of mesh.plan.nodes) clients.set(n.id, await misoClient(join(n.dir, 'miso.sock'), 5_000));
+  await clients.openMesh(mesh.plan.nodes);
 });
 
 after(async () => {
-  for (const c of clients.values()) c.close();
+  clients.closeAll();
   if (!skip) await down(stateRoot, name);
   rmSync(stateRoot, { recursive: true, force: true }); // also the empty one of a skipped run
 });

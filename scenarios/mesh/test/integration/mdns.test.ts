@@ -27,6 +27,7 @@ import { createNodeNetwork, NODE_IF } from '../../src/network.js';
 import type { NodePlan } from '../../src/plan.js';
 import {
   AGENT_MAIN,
+  AgentClients,
   agentSkipReason,
   misoClient,
   recordedProcesses,
@@ -35,7 +36,6 @@ import {
   TOXIPROXY_BIN,
   uniqueMeshName,
   until,
-  type MisoTestClient,
 } from '../../src/testing/helpers.js';
 import { leftovers, runInNetns, spawnInNetns } from '@syncmesh-edge/lab';
 
@@ -66,8 +66,7 @@ let impostor: ChildProcess | undefined;
 /** The right-key rogue and its forged mDNS announcer (test 'a forged mDNS record ...'). */
 const rogues: ChildProcess[] = [];
 
-type Client = MisoTestClient;
-const clients = new Map<string, Client>();
+const clients = new AgentClients();
 
 /** The recorded pid of a node's agent. */
 function agentPid(node: string): number {
@@ -76,19 +75,8 @@ function agentPid(node: string): number {
   return rec.pid;
 }
 
-function client(node: string): Client {
-  const c = clients.get(node);
-  assert.ok(c, `no SDK client for ${node}`);
-  return c;
-}
-
-async function connectedPeers(node: string): Promise<string[]> {
-  const st = await client(node).status();
-  return st.peers
-    .filter((p) => p.connected)
-    .map((p) => p.node_id)
-    .sort();
-}
+const client = (node: string) => clients.of(node);
+const connectedPeers = (node: string) => clients.connectedPeers(node);
 
 /** Time stamps (ms) of the agent's pino log lines whose msg matches. */
 function logTimes(node: string, msg: string, field?: [string, string]): number[] {
@@ -119,13 +107,13 @@ before(async () => {
   });
   mesh = await up(cfg, { loadData: false, fillRegistry: false, progress: (m) => progress.push(m) });
   upAtMs = Date.now();
-  for (const n of mesh.plan.nodes) clients.set(n.id, await misoClient(join(n.dir, 'miso.sock'), 5_000));
+  await clients.openMesh(mesh.plan.nodes);
 });
 
 after(async () => {
   impostor?.kill('SIGKILL');
   for (const r of rogues) r.kill('SIGKILL');
-  for (const c of clients.values()) c.close();
+  clients.closeAll();
   if (!skip) await down(stateRoot, name);
   rmSync(stateRoot, { recursive: true, force: true }); // also the empty one of a skipped run
 });
