@@ -3,8 +3,8 @@
  *
  * Order of `up` (every step records itself in the state file first, so `down` can undo any
  * prefix of it): preflight (changes nothing) -> bridge -> toxiproxy with one proxy per directed
- * pair (and one more for the agents) -> per node (a few at a time): namespace, MongoDB, data, function -> registries -> link
- * profile -> topology.json.
+ * pair (and one more per pair for the agents' links) -> per node (a few at a time): namespace,
+ * MongoDB, data, function -> registries -> link profile -> topology.json.
  */
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -94,7 +94,7 @@ export function linksProgress(cfg: MeshConfig, plan: MeshPlan): string {
     plan.agentLinks.length > 0
       ? ` and ${plan.agentLinks.length} agent links`
       : cfg.services.includes('agent') && cfg.misoDiscovery === 'mdns'
-        ? '; the MISO agents find each other by mDNS and connect directly: their links get no latency emulation, and only the iptables part of a cut'
+        ? '; the MISO agents find each other by mDNS and connect directly: their links are not emulated (no latency; a cut stops them by its iptables rule only)'
         : '';
   return `toxiproxy on ${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port} with ${plan.links.length} directed function links${agents}`;
 }
@@ -384,8 +384,8 @@ function nodeOf(state: MeshState, ref: string): NodePlan {
 
 /**
  * Cuts a node off: its links in both directions, the functions' and the agents', hold data
- * forever (toxiproxy timeout toxics), and, when isolated, its interface drops every packet (iptables in its namespace), so
- * connections to it hang instead of being refused.
+ * forever (toxiproxy timeout toxics), and, when isolated, its interface drops every packet
+ * (iptables in its namespace), so connections to it hang instead of being refused.
  */
 export async function cut(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
   const state = requireState(stateRoot, name);
