@@ -85,6 +85,11 @@ export class Toxiproxy {
     for (const t of toxics) await this.addToxic(spec.name, t);
   }
 
+  /** The names of every proxy. */
+  async proxyNames(): Promise<string[]> {
+    return Object.keys((await this.call('GET', '/proxies')) as Record<string, unknown>).sort();
+  }
+
   /** Removes a proxy; one that is gone already is fine. */
   async removeProxy(name: string): Promise<void> {
     await this.call('DELETE', `/proxies/${encodeURIComponent(name)}`, undefined, [404]);

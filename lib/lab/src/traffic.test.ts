@@ -18,6 +18,10 @@ const layout: Layout = {
       [20102, { from: 'node-1', to: 'node-2' }],
       [20201, { from: 'node-2', to: 'node-1' }],
     ]),
+    agentProxies: new Map([
+      [25102, { from: 'node-1', to: 'node-2' }],
+      [25201, { from: 'node-2', to: 'node-1' }],
+    ]),
     ingestProxies: new Map([[24001, 'node-1']]),
   },
   central: { addr: DB, mongoPort: 27017 },
@@ -89,6 +93,42 @@ test('traffic - agent to agent traffic is counted once, per directed pair, apart
   assert.equal(one.agent_bytes, 200, "node-2's interface is not captured: its packets count where they arrive");
 });
 
+test('traffic - agent traffic through an agent link proxy is agent traffic, counted once at the dialling node, the relay leg apart', () => {
+  const r = classify(layout, [
+    {
+      iface: 'h1',
+      kind: 'node',
+      node: 'node-1',
+      packets: [
+        pkt(N1, 50000, H, 25102, 150), // node-1's agent dials node-2's through its agent link
+        pkt(H, 25102, N1, 50000, 60),
+        pkt(H, 43000, N1, 7070, 90), // the relay leg of node-2's agent dialling node-1's
+        pkt(N1, 7070, H, 43000, 40),
+      ],
+    },
+    {
+      iface: 'h2',
+      kind: 'node',
+      node: 'node-2',
+      packets: [
+        pkt(H, 44000, N2, 7070, 150), // the relay leg of node-1's link
+        pkt(N2, 7070, H, 44000, 60),
+        pkt(N2, 51000, H, 25201, 90), // node-2's agent dials node-1's
+        pkt(H, 25201, N2, 51000, 40),
+      ],
+    },
+  ]);
+  assert.equal(r.agent_bytes, 210 + 130);
+  assert.deepEqual(r.agent_pairs, [
+    { from: 'node-1', to: 'node-2', bytes: 210 },
+    { from: 'node-2', to: 'node-1', bytes: 130 },
+  ]);
+  assert.equal(r.relay_bytes, 210 + 130, 'the proxy -> agent legs: the same bytes again, not counted');
+  assert.equal(r.counted_bytes, 0);
+  assert.equal(r.node_node_bytes, 0);
+  assert.equal(r.other_bytes, 0);
+});
+
 test('traffic - direct node to central traffic counts as ingest; a loader on the host is mongo, not counted', () => {
   const r = classify(layout, [
     {
@@ -153,10 +193,13 @@ test('traffic - the emulated mesh topology: peers through the host are link prox
         agent_address: `${N1}:7070`,
         mongodb_uri: `mongodb://${N1}:27017/?directConnection=true`,
         peers: { 'node-2': `http://${H}:20102/function/syncmesh-fn` },
+        agent_peers: { 'node-2': `${H}:25102` },
       },
     ],
   });
   assert.deepEqual(l.proxyHost?.meshProxies.get(20102), { from: 'node-1', to: 'node-2' });
+  assert.deepEqual(l.proxyHost?.agentProxies.get(25102), { from: 'node-1', to: 'node-2' });
+  assert.equal(l.proxyHost?.agentProxies.size, 1);
   assert.deepEqual(l.clientAddrs, []);
   assert.deepEqual(l.nodes[0], { id: 'node-1', addr: N1, functionPort: 8080, agentPort: 7070, mongoPort: 27017 });
 });

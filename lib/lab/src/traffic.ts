@@ -11,9 +11,10 @@
  *                 on a bridge); per directed pair in `pairs`
  *   node_central  MongoDB traffic to the central server (the baseline's ingest), straight or
  *                 through its link proxy
- *   agent         node <-> node to an agent port (the MISO agents); per directed pair in
- *                 `agent_pairs`; reported on its own, not part of `counted_bytes` (the comparison
- *                 of the query systems)
+ *   agent         node <-> node to an agent port (the MISO agents), straight or through an
+ *                 agent link proxy (counted at the dialling node's interface, as function links
+ *                 are); per directed pair in `agent_pairs`; reported on its own, not part of
+ *                 `counted_bytes` (the comparison of the query systems)
  *   mongo         other MongoDB traffic (the host or a node to a node's database: loaders,
  *                 oracles); reported, not counted
  *   relay         the second leg of a proxied connection (proxy host -> destination): the same
@@ -47,6 +48,8 @@ export interface Layout {
     addr: string;
     /** Mesh link proxies: listen port -> directed pair of node ids. */
     meshProxies: ReadonlyMap<number, { from: string; to: string }>;
+    /** Agent link proxies (MISO agents with static peers): listen port -> directed pair, the dialling node first. */
+    agentProxies: ReadonlyMap<number, { from: string; to: string }>;
     /** Central server link proxies: listen port -> the node that ingests through it. */
     ingestProxies: ReadonlyMap<number, string>;
   } | null;
@@ -149,6 +152,8 @@ function classOf(layout: Layout, byAddr: ReadonlyMap<string, LayoutNode>, a: End
       if (e.addr !== ph.addr || e.port === null) continue;
       const link = ph.meshProxies.get(e.port);
       if (link) return { cls: 'node_node', pair: link };
+      const agentLink = ph.agentProxies.get(e.port);
+      if (agentLink) return { cls: 'agent', pair: agentLink };
       if (ph.ingestProxies.has(e.port)) return { cls: 'node_central' };
     }
   }
@@ -294,6 +299,8 @@ export interface TopologyLike {
     mongodb_uri: string | null;
     /** How this node reaches each peer: a link proxy on the host, or the peer itself. */
     peers: Readonly<Record<string, string>>;
+    /** How this node's agent reaches each peer's agent (host:port): an agent link proxy on the host, or the agent itself; absent or null without agents. */
+    agent_peers?: Readonly<Record<string, string>> | null;
   }[];
 }
 
@@ -303,20 +310,25 @@ function portOf(url: string, fallback: number): number {
 }
 
 /**
- * The layout of a mesh from its topology: node addresses and ports; peers reached through the
- * host (`host_address`) are link proxies (the emulated mesh), peers reached at their own address
- * are direct (VMs on a bridge, real links). `clientAddrs` defaults to the host's address when
+ * The layout of a mesh from its topology: node addresses and ports; peers (and peer agents,
+ * `agent_peers`) reached through the host (`host_address`) are link proxies (the emulated mesh),
+ * peers reached at their own address are direct (VMs on a bridge, real links). `clientAddrs` defaults to the host's address when
  * the mesh has no link proxies (the operator's machine is the client).
  */
 export function layoutFromTopology(t: TopologyLike, opts: { clientAddrs?: readonly string[] } = {}): Layout {
   const meshProxies = new Map<number, { from: string; to: string }>();
+  const agentProxies = new Map<number, { from: string; to: string }>();
   for (const n of t.nodes) {
     for (const [to, url] of Object.entries(n.peers)) {
       const u = new URL(url);
       if (u.hostname === t.host_address) meshProxies.set(portOf(url, 80), { from: n.id, to });
     }
+    for (const [to, address] of Object.entries(n.agent_peers ?? {})) {
+      const u = new URL(`tcp://${address}`);
+      if (u.hostname === t.host_address && u.port) agentProxies.set(Number(u.port), { from: n.id, to });
+    }
   }
-  const proxied = meshProxies.size > 0;
+  const proxied = meshProxies.size + agentProxies.size > 0;
   return {
     nodes: t.nodes.map((n) => ({
       id: n.id,
@@ -326,7 +338,7 @@ export function layoutFromTopology(t: TopologyLike, opts: { clientAddrs?: readon
       mongoPort: n.mongodb_uri ? portOf(n.mongodb_uri.replace(/^mongodb:/, 'http:'), 27017) : null,
     })),
     clientAddrs: opts.clientAddrs ?? (proxied ? [] : [t.host_address]),
-    proxyHost: proxied ? { addr: t.host_address, meshProxies, ingestProxies: new Map() } : null,
+    proxyHost: proxied ? { addr: t.host_address, meshProxies, agentProxies, ingestProxies: new Map() } : null,
     central: null,
   };
 }

@@ -94,6 +94,12 @@ export class PeerTable {
     dialer.stop();
   }
 
+  /** Do we dial `nodeId` already, at any address (its id pinned there, or its stream established)? */
+  private dialsNode(nodeId: string): boolean {
+    for (const d of this.dialers.values()) if (d.expect === nodeId || d.peerId === nodeId) return true;
+    return false;
+  }
+
   hello(): Hello {
     const s = this.d.self;
     return { node_id: s.nodeId, address: s.advertiseAddress, functions: this.d.localFunctions(), incarnation: s.incarnation };
@@ -243,8 +249,10 @@ export class PeerTable {
     if (link.kind === 'in') {
       p.inbound.add(link);
       this.send(link, { hello: this.hello() }, p);
-      // Dial back so each side pushes on its own stream (also makes static lists symmetric).
-      if (address && !this.dialers.has(address) && !(p.out && this.dialers.get(p.out.address) === p.out)) this.addAddress(address, h.node_id);
+      // Dial back so each side pushes on its own stream (also makes static lists symmetric), unless
+      // we dial this node already: a static `id@host:port` entry or an mDNS record names the way
+      // to reach it (a link proxy, a NAT), even while that dialer is still backing off.
+      if (address && !this.dialers.has(address) && !this.dialsNode(h.node_id)) this.addAddress(address, h.node_id);
       return;
     }
     const dialer = this.dialers.get(link.address);

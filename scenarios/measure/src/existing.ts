@@ -63,6 +63,8 @@ const topologySchema = z.object({
         namespace: z.string().nullable(),
         host_interface: z.string().nullable(),
         peers: z.record(z.string(), url),
+        // the emulated mesh's agent links (scenarios/mesh); Terraform meshes have none
+        agent_peers: z.record(z.string(), z.string()).nullable().optional(),
       }),
     )
     .min(1)

@@ -102,6 +102,7 @@ export function buildLayout(plan: MeshPlan, client: ExtraNamespace, central: Cen
     proxyHost: {
       addr: plan.hostAddr,
       meshProxies: new Map(plan.links.map((l) => [l.listenPort, { from: byIndex.get(l.from)!, to: byIndex.get(l.to)! }])),
+      agentProxies: new Map(plan.agentLinks.map((l) => [l.listenPort, { from: byIndex.get(l.from)!, to: byIndex.get(l.to)! }])),
       ingestProxies: new Map(central?.ingestPorts ?? []),
     },
     central: central ? { addr: central.ns.addr, mongoPort: CENTRAL_MONGO_PORT } : null,

@@ -27,6 +27,13 @@ export const DEFAULT_FUNCTION_PORT = 8080; // as on a real node behind the faasd
 export const DEFAULT_MONGO_PORT = 27017;
 export const DEFAULT_AGENT_PORT = 7070;
 export const DEFAULT_LISTENER_HEALTH_PORT = 8091; // the listener's /readyz inside a node namespace
+/**
+ * Loopback mode: ports used by one mesh, from its base (plan.ts): node services below base+1000,
+ * the function links from base+1000, the agent links from base+2000 (each 32·from+to, 30 nodes).
+ */
+export const LOOPBACK_PORT_SPAN = 3000;
+/** Loopback mode: the highest MESH_PORT_BASE whose range still ends below port 65536. */
+export const MAX_LOOPBACK_PORT_BASE = 65536 - LOOPBACK_PORT_SPAN;
 /** Processes of a node besides its database, in start order. */
 export const NODE_ROLES = ['function', 'listener', 'agent'] as const;
 /** How the MISO agents find each other: the static list (MISO_PEERS) or mDNS on the node's interface. */
@@ -48,7 +55,7 @@ const envSchema = z.object({
     .string()
     .regex(/^10\.\d{1,3}\.\d{1,3}\.0\/24$/, 'a /24 inside 10.0.0.0/8, e.g. 10.77.3.0/24')
     .optional(),
-  MESH_PORT_BASE: z.coerce.number().int().min(1024).max(63000).optional(),
+  MESH_PORT_BASE: z.coerce.number().int().min(1024).max(MAX_LOOPBACK_PORT_BASE).optional(),
   SYNCMESH_MESH_SECRET: z.string().min(32, 'at least 32 bytes (openssl rand -hex 32)').optional(),
   MESH_NODE_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_NODE_TIMEOUT_MS),
   MESH_DEADLINE_MS: z.coerce.number().int().positive().default(DEFAULT_DEADLINE_MS),

@@ -3,8 +3,8 @@
  *
  * Order of `up` (every step records itself in the state file first, so `down` can undo any
  * prefix of it): preflight (changes nothing) -> bridge -> toxiproxy with one proxy per directed
- * pair -> per node (a few at a time): namespace, MongoDB, data, function -> registries -> link
- * profile -> topology.json.
+ * pair (and one more per pair for the agents' links) -> per node (a few at a time): namespace,
+ * MongoDB, data, function -> registries -> link profile -> topology.json.
  */
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { linkShapes, validateProfile } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
 import { createMeshBridge, createNodeNetwork, cutNodeFirewall, preflightNetwork, removeMeshNetwork, restoreNodeFirewall } from './network.js';
-import { hostPorts, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
+import { hostPorts, linkProxies, planMesh, parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
 import { DATABASE_SERVICES, functionService, NODE_SERVICES, nodeServices, writeKeyFileFor, type NodeService, type ServiceContext } from './services.js';
 import { readState, writeState, type MeshState } from './state.js';
 import {
@@ -68,7 +68,35 @@ function baseEnv(): Record<string, string> {
 }
 
 export function planFor(cfg: MeshConfig): MeshPlan {
-  return planMesh({ name: cfg.name, nodes: cfg.nodes, isolation: cfg.isolation, subnet: cfg.subnet, portBase: cfg.portBase, stateRoot: cfg.stateRoot });
+  return planMesh({
+    name: cfg.name,
+    nodes: cfg.nodes,
+    isolation: cfg.isolation,
+    subnet: cfg.subnet,
+    portBase: cfg.portBase,
+    stateRoot: cfg.stateRoot,
+    agentLinks: agentsLinkedThroughProxies(cfg),
+  });
+}
+
+/**
+ * Do the agents reach each other through the link proxies? With static peers (the faasd runtime
+ * always has them) yes; with mDNS they dial the addresses they find, so their links stay direct.
+ */
+export function agentsLinkedThroughProxies(cfg: MeshConfig): boolean {
+  if (cfg.runtime === 'faasd') return true;
+  return cfg.services.includes('agent') && cfg.misoDiscovery === 'static';
+}
+
+/** What the start prints about the links: how many proxies, and whether the agents bypass them. */
+export function linksProgress(cfg: MeshConfig, plan: MeshPlan): string {
+  const agents =
+    plan.agentLinks.length > 0
+      ? ` and ${plan.agentLinks.length} agent links`
+      : cfg.services.includes('agent') && cfg.misoDiscovery === 'mdns'
+        ? '; the MISO agents find each other by mDNS and connect directly: their links are not emulated (no latency; a cut stops them by its iptables rule only)'
+        : '';
+  return `toxiproxy on ${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port} with ${plan.links.length} directed function links${agents}`;
 }
 
 function csvFor(cfg: MeshConfig, node: NodePlan): string | undefined {
@@ -172,9 +200,9 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
     }
     aborted();
 
-    progress(`toxiproxy on ${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port} with ${plan.links.length} directed links`);
+    progress(linksProgress(cfg, plan));
     const toxi = await startToxiproxy(cfg, plan, state);
-    await toxi.createLinks(plan.links);
+    await toxi.createLinks(linkProxies(plan));
     aborted();
 
     let started = 0;
@@ -204,7 +232,7 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
 
     const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
     progress(`links: profile ${cfg.latency}`);
-    await toxi.applyShapes(plan.links, linkShapes(cfg.latency, plan.nodes.length, coords));
+    await toxi.applyShapes(linkProxies(plan), linkShapes(cfg.latency, plan.nodes.length, coords));
 
     state.phase = 'up';
     writeState(state);
@@ -355,9 +383,9 @@ function nodeOf(state: MeshState, ref: string): NodePlan {
 }
 
 /**
- * Cuts a node off: its links in both directions hold data forever (toxiproxy timeout toxics),
- * and, when isolated, its interface drops every packet (iptables in its namespace), so
- * connections to it hang instead of being refused.
+ * Cuts a node off: its links in both directions, the functions' and the agents', hold data
+ * forever (toxiproxy timeout toxics), and, when isolated, its interface drops every packet
+ * (iptables in its namespace), so connections to it hang instead of being refused.
  */
 export async function cut(stateRoot: string, name: string, ref: string): Promise<NodePlan> {
   const state = requireState(stateRoot, name);
@@ -366,7 +394,7 @@ export async function cut(stateRoot: string, name: string, ref: string): Promise
   if (!state.cut.includes(node.id)) state.cut.push(node.id);
   writeState(state);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
-  await toxi.cutLinks(state.plan.links.filter((l) => l.from === node.index || l.to === node.index));
+  await toxi.cutLinks(linkProxies(state.plan).filter((l) => l.from === node.index || l.to === node.index));
   if (node.netns) await cutNodeFirewall(node);
   return node;
 }
@@ -385,7 +413,9 @@ export async function restore(stateRoot: string, name: string, ref: string): Pro
   const stillCut = new Set(state.plan.nodes.filter((n) => state.cut.includes(n.id)).map((n) => n.index));
   if (node.netns) await restoreNodeFirewall(node);
   const toxi = new ToxiproxyClient(state.plan.toxiproxyApi.host, state.plan.toxiproxyApi.port);
-  await toxi.restoreLinks(state.plan.links.filter((l) => (l.from === node.index && !stillCut.has(l.to)) || (l.to === node.index && !stillCut.has(l.from))));
+  await toxi.restoreLinks(
+    linkProxies(state.plan).filter((l) => (l.from === node.index && !stillCut.has(l.to)) || (l.to === node.index && !stillCut.has(l.from))),
+  );
   return node;
 }
 

@@ -6,14 +6,20 @@
  */
 import { join } from 'node:path';
 import type { Isolation } from './config.js';
-import { DEFAULT_AGENT_PORT, DEFAULT_FUNCTION_PORT, DEFAULT_LISTENER_HEALTH_PORT, DEFAULT_MONGO_PORT } from './config.js';
+import { DEFAULT_AGENT_PORT, DEFAULT_FUNCTION_PORT, DEFAULT_LISTENER_HEALTH_PORT, DEFAULT_MONGO_PORT, LOOPBACK_PORT_SPAN } from './config.js';
+
+export { LOOPBACK_PORT_SPAN, MAX_LOOPBACK_PORT_BASE } from './config.js';
 
 /** faasd gateway path of the function; mesh URLs look like real node URLs. */
 export const FUNCTION_PATH = '/function/syncmesh-fn';
-/** Loopback mode: ports used by one mesh, from its base. */
-export const LOOPBACK_PORT_SPAN = 2000;
-/** netns mode: first port of the directed-pair proxies on the host's bridge address. */
+/** Loopback mode: first port of the lowest range a mesh name picks. */
+export const LOOPBACK_PORT_FLOOR = 20000;
+/** Loopback mode: how many ranges fit between the floor and the last port. */
+const LOOPBACK_RANGES = Math.floor((65536 - LOOPBACK_PORT_FLOOR) / LOOPBACK_PORT_SPAN);
+/** netns mode: first port of the function links (directed-pair proxies) on the host's bridge address. */
 export const NETNS_PROXY_PORT_BASE = 20000;
+/** netns mode: first port of the agent links (under the ephemeral ports, above the scenario's ingest proxies at 24000). */
+export const NETNS_AGENT_PROXY_PORT_BASE = 25000;
 export const TOXIPROXY_API_PORT = 8474;
 /** Interface names are limited to 15 characters by the kernel. */
 export const MAX_IFNAME = 15;
@@ -41,17 +47,28 @@ export interface NodePlan {
   readonly dir: string;
 }
 
-export interface LinkPlan {
-  /** toxiproxy proxy name, e.g. node-1>node-2 */
+/** One toxiproxy proxy: one direction of one node pair, for one service. */
+export interface ProxyPlan {
+  /** toxiproxy proxy name, e.g. node-1>node-2 (function) or node-1>node-2:agent */
   readonly name: string;
   readonly from: number;
   readonly to: number;
   readonly listenHost: string;
   readonly listenPort: number;
-  /** host:port the proxy forwards to (the destination's function server). */
+  /** host:port the proxy forwards to (the destination's function server or agent). */
   readonly upstream: string;
+}
+
+/** The function link from one node to another. */
+export interface LinkPlan extends ProxyPlan {
   /** URL under which `from` reaches `to` through the emulated link. */
   readonly url: string;
+}
+
+/** The MISO agent link from one node to another (static discovery). */
+export interface AgentLinkPlan extends ProxyPlan {
+  /** host:port under which `from`'s agent reaches `to`'s agent through the emulated link (its MISO_PEERS entry). */
+  readonly address: string;
 }
 
 export interface MeshPlan {
@@ -69,6 +86,8 @@ export interface MeshPlan {
   readonly stateDir: string;
   readonly nodes: readonly NodePlan[];
   readonly links: readonly LinkPlan[];
+  /** The agents' links; empty when no agent runs or the agents find each other by mDNS (direct). */
+  readonly agentLinks: readonly AgentLinkPlan[];
 }
 
 /** FNV-1a 32-bit: a stable hash of the mesh name. */
@@ -89,7 +108,7 @@ export function defaultSubnet(name: string): string {
 
 /** Loopback mode: the first port of the mesh's range, from its name (20000..58000). */
 export function defaultPortBase(name: string): number {
-  return 20000 + (fnv1a(name) % 20) * LOOPBACK_PORT_SPAN;
+  return LOOPBACK_PORT_FLOOR + (fnv1a(name) % LOOPBACK_RANGES) * LOOPBACK_PORT_SPAN;
 }
 
 export function nodeId(index: number): string {
@@ -109,6 +128,12 @@ export interface PlanInput {
   readonly subnet?: string | undefined;
   readonly portBase?: number | undefined;
   readonly stateRoot: string;
+  /**
+   * The MISO agents reach each other through link proxies (static peers), so the link profile
+   * and cuts apply to them as to the functions. False when no agent runs, or with mDNS discovery
+   * (the agents dial the addresses they find: direct). Default false.
+   */
+  readonly agentLinks?: boolean | undefined;
 }
 
 export function planMesh(input: PlanInput): MeshPlan {
@@ -116,6 +141,7 @@ export function planMesh(input: PlanInput): MeshPlan {
   const stateDir = join(input.stateRoot, name);
   const nodeList: NodePlan[] = [];
   const links: LinkPlan[] = [];
+  const agentLinks: AgentLinkPlan[] = [];
   if (isolation === 'netns') {
     const subnet = input.subnet ?? defaultSubnet(name);
     const prefix = subnet.replace(/\.0\/24$/, '');
@@ -142,8 +168,8 @@ export function planMesh(input: PlanInput): MeshPlan {
     for (const a of nodeList) {
       for (const b of nodeList) {
         if (a === b) continue;
-        const port = NETNS_PROXY_PORT_BASE + a.index * 100 + b.index;
-        links.push(link(a, b, hostAddr, port));
+        links.push(link(a, b, hostAddr, NETNS_PROXY_PORT_BASE + a.index * 100 + b.index));
+        if (input.agentLinks) agentLinks.push(agentLink(a, b, hostAddr, NETNS_AGENT_PROXY_PORT_BASE + a.index * 100 + b.index));
       }
     }
     return {
@@ -157,6 +183,7 @@ export function planMesh(input: PlanInput): MeshPlan {
       stateDir,
       nodes: nodeList,
       links,
+      agentLinks,
     };
   }
   const base = input.portBase ?? defaultPortBase(name);
@@ -184,6 +211,7 @@ export function planMesh(input: PlanInput): MeshPlan {
     for (const b of nodeList) {
       if (a === b) continue;
       links.push(link(a, b, host, base + 1000 + a.index * 32 + b.index));
+      if (input.agentLinks) agentLinks.push(agentLink(a, b, host, base + 2000 + a.index * 32 + b.index));
     }
   }
   return {
@@ -197,6 +225,7 @@ export function planMesh(input: PlanInput): MeshPlan {
     stateDir,
     nodes: nodeList,
     links,
+    agentLinks,
   };
 }
 
@@ -212,10 +241,27 @@ function link(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number):
   };
 }
 
+function agentLink(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number): AgentLinkPlan {
+  return {
+    name: `${a.id}>${b.id}:agent`,
+    from: a.index,
+    to: b.index,
+    listenHost,
+    listenPort,
+    upstream: `${b.addr}:${b.agentPort}`,
+    address: `${listenHost}:${listenPort}`,
+  };
+}
+
+/** Every proxy of the mesh: the function links, then the agent links. Profiles and cuts apply to all of them. */
+export function linkProxies(plan: MeshPlan): ProxyPlan[] {
+  return [...plan.links, ...plan.agentLinks];
+}
+
 /** Every host port the mesh listens on (toxiproxy API and proxies), with what it is for. */
 export function hostPorts(plan: MeshPlan): { host: string; port: number; what: string }[] {
   const ports = [{ host: plan.toxiproxyApi.host, port: plan.toxiproxyApi.port, what: 'toxiproxy API' }];
-  for (const l of plan.links) ports.push({ host: l.listenHost, port: l.listenPort, what: `link ${l.name}` });
+  for (const l of linkProxies(plan)) ports.push({ host: l.listenHost, port: l.listenPort, what: `link ${l.name}` });
   if (plan.isolation === 'loopback') {
     for (const n of plan.nodes) {
       ports.push({ host: n.addr, port: n.functionPort, what: `${n.id} function` });

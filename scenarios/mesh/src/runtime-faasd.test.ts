@@ -78,9 +78,11 @@ test('faasd stack - text that is not YAML is EDGE_MESH_FAASD_DEPLOY', () => {
   );
 });
 
-test('faasd node - every other agent is a static MISO peer with its node id pinned', () => {
-  const plan = planMesh({ name: 'smf0', nodes: 3, isolation: 'netns', subnet: '10.77.3.0/24', stateRoot: '/tmp/x' });
-  assert.equal(misoPeers(plan, plan.nodes[1]!), 'node-1@10.77.3.11:7070,node-3@10.77.3.13:7070');
+test('faasd node - every other agent is a static MISO peer with its node id pinned, at its agent link on the host', () => {
+  const plan = planMesh({ name: 'smf0', nodes: 3, isolation: 'netns', subnet: '10.77.3.0/24', stateRoot: '/tmp/x', agentLinks: true });
+  assert.equal(misoPeers(plan, plan.nodes[1]!), 'node-1@10.77.3.1:25201,node-3@10.77.3.1:25203');
+  // the agent container reaches the host's bridge address as the function's container reaches its links
+  assert.equal(new URL(plan.links.find((l) => l.from === 2 && l.to === 1)!.url).hostname, '10.77.3.1');
 });
 
 test("faasd node - the listener signs /events for the function's node id, the agent gets pinned peers", () => {

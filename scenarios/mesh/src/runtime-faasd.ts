@@ -21,10 +21,10 @@ import { MeshError, squashError } from './errors.js';
 import { linkShapes } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
-import { beginMesh, fillRegistries, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
+import { beginMesh, fillRegistries, linksProgress, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
 import { misoPeers, writeKeyFileFor } from './services.js';
 import { createMeshBridge, createNodeNetwork } from './network.js';
-import type { MeshPlan, NodePlan } from './plan.js';
+import { linkProxies, type MeshPlan, type NodePlan } from './plan.js';
 import { writeState, type MeshState } from './state.js';
 import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from '@syncmesh-edge/lab';
 import { buildTopology } from './topology.js';
@@ -421,9 +421,9 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
   try {
     progress(`bridge ${plan.bridge} ${plan.subnet} (host ${plan.hostAddr})`);
     await createMeshBridge(plan);
-    progress(`toxiproxy on ${plan.toxiproxyApi.host}:${plan.toxiproxyApi.port} with ${plan.links.length} directed links`);
+    progress(linksProgress(cfg, plan));
     const toxi = await startToxiproxy(cfg, plan, state);
-    await toxi.createLinks(plan.links);
+    await toxi.createLinks(linkProxies(plan));
     aborted();
 
     let started = 0;
@@ -451,7 +451,7 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
     aborted();
     const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
     progress(`links: profile ${cfg.latency}`);
-    await toxi.applyShapes(plan.links, linkShapes(cfg.latency, plan.nodes.length, coords));
+    await toxi.applyShapes(linkProxies(plan), linkShapes(cfg.latency, plan.nodes.length, coords));
 
     state.phase = 'up';
     writeState(state);

@@ -7,7 +7,8 @@ import { dirname, join } from 'node:path';
 import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
 import { assertDiscoveryAllowed, type MeshConfig } from './config.js';
 import { NODE_IF } from './network.js';
-import type { MeshPlan, NodePlan } from './plan.js';
+import { MeshError } from './errors.js';
+import { nodeId, type MeshPlan, type NodePlan } from './plan.js';
 import { httpOk, tcpOpen } from '@syncmesh-edge/lab';
 
 export interface ServiceContext {
@@ -48,11 +49,21 @@ export const mongoService: NodeService = {
   ready: (ctx) => tcpOpen(ctx.node.addr, ctx.node.mongoPort),
 };
 
-/** Every other node's agent as a static MISO peer, its id pinned (`id@host:port`): a peer answering with another id is refused. */
+/**
+ * Every other node's agent as a static MISO peer, its id pinned (`id@host:port`): a peer
+ * answering with another id is refused. The address is the agent link's proxy, so agent traffic
+ * gets the link profile and the cuts of the pair, as the functions' does.
+ */
 export function misoPeers(plan: MeshPlan, node: NodePlan): string {
-  return plan.nodes
-    .filter((n) => n.index !== node.index)
-    .map((n) => `${n.id}@${n.addr}:${n.agentPort}`)
+  if (plan.agentLinks.length === 0) {
+    throw new MeshError(
+      'EDGE_MESH_CONFIG',
+      `mesh '${plan.name}' was planned without agent links, which static MISO peers go through (planFor plans them when agents run with static discovery)`,
+    );
+  }
+  return plan.agentLinks
+    .filter((l) => l.from === node.index)
+    .map((l) => `${nodeId(l.to)}@${l.address}`)
     .join(',');
 }
 
@@ -131,8 +142,10 @@ export const agentService: NodeService = {
 };
 
 /**
- * static: every other node's agent as a static peer (agents dial back, so the full list is
- * harmless). mdns: no list; the agent announces itself and browses on the namespace's eth0.
+ * static: every other node's agent as a static peer, at its agent link's proxy (agents dial
+ * back, so the full list is harmless; a peer pinned here is never dialled back at another
+ * address). mdns: no list; the agent announces itself and browses on the namespace's eth0, and
+ * dials what it finds directly: mDNS links bypass the link emulation.
  */
 function agentDiscoveryEnv(ctx: ServiceContext): Record<string, string> {
   assertDiscoveryAllowed(ctx.plan.isolation, ctx.cfg.misoDiscovery);

@@ -3,6 +3,7 @@
  * node from the machine that ran mesh-up. Every URL in it is reachable from there.
  */
 import { join } from 'node:path';
+import type { MeshPlan, NodePlan } from './plan.js';
 import type { MeshState } from './state.js';
 
 export interface TopologyNode {
@@ -22,6 +23,11 @@ export interface TopologyNode {
   host_interface: string | null;
   /** How this node reaches each peer: through the emulated link (toxiproxy). */
   peers: Record<string, string>;
+  /**
+   * How this node's agent reaches each peer's agent (host:port): through the emulated agent link
+   * with static discovery, the peer's own agent address with mDNS; null when no agent runs.
+   */
+  agent_peers: Record<string, string> | null;
   /** faasd runtime only: the node's OpenFaaS gateway. */
   gateway_url?: string;
   /** faasd runtime only: file holding `user:password` of the gateway's basic auth. */
@@ -44,6 +50,14 @@ export interface Topology {
   write_key_file: string;
   created_at: string;
   nodes: TopologyNode[];
+}
+
+/** Where `node`'s agent reaches every other agent: its agent links, or (mDNS, no agent links) the agents themselves. */
+function agentPeers(plan: MeshPlan, node: NodePlan): Record<string, string> {
+  if (plan.agentLinks.length > 0) {
+    return Object.fromEntries(plan.agentLinks.filter((l) => l.from === node.index).map((l) => [plan.nodes[l.to - 1]!.id, l.address]));
+  }
+  return Object.fromEntries(plan.nodes.filter((p) => p !== node).map((p) => [p.id, `${p.addr}:${p.agentPort}`]));
 }
 
 export function buildTopology(state: MeshState): Topology {
@@ -75,6 +89,7 @@ export function buildTopology(state: MeshState): Topology {
         address: n.addr,
         host_interface: n.hostIf,
         peers: Object.fromEntries(plan.links.filter((l) => l.from === n.index).map((l) => [plan.nodes[l.to - 1]!.id, l.url])),
+        agent_peers: hasAgent ? agentPeers(plan, n) : null,
         ...(faasd ? { gateway_url: `http://${n.addr}:8080`, basic_auth_file: join(n.dir, 'faasd', 'basic-auth') } : {}),
       };
     }),

@@ -1,12 +1,13 @@
 /**
  * The mesh's link emulator: ONE toxiproxy process in the host namespace holds one proxy per
- * directed node pair. A node reaches a peer only through its proxy, so toxics on that proxy
- * (latency, jitter, bandwidth, loss, cut) apply to exactly that direction of that pair. The HTTP
+ * directed node pair and service (the function, and the MISO agent with static discovery). A
+ * node reaches a peer only through its proxies, so toxics on them (latency, jitter, bandwidth,
+ * loss, cut) apply to exactly that direction of that pair; both proxies of a pair get the same. The HTTP
  * client is the lab's (`@syncmesh-edge/lab`); this adds the mesh's link plans and latency model.
  */
 import { Toxiproxy } from '@syncmesh-edge/lab';
 import { toxicsFor, type LinkShape } from './latency.js';
-import type { LinkPlan } from './plan.js';
+import type { ProxyPlan } from './plan.js';
 
 export class ToxiproxyClient extends Toxiproxy {
   constructor(host: string, port: number) {
@@ -14,12 +15,12 @@ export class ToxiproxyClient extends Toxiproxy {
   }
 
   /** Creates (or replaces) the proxies of all links in one request. */
-  async createLinks(links: readonly LinkPlan[]): Promise<void> {
+  async createLinks(links: readonly ProxyPlan[]): Promise<void> {
     await this.createProxies(links.map((l) => ({ name: l.name, listen: `${l.listenHost}:${l.listenPort}`, upstream: l.upstream })));
   }
 
   /** Replaces the profile toxics (latency, bandwidth, loss) of every link; cut toxics stay. */
-  async applyShapes(links: readonly LinkPlan[], shapes: readonly LinkShape[]): Promise<void> {
+  async applyShapes(links: readonly ProxyPlan[], shapes: readonly LinkShape[]): Promise<void> {
     const byPair = new Map(shapes.map((s) => [`${s.from}>${s.to}`, s]));
     const byName = new Map(links.map((l) => [l.name, byPair.get(`${l.from}>${l.to}`)]));
     await this.replaceToxics(
@@ -32,11 +33,11 @@ export class ToxiproxyClient extends Toxiproxy {
   }
 
   /** Blackholes links in both directions: data is held and connections never complete. */
-  async cutLinks(links: readonly LinkPlan[]): Promise<void> {
+  async cutLinks(links: readonly ProxyPlan[]): Promise<void> {
     await this.cut(links.map((l) => l.name));
   }
 
-  async restoreLinks(links: readonly LinkPlan[]): Promise<void> {
+  async restoreLinks(links: readonly ProxyPlan[]): Promise<void> {
     await this.restore(links.map((l) => l.name));
   }
 }

@@ -59,6 +59,11 @@ export class OutboundPeer {
     this.client = new Ctor(address, grpc.credentials.createInsecure(), peerChannelOptions(opts.maxMessageBytes));
   }
 
+  /** The node id expected at this address, if any. */
+  get expect(): string | undefined {
+    return this.opts.expect;
+  }
+
   /** The open, authenticated stream, if any. */
   get link(): Link | undefined {
     return this.current?.open && this.current.authId !== undefined ? this.current : undefined;

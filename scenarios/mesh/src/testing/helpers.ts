@@ -1,8 +1,10 @@
 /** Shared by the mesh integration tests: unique names, and a snapshot of what a mesh leaves behind. */
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { REPO_ROOT } from '../config.js';
 import { hasCommand, isAlive } from '@syncmesh-edge/lab';
 import { readState } from '../state.js';
@@ -49,4 +51,85 @@ export function netnsSkipReason(opts: { functionMain?: string } = {}): string | 
   if (!existsSync(TOXIPROXY_BIN) || !has('iptables')) return 'needs toxiproxy and iptables: run make tools';
   if (opts.functionMain && !existsSync(opts.functionMain)) return `needs the Syncmesh function: ${opts.functionMain} is missing (make build)`;
   return false;
+}
+
+/** The built MISO agent and SDK (make build), which the agent tests need. */
+export const AGENT_MAIN = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js');
+export const SDK_MAIN = join(REPO_ROOT, 'miso-agent', 'sdk', 'dist', 'src', 'index.js');
+
+/** Why an agent test cannot run here (netnsSkipReason, the built agent and SDK), or false. */
+export function agentSkipReason(): string | false {
+  return (
+    netnsSkipReason() ||
+    (!existsSync(AGENT_MAIN) && `needs the MISO agent: ${AGENT_MAIN} is missing (make build)`) ||
+    (!existsSync(SDK_MAIN) && `needs the MISO SDK: ${SDK_MAIN} is missing (make build)`)
+  );
+}
+
+/** The part of @syncmesh-edge/miso-sdk's MisoClient the mesh tests use (loaded from the built SDK). */
+export interface MisoTestClient {
+  register(fn: string, replica: string): Promise<unknown>;
+  apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue?: boolean): Promise<unknown>;
+  read(fn: string, object: string, name: string, type?: string): Promise<{ value: unknown }>;
+  status(): Promise<{
+    node_id: string;
+    peers: { node_id: string; address: string; connected: boolean; lag_last_ms: number }[];
+    functions: { function: string; nodes: string[] }[];
+  }>;
+  close(): void;
+}
+
+/** SDK clients of a mesh's agents (and of any agent a test adds), by node id. */
+export class AgentClients extends Map<string, MisoTestClient> {
+  /** One client per node, on its agent's SDK socket (the node's directory). */
+  async openMesh(nodes: readonly { id: string; dir: string }[], deadlineMs = 5_000): Promise<void> {
+    for (const n of nodes) this.set(n.id, await misoClient(join(n.dir, 'miso.sock'), deadlineMs));
+  }
+
+  /** The client of `node`; fails the test when there is none. */
+  of(node: string): MisoTestClient {
+    const c = this.get(node);
+    assert.ok(c, `no SDK client for ${node}`);
+    return c;
+  }
+
+  /** The ids of the peers `node`'s agent lists as connected, sorted. */
+  async connectedPeers(node: string): Promise<string[]> {
+    return (await this.of(node).status()).peers
+      .filter((p) => p.connected)
+      .map((p) => p.node_id)
+      .sort();
+  }
+
+  closeAll(): void {
+    for (const c of this.values()) c.close();
+  }
+}
+
+/** A MISO SDK client on an agent's socket, from the built SDK. */
+export async function misoClient(socket: string, deadlineMs: number): Promise<MisoTestClient> {
+  const sdk = (await import(pathToFileURL(SDK_MAIN).href)) as { MisoClient: new (socket: string, deadlineMs: number) => MisoTestClient };
+  return new sdk.MisoClient(socket, deadlineMs);
+}
+
+/** Poll interval of `until`. */
+const POLL_MS = 50;
+
+/**
+ * Polls `check` until it returns true; fails with `what` and the last observation (a string it
+ * returned, or the error it threw) after the deadline. Returns the milliseconds it took.
+ */
+export async function until(what: string, deadlineMs: number, check: () => Promise<boolean | string>): Promise<number> {
+  const t0 = performance.now();
+  let last: boolean | string = false;
+  while (performance.now() - t0 < deadlineMs) {
+    try {
+      last = await check();
+    } catch (err) {
+      last = `error: ${(err as Error).message}`;
+    }
+    if (last === true) return performance.now() - t0;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  assert.fail(`${what}: not within ${deadlineMs} ms (last: ${String(last)})`);
 }

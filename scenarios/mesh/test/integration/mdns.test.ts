@@ -16,25 +16,31 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { loadConfig, PACKAGE_ROOT, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { MeshError } from '../../src/errors.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { readState } from '../../src/state.js';
 import { createNodeNetwork, NODE_IF } from '../../src/network.js';
 import type { NodePlan } from '../../src/plan.js';
-import { netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import {
+  AGENT_MAIN,
+  AgentClients,
+  agentSkipReason,
+  misoClient,
+  recordedProcesses,
+  stillRunning,
+  tempStateRoot,
+  TOXIPROXY_BIN,
+  uniqueMeshName,
+  until,
+} from '../../src/testing/helpers.js';
 import { leftovers, runInNetns, spawnInNetns } from '@syncmesh-edge/lab';
 
-const agentMain = join(REPO_ROOT, 'miso-agent', 'dist', 'src', 'main.js');
-const sdkMain = join(REPO_ROOT, 'miso-agent', 'sdk', 'dist', 'src', 'index.js');
-const skip =
-  netnsSkipReason() ||
-  (!existsSync(agentMain) && `needs the MISO agent: ${agentMain} is missing (make build)`) ||
-  (!existsSync(sdkMain) && `needs the MISO SDK: ${sdkMain} is missing (make build)`);
+const agentMain = AGENT_MAIN;
+const skip = agentSkipReason();
 
 /** Deadlines of the polls below: generous, the machine is shared and has 2 cores. */
 const DISCOVERY_DEADLINE_MS = 30_000;
@@ -45,7 +51,6 @@ const DROP_DEADLINE_MS = 10_000;
 const MDNS_EXPIRY_DEADLINE_MS = 20_000;
 /** A goodbye must arrive before mDNS would expire the peer anyway (3 query periods of 2 s). */
 const QUERY_PERIODS_BEFORE_EXPIRY_MS = 6_000;
-const POLL_MS = 50;
 const FN = 'mdns-test-fn';
 
 const name = uniqueMeshName('sma');
@@ -54,20 +59,14 @@ const subnet = `10.53.${process.pid % 256}.0/24`;
 const stateRoot = tempStateRoot();
 let mesh: MeshHandle;
 let upAtMs = 0;
+/** What mesh-up printed. */
+const progress: string[] = [];
 /** The impostor agent (test 'an mDNS impostor ...'); killed in after() if still running. */
 let impostor: ChildProcess | undefined;
 /** The right-key rogue and its forged mDNS announcer (test 'a forged mDNS record ...'). */
 const rogues: ChildProcess[] = [];
 
-/** The part of @syncmesh-edge/miso-sdk's MisoClient this test uses (loaded from the built SDK). */
-interface Client {
-  register(fn: string, replica: string): Promise<unknown>;
-  apply(fn: string, object: string, name: string, type: string, op: unknown, returnValue?: boolean): Promise<unknown>;
-  read(fn: string, object: string, name: string, type?: string): Promise<{ value: unknown }>;
-  status(): Promise<{ node_id: string; peers: { node_id: string; connected: boolean }[]; functions: { function: string; nodes: string[] }[] }>;
-  close(): void;
-}
-const clients = new Map<string, Client>();
+const clients = new AgentClients();
 
 /** The recorded pid of a node's agent. */
 function agentPid(node: string): number {
@@ -76,35 +75,8 @@ function agentPid(node: string): number {
   return rec.pid;
 }
 
-function client(node: string): Client {
-  const c = clients.get(node);
-  assert.ok(c, `no SDK client for ${node}`);
-  return c;
-}
-
-async function connectedPeers(node: string): Promise<string[]> {
-  const st = await client(node).status();
-  return st.peers
-    .filter((p) => p.connected)
-    .map((p) => p.node_id)
-    .sort();
-}
-
-/** Polls `check` until it returns true; fails with `what` and the last observation after the deadline. */
-async function until(what: string, deadlineMs: number, check: () => Promise<boolean | string>): Promise<number> {
-  const t0 = performance.now();
-  let last: boolean | string = false;
-  while (performance.now() - t0 < deadlineMs) {
-    try {
-      last = await check();
-    } catch (err) {
-      last = `error: ${(err as Error).message}`;
-    }
-    if (last === true) return performance.now() - t0;
-    await new Promise((r) => setTimeout(r, POLL_MS));
-  }
-  assert.fail(`${what}: not within ${deadlineMs} ms (last: ${String(last)})`);
-}
+const client = (node: string) => clients.of(node);
+const connectedPeers = (node: string) => clients.connectedPeers(node);
 
 /** Time stamps (ms) of the agent's pino log lines whose msg matches. */
 function logTimes(node: string, msg: string, field?: [string, string]): number[] {
@@ -133,16 +105,15 @@ before(async () => {
     MESH_NODE_LOG_LEVEL: 'info', // the agents log when mDNS finds and expires a peer
     TOXIPROXY_BIN,
   });
-  mesh = await up(cfg, { loadData: false, fillRegistry: false });
+  mesh = await up(cfg, { loadData: false, fillRegistry: false, progress: (m) => progress.push(m) });
   upAtMs = Date.now();
-  const sdk = (await import(pathToFileURL(sdkMain).href)) as { MisoClient: new (socket: string, deadlineMs: number) => Client };
-  for (const n of mesh.plan.nodes) clients.set(n.id, new sdk.MisoClient(join(n.dir, 'miso.sock'), 5_000));
+  await clients.openMesh(mesh.plan.nodes);
 });
 
 after(async () => {
   impostor?.kill('SIGKILL');
   for (const r of rogues) r.kill('SIGKILL');
-  for (const c of clients.values()) c.close();
+  clients.closeAll();
   if (!skip) await down(stateRoot, name);
   rmSync(stateRoot, { recursive: true, force: true }); // also the empty one of a skipped run
 });
@@ -160,7 +131,15 @@ test('mesh mdns - every agent finds the other two by multicast, with no static p
     const env = readFileSync(`/proc/${agentPid(n.id)}/environ`, 'utf8').split('\0');
     assert.ok(env.includes('MISO_MDNS=on') && env.includes('MISO_MDNS_INTERFACE=eth0'), `${n.id}'s agent runs with mDNS on eth0`);
     assert.ok(!env.some((v) => v.startsWith('MISO_PEERS=')), `${n.id}'s agent has no static peer list`);
+    // mDNS links are direct: no agent link proxies, and the topology says so
+    const direct = Object.fromEntries(mesh.plan.nodes.filter((p) => p !== n).map((p) => [p.id, `${p.addr}:${p.agentPort}`]));
+    assert.deepEqual(mesh.topology.nodes[n.index - 1]!.agent_peers, direct);
   }
+  assert.deepEqual(mesh.plan.agentLinks, []);
+  assert.ok(
+    progress.some((m) => /mDNS and connect directly: their links are not emulated/.test(m)),
+    `mesh-up says the agents' links are not emulated: ${progress.join(' | ')}`,
+  );
   // nothing of ours listens for mDNS in the host namespace
   const hostMdns = execFileSync('ss', ['-Hulpn', 'sport', '=', ':5353'], { encoding: 'utf8' });
   for (const p of readState(mesh.plan.stateDir)!.processes)
@@ -359,8 +338,7 @@ test('mesh mdns - an mDNS impostor claiming node-2 (another mesh secret) gets no
       fail(new Error(`the impostor agent exited with ${code}: ${impostorLog.join('')}`));
     });
   });
-  const sdk = (await import(pathToFileURL(sdkMain).href)) as { MisoClient: new (socket: string, deadlineMs: number) => Client };
-  const rogueClient = new sdk.MisoClient(sock, 5_000);
+  const rogueClient = await misoClient(sock, 5_000);
   clients.set('impostor', rogueClient);
   await rogueClient.register(FN, 'impostor-replica');
   await rogueClient.apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1000 });
@@ -473,8 +451,7 @@ test('mesh mdns - a forged mDNS record naming node-2 at a member with the mesh k
       ok();
     });
   });
-  const sdk = (await import(pathToFileURL(sdkMain).href)) as { MisoClient: new (socket: string, deadlineMs: number) => Client };
-  const malloryClient = new sdk.MisoClient(sock, 5_000);
+  const malloryClient = await misoClient(sock, 5_000);
   clients.set('mallory', malloryClient);
   await malloryClient.register(FN, 'mallory-replica');
   await malloryClient.apply(FN, 'hits', 'total', 'gcounter', { op: 'add', n: 1000 });
