@@ -20,37 +20,56 @@ sys.path.insert(0, os.path.join(COLLECTION, "plugins", "module_utils"))
 import appliance  # noqa: E402
 
 
-class Server:
-    """Answers 200 with the request count, except the requests whose numbers are in `drop`:
-    those get their connection closed without a byte, as a port proxy does whose service is not listening yet."""
+class Handler(http.server.BaseHTTPRequestHandler):
+    """The fakes' request handler: answers, or drops a connection without a byte (as a port proxy
+    does whose service is not listening yet, or a gateway that gave up on a request)."""
+
+    def answer(self, code: int, body: str = "") -> None:
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def drop(self) -> None:
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def body(self) -> dict:
+        return json.loads(self.rfile.read(int(self.headers["content-length"])))
+
+    def log_message(self, *args):
+        pass
+
+
+class Fake:
+    """A local HTTP server on a free port running `handler` in threads."""
+
+    def serve(self, handler: type[Handler]) -> None:
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Server(Fake):
+    """Answers 200 with the request count, except the requests whose numbers are in `drop`."""
 
     def __init__(self, drop: set[int]):
         self.requests = 0
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Counting(Handler):
             def do_GET(self):  # noqa: N802
                 outer.requests += 1
                 if outer.requests in drop:
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                body = str(outer.requests).encode()
-                self.send_response(200)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                    return self.drop()
+                self.answer(200, str(outer.requests))
 
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Counting)
 
 
 class GatewayRetryTest(unittest.TestCase):
@@ -73,7 +92,7 @@ class GatewayRetryTest(unittest.TestCase):
         self.assertIn("did not answer GET /system/functions", str(ctx.exception))
 
 
-class FakeGateway:
+class FakeGateway(Fake):
     """The function API of a gateway: GET /system/function/NAME, POST/PUT /system/functions. With
     `slow_create`, a POST gets its connection closed without an answer (the gateway's write
     timeout) and the function appears `slow_create` seconds later, as faasd goes on creating it."""
@@ -83,52 +102,32 @@ class FakeGateway:
         self.calls: list[str] = []
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self, code: int, body: str = ""):
-                data = body.encode()
-                self.send_response(code)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Functions(Handler):
             def do_GET(self):  # noqa: N802
                 name = self.path.rsplit("/", 1)[-1]
                 if name in outer.functions:
-                    self._answer(200, json.dumps(outer.functions[name]))
-                else:
-                    self._answer(404, "not found")
+                    return self.answer(200, json.dumps(outer.functions[name]))
+                self.answer(404, "not found")
 
-            def _write(self, method: str):
-                fn = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            def write(self, method: str):
+                fn = self.body()
                 outer.calls.append(method)
-                if method == "POST" and (outer.slow_create is not None or never_create):
+                if method == "POST" and (slow_create is not None or never_create):
                     if not never_create:
-                        threading.Timer(outer.slow_create, lambda: outer.functions.__setitem__(fn["service"], fn)).start()
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
+                        threading.Timer(slow_create, lambda: outer.functions.__setitem__(fn["service"], fn)).start()
+                    return self.drop()
                 if method == "POST" and fn["service"] in outer.functions:
-                    return self._answer(400, "already exists")
+                    return self.answer(400, "already exists")
                 outer.functions[fn["service"]] = fn
-                self._answer(202)
+                self.answer(202)
 
             def do_POST(self):  # noqa: N802
-                self._write("POST")
+                self.write("POST")
 
             def do_PUT(self):  # noqa: N802
-                self._write("PUT")
+                self.write("PUT")
 
-            def log_message(self, *args):
-                pass
-
-        self.slow_create = slow_create
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Functions)
 
 
 FN = {"service": "syncmesh-fn", "image": "localhost/syncmesh-fn:1", "envVars": {"SYNCMESH_NODE_ID": "node-1"}}
@@ -182,8 +181,8 @@ class GatewayDeployTest(unittest.TestCase):
             fake.close()
 
 
-class FakeRegistry:
-    """A function's registry over `meta` requests: lists its nodes, applies mutations. The
+class FakeRegistry(Fake):
+    """A function's registry over `meta` requests: lists no nodes, records mutations. The
     requests whose numbers are in `drop` get their connection closed without an answer."""
 
     def __init__(self, drop: set[int]):
@@ -191,35 +190,18 @@ class FakeRegistry:
         self.mutations: list[dict] = []
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Registry(Handler):
             def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body = self.body()
                 outer.requests += 1
                 if outer.requests in drop:
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
+                    return self.drop()
                 if body["query"].lstrip().startswith("mutation"):
                     outer.mutations.append(body)
-                    answer = {"data": {}}
-                else:
-                    answer = {"data": {"nodes": []}}
-                data = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    return self.answer(200, json.dumps({"data": {}}))
+                self.answer(200, json.dumps({"data": {"nodes": []}}))
 
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Registry)
 
 
 ME = {"id": "node-1", "address": "http://10.0.0.11:8080/function/syncmesh-fn", "lat": 42.69, "lon": 23.32, "own_node": True}
