@@ -21,6 +21,7 @@ import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.oplog.Oplog;
+import org.h2.mvstore.MVStore;
 
 /**
  * Starts mongo-java-server, a MongoDB-compatible test server (NOT MongoDB), with its oplog
@@ -41,15 +42,24 @@ public final class Launcher {
     /** Enough for a listener that is minutes behind; each change-stream poll scans them all. */
     static final int DEFAULT_OPLOG_MAX_ENTRIES = 10_000;
     static final int DEFAULT_OPLOG_MAX_AGE_S = 120;
+    /**
+     * How long H2 keeps a replaced chunk of the on-disk store (its default: 45 s). A reader that
+     * traverses an older version needs that version's chunks: a scan that outlived the retention
+     * time while the oplog was trimmed (a month of readings on a VM under software emulation)
+     * failed with "Chunk N not found" (h2database/h2database#4383). Costs only disk space.
+     */
+    static final int DEFAULT_H2_RETENTION_S = 300;
 
     private static final String USAGE = String.join("\n",
             "usage: mongo-test-server [--bind HOST] [--port PORT] [--data-dir DIR] [--oplog-max-entries N]",
-            "                         [--oplog-max-age-seconds S] [--exit-on-stdin-eof]",
+            "                         [--oplog-max-age-seconds S] [--h2-retention-seconds S] [--exit-on-stdin-eof]",
             "  --bind HOST                address to listen on (default 127.0.0.1)",
             "  --port PORT                TCP port, 0 picks a free one (default 27017)",
             "  --data-dir DIR             keep data on disk in DIR/mongo.mv (H2 MVStore); default: in memory",
             "  --oplog-max-entries N      oplog entries kept for change streams (default " + DEFAULT_OPLOG_MAX_ENTRIES + ")",
             "  --oplog-max-age-seconds S  oplog entries older than this are dropped (default " + DEFAULT_OPLOG_MAX_AGE_S + ")",
+            "  --h2-retention-seconds S   with --data-dir: how long replaced chunks are kept for readers of older",
+            "                             versions (default " + DEFAULT_H2_RETENTION_S + "; H2's own is 45)",
             "  --exit-on-stdin-eof        shut down when standard input is closed");
 
 
@@ -63,6 +73,7 @@ public final class Launcher {
         boolean exitOnStdinEof = false;
         int oplogMaxEntries = DEFAULT_OPLOG_MAX_ENTRIES;
         int oplogMaxAgeS = DEFAULT_OPLOG_MAX_AGE_S;
+        int h2RetentionS = DEFAULT_H2_RETENTION_S;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bind" -> bind = value(args, ++i);
@@ -70,6 +81,7 @@ public final class Launcher {
                 case "--data-dir" -> dataDir = Path.of(value(args, ++i));
                 case "--oplog-max-entries" -> oplogMaxEntries = parsePositive("--oplog-max-entries", value(args, ++i));
                 case "--oplog-max-age-seconds" -> oplogMaxAgeS = parsePositive("--oplog-max-age-seconds", value(args, ++i));
+                case "--h2-retention-seconds" -> h2RetentionS = parsePositive("--h2-retention-seconds", value(args, ++i));
                 case "--exit-on-stdin-eof" -> exitOnStdinEof = true;
                 case "--help", "-h" -> {
                     System.out.println(USAGE);
@@ -93,7 +105,9 @@ public final class Launcher {
             };
         } else {
             Files.createDirectories(dataDir);
-            backend = new H2Backend(dataDir.resolve("mongo.mv").toString()) {
+            MVStore store = MVStore.open(dataDir.resolve("mongo.mv").toString());
+            store.setRetentionTime((int) Math.min(Integer.MAX_VALUE, h2RetentionS * 1000L));
+            backend = new H2Backend(store) {
                 @Override
                 protected Oplog createOplog() {
                     capped.set(CappedOplog.create(this, oplogStorage(this), getCursorRegistry(), maxEntries, maxAge));
