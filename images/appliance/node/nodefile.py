@@ -191,10 +191,15 @@ def _network(doc: object, problems: list[str]) -> Network | None:
     _unknown(doc, NETWORK_FIELDS, "network.", problems)
     net = Network()
     if "interface" in doc:
-        if not isinstance(doc["interface"], str) or not all(IFACE_RE.match(p) for p in doc["interface"].split()):
-            problems.append("network.interface: must be interface names or patterns (e.g. enp1s0, en*)")
+        # "en* eth*" or a YAML list of names/patterns
+        given = doc["interface"]
+        names = given.split() if isinstance(given, str) else given if isinstance(given, list) else None
+        if not names or not all(isinstance(p, str) and IFACE_RE.match(p) for p in names):
+            problems.append(
+                "network.interface: must be interface names or patterns, space-separated or a list (e.g. enp1s0, 'en* eth*', [en*, eth*])"
+            )
         else:
-            net.interface = doc["interface"]
+            net.interface = " ".join(names)
     if "address" in doc:
         try:
             iface = ipaddress.ip_interface(str(doc["address"]))

@@ -40,6 +40,15 @@ class NodeFileTest(unittest.TestCase):
         self.assertEqual(cfg.peer_timeout_s, 20)
         self.assertNotIn(SECRET, repr(cfg))
 
+    def test_interface_patterns_as_a_string_or_a_list(self):
+        for given in ("'en* eth*'", "[en*, eth*]"):
+            cfg = nodefile.validate(nodefile.parse_yaml(GOOD.replace("dns: [10.0.0.1]}", f"dns: [10.0.0.1], interface: {given}}}")))
+            self.assertEqual(cfg.network.interface, "en* eth*", given)
+        for bad in ("[]", "[en0, 'a b']", "null", "[1]"):
+            got = problems(GOOD.replace("dns: [10.0.0.1]}", f"dns: [10.0.0.1], interface: {bad}}}"))
+            self.assertEqual(len(got), 1, (bad, got))
+            self.assertTrue(got[0].startswith("network.interface: must be interface names or patterns"), got)
+
     def test_peer_timeout_is_whole_seconds_within_limits(self):
         self.assertEqual(nodefile.validate(nodefile.parse_yaml(GOOD + "peer_timeout_s: 45\n")).peer_timeout_s, 45)
         for bad in ("0", "46", "2.5", "true", "'20'"):

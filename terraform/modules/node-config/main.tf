@@ -15,7 +15,7 @@ locals {
     },
     var.static_network == null ? {} : {
       network = merge(
-        { address = "${n.address}/${var.static_network.prefix_length}", interface = var.static_network.interface },
+        { address = "${n.address}/${var.static_network.prefix_length}", interface = join(" ", var.static_network.interface) },
         var.static_network.gateway == null ? {} : { gateway = var.static_network.gateway },
       )
     },

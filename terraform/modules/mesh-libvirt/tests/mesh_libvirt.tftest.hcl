@@ -27,6 +27,11 @@ run "three_nodes_static_addresses" {
     condition     = strcontains(libvirt_cloudinit_disk.seed["node-2"].user_data, "node-1@10.61.0.11")
     error_message = "node-2's node file lists node-1 as a peer"
   }
+  assert {
+    # the node file's documented form (images/appliance/README.md): names or patterns, space-separated
+    condition     = yamldecode(yamldecode(trimprefix(libvirt_cloudinit_disk.seed["node-2"].user_data, "#cloud-config\n")).write_files[0].content).network == { address = "10.61.0.12/24", interface = "en* eth*" }
+    error_message = "node-2's node file has its static address on the interfaces 'en* eth*'"
+  }
 }
 
 run "peer_timeout_reaches_the_node_files" {
