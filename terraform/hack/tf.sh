@@ -231,6 +231,23 @@ test_all() {
       if ! tofu_in "$dir" test -no-color; then log "FAIL test $rel"; failed=1; fi
     fi
   done
+  # contract: the node files Terraform writes are accepted by the appliance's own validator
+  local contract="$cache/run/node-file-contract"
+  rm -rf "$contract" && mkdir -p "$contract"
+  if tofu_in "$tfdir/modules/node-config/examples/static" apply -input=false -auto-approve -no-color -state="$contract/state" >"$contract/apply.log" 2>&1 &&
+    tofu_in "$tfdir/modules/node-config/examples/static" output -no-color -state="$contract/state" -json node_files >"$contract/node_files.json" &&
+    PYTHONDONTWRITEBYTECODE=1 python3 - "$contract/node_files.json" "$root/images/appliance/node" <<'PY2'
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import nodefile
+files = json.load(open(sys.argv[1]))
+for node_id, text in files.items():
+    cfg = nodefile.validate(nodefile.parse_yaml(text))
+    assert cfg.node_id == node_id and cfg.peer_timeout_s == 45 and cfg.network.interface == "en* eth*", cfg
+print(f"tf: contract: the {len(files)} node files of modules/node-config/examples/static pass the appliance's validator", file=sys.stderr)
+PY2
+  then :; else cat "$contract/apply.log" >&2; log "FAIL contract: node files vs images/appliance/node/nodefile.py"; failed=1; fi
+  rm -rf "$contract"
   ((failed == 0)) || die "tf-test failed (see FAIL lines above)"
   log "tf-test passed in $(since "$t0") s"
 }
