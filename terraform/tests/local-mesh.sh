@@ -53,7 +53,8 @@ trap finish EXIT
 trap 'exit 130' INT TERM
 
 ssh-keygen -q -t ed25519 -N '' -C "$mesh-test" -f "$tmp/id_ed25519"
-SSH=(ssh -i "$tmp/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR)
+# -n: ssh must not read the loop's node list from standard input (it took the rest of it: only node-1 got its password file)
+SSH=(ssh -n -i "$tmp/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR)
 
 TF_SSH_PUBKEY_FILE="$tmp/id_ed25519.pub" "$tf" up "$SCENARIO"
 t_up=$(date +%s)
