@@ -5,6 +5,8 @@ export const MONTH_START = '2017-07-01T00:00:00Z';
 export const MONTH_END = '2017-07-31T23:59:59Z';
 /** The demo's collect window: one day, a few hundred readings per node. */
 export const DAY_END = '2017-07-01T23:59:59Z';
+/** The first week: the VM tiers' aggregate (a month's scan does not fit the gateway's 60 s under software emulation). */
+export const WEEK_END = '2017-07-07T23:59:59Z';
 /** Sofia fits in a 50 km radius: every node of a Sofia mesh is inside it. */
 export const DEFAULT_RADIUS_KM = 50;
 
