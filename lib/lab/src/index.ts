@@ -40,6 +40,7 @@ export type { AgentProc, AgentSpec } from './miso.js';
 export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './sys.js';
 export {
   attachNamespace,
+  BRIDGE_PORT_FORWARDING_TIMEOUT_MS,
   bridgeOf,
   CENTRAL_HOST_OCTET,
   CLIENT_HOST_OCTET,
@@ -63,6 +64,7 @@ export {
   runInNetns,
   spawnInNetns,
   tryRunInNetns,
+  waitForwarding,
 } from './netns.js';
 export type { ExtraNamespace, ExtraRole, Route, VethAttachment } from './netns.js';
 export { SNAPLEN_BYTES, startCapture } from './capture.js';

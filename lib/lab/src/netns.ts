@@ -15,7 +15,7 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { squashError } from '@syncmesh-edge/log';
-import { run, tryRun, type RunOptions, type RunResult } from './sys.js';
+import { run, tryRun, waitFor, type RunOptions, type RunResult } from './sys.js';
 
 /** The interface name inside every namespace the lab plugs into a bridge, as on a real single-NIC appliance. */
 export const NETNS_IF = 'eth0';
@@ -125,6 +125,28 @@ export async function attachNamespace(a: VethAttachment): Promise<void> {
   for (const route of a.routes ?? []) await run('ip', ['-n', a.netns, 'route', 'add', route, 'dev', NETNS_IF]);
   await run('ip', ipIn(a.hostNetns, ['link', 'set', a.hostIf, 'master', a.bridge]));
   await run('ip', ipIn(a.hostNetns, ['link', 'set', a.hostIf, 'up']));
+  await waitForwarding(a.hostIf, a.hostNetns);
+}
+
+/** How long a new bridge port may take to forward: STP's listening + learning (2 × forward delay; libvirt's bridges: 2 × 2 s). */
+export const BRIDGE_PORT_FORWARDING_TIMEOUT_MS = 30_000;
+
+/**
+ * Waits until the bridge forwards on port `iface`. A bridge with STP on (libvirt's networks)
+ * holds a new port in listening and learning for twice its forward delay; traffic sent before
+ * that fails (the scenario's first probe of the Terraform VMs from its client namespace got
+ * EHOSTUNREACH). Bridges the lab makes have STP off: their ports forward at once.
+ */
+export async function waitForwarding(iface: string, netns: string | null): Promise<void> {
+  await waitFor(
+    `bridge port ${iface}${netns ? ` (netns ${netns})` : ''} forwarding`,
+    async () => {
+      const { stdout } = await run('bridge', [...(netns ? ['-n', netns] : []), '-j', 'link', 'show', 'dev', iface]);
+      const [port] = JSON.parse(stdout || '[]') as { state?: string }[];
+      return port?.state === 'forwarding';
+    },
+    BRIDGE_PORT_FORWARDING_TIMEOUT_MS,
+  );
 }
 
 /** The bridge an interface is plugged into (in `netns`, null: the host's), or null when it is not; throws when the interface does not exist. */

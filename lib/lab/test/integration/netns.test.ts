@@ -5,6 +5,7 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import {
   attachNamespace,
   bridgeOf,
@@ -17,6 +18,7 @@ import {
   listRoutes,
   namespacePids,
   NETNS_IF,
+  run,
   runInNetns,
   spawnInNetns,
   tryRunInNetns,
@@ -31,12 +33,18 @@ const NET = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random
 const BR = `${P}-br`;
 const NS = `${P}-n1`;
 const HOST_IF = `${P}-h1`;
+const STP_BR = `${P}-sb`;
+const STP_NS = `${P}-n2`;
+const STP_IF = `${P}-h2`;
 
 after(async () => {
   if (skip) return;
   await deleteNamespace(NS);
   await deleteLink(HOST_IF);
   await deleteLink(BR);
+  await deleteNamespace(STP_NS);
+  await deleteLink(STP_IF);
+  await deleteLink(STP_BR);
 });
 
 test('netns - a namespace on a bridge: its address and routes, commands inside, its processes killed on delete, nothing left', { skip }, async () => {
@@ -66,4 +74,26 @@ test('netns - a namespace on a bridge: its address and routes, commands inside, 
   assert.equal(await deleteLink(BR), true);
   await deleteNamespace(NS); // idempotent
   assert.deepEqual(await leftovers(P), { netns: [], links: [] });
+});
+
+test('netns - a namespace plugged into a bridge with STP on (as libvirt makes them) is returned once its port forwards', { skip }, async () => {
+  await createBridge(STP_BR, { address: `${NET}.129/25` });
+  await run('ip', ['link', 'set', STP_BR, 'type', 'bridge', 'stp_state', '1', 'forward_delay', '200']); // 2 s, libvirt's default
+  const t0 = Date.now();
+  await attachNamespace({ netns: STP_NS, hostIf: STP_IF, peerIf: `${P}-p2`, hostNetns: null, address: `${NET}.140/25`, bridge: STP_BR });
+  const waited = Date.now() - t0;
+  const [port] = JSON.parse((await run('bridge', ['-j', 'link', 'show', 'dev', STP_IF])).stdout) as { state: string }[];
+  assert.equal(port?.state, 'forwarding');
+  assert.ok(waited >= 3_000, `listening + learning take 2 x 2 s; attach returned after ${waited} ms`);
+  // the first connection goes through: a listener on the bridge's address answers from inside at once
+  const server = createServer((c) => c.end());
+  await new Promise<void>((ok) => server.listen(0, `${NET}.129`, ok));
+  const { port: tcpPort } = server.address() as AddressInfo;
+  try {
+    assert.equal(await tryRunInNetns(STP_NS, ['timeout', '5', 'bash', '-c', `exec 3<>/dev/tcp/${NET}.129/${tcpPort}`]), true);
+  } finally {
+    server.close();
+  }
+  await deleteNamespace(STP_NS);
+  await deleteLink(STP_BR);
 });
