@@ -31,7 +31,9 @@ ssh-keygen -q -t ed25519 -N '' -C "syncmesh-edge-lab" -f "$key"
 
 # The bridge: the controller's side of the lab network. No NAT, no forwarding: hosts reach
 # only this machine.
-ip link add "$BRIDGE" type bridge
+# A fixed MAC: a bridge without one takes its lowest port MAC and changes it as ports join,
+# which leaves the guests' ARP entries for its address pointing at a MAC it no longer answers.
+ip link add "$BRIDGE" address "$(printf '%s' "$BRIDGE" | sha256sum | sed -E 's/^..(..)(..)(..)(..)(..).*/02:\1:\2:\3:\4:\5/')" type bridge
 ip addr add "$LAB_SUBNET.1/24" dev "$BRIDGE"
 ip link set "$BRIDGE" up
 

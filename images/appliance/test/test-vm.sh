@@ -88,7 +88,9 @@ pub=$(cat "$T/id_ed25519.pub")
 SSH=(ssh -i "$T/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR)
 
 # --- network: a bridge on the host, one tap per VM ---------------------------------------------
-ip link add "$BR" type bridge
+# A fixed MAC: a bridge without one takes its lowest port MAC and changes it as ports join,
+# which leaves the guests' ARP entries for its address pointing at a MAC it no longer answers.
+ip link add "$BR" address "$(printf '%s' "$BR" | sha256sum | sed -E 's/^..(..)(..)(..)(..)(..).*/02:\1:\2:\3:\4:\5/')" type bridge
 ip addr add "$NET.1/24" dev "$BR"
 ip link set "$BR" up
 for i in 1 2 3 4; do

@@ -41,6 +41,7 @@ export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './
 export {
   attachNamespace,
   BRIDGE_PORT_FORWARDING_TIMEOUT_MS,
+  bridgeMac,
   bridgeOf,
   CENTRAL_HOST_OCTET,
   CLIENT_HOST_OCTET,

@@ -14,6 +14,7 @@
  * veth then lives there too (`hostNetns`).
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { squashError } from '@syncmesh-edge/log';
 import { run, tryRun, waitFor, type RunOptions, type RunResult } from './sys.js';
 
@@ -88,10 +89,24 @@ export async function createNamespace(netns: string): Promise<void> {
   await run('ip', ['netns', 'add', netns]);
 }
 
-/** Creates a bridge (in `netns`, null: the host's), gives it `address` (CIDR) when one is given, and brings it up. */
+/**
+ * A fixed, locally administered unicast MAC for a bridge, derived from its name. A bridge whose
+ * MAC was never set takes the lowest MAC of its ports and changes it when a port with a lower one
+ * joins; the namespaces' ARP entries for the bridge's address then point at the old MAC, whose
+ * frames the bridge passes up as "other host" and IP drops. A connection to the host (toxiproxy
+ * listens there) then hangs until ARP re-probes, seconds later: the capture test's forward timed
+ * out 1 run in 6 after the client namespace joined.
+ */
+export function bridgeMac(bridge: string): string {
+  const h = createHash('sha256').update(bridge).digest();
+  h[0] = (h[0]! & 0xfc) | 0x02; // locally administered, unicast
+  return [...h.subarray(0, 6)].map((b) => b.toString(16).padStart(2, '0')).join(':');
+}
+
+/** Creates a bridge (in `netns`, null: the host's) with a fixed MAC (bridgeMac), gives it `address` (CIDR) when one is given, and brings it up. */
 export async function createBridge(bridge: string, opts: { address?: string; netns?: string | null } = {}): Promise<void> {
   const netns = opts.netns ?? null;
-  await run('ip', ipIn(netns, ['link', 'add', bridge, 'type', 'bridge']));
+  await run('ip', ipIn(netns, ['link', 'add', bridge, 'address', bridgeMac(bridge), 'type', 'bridge']));
   if (opts.address) await run('ip', ipIn(netns, ['addr', 'add', opts.address, 'dev', bridge]));
   await run('ip', ipIn(netns, ['link', 'set', bridge, 'up']));
 }

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type AddressInfo } from 'node:net';
 import {
   attachNamespace,
+  bridgeMac,
   bridgeOf,
   createBridge,
   createNamespace,
@@ -36,6 +37,11 @@ const HOST_IF = `${P}-h1`;
 const STP_BR = `${P}-sb`;
 const STP_NS = `${P}-n2`;
 const STP_IF = `${P}-h2`;
+const MAC_BR = `${P}-mb`;
+const MAC_NS = `${P}-n3`;
+const MAC_IF = `${P}-h3`;
+const LOW_IF = `${P}-h4`;
+const LOWER_IF = `${P}-h5`;
 
 after(async () => {
   if (skip) return;
@@ -45,6 +51,11 @@ after(async () => {
   await deleteNamespace(STP_NS);
   await deleteLink(STP_IF);
   await deleteLink(STP_BR);
+  await deleteNamespace(MAC_NS);
+  await deleteLink(MAC_IF);
+  await deleteLink(LOW_IF);
+  await deleteLink(LOWER_IF);
+  await deleteLink(MAC_BR);
 });
 
 test('netns - a namespace on a bridge: its address and routes, commands inside, its processes killed on delete, nothing left', { skip }, async () => {
@@ -96,4 +107,33 @@ test('netns - a namespace plugged into a bridge with STP on (as libvirt makes th
   }
   await deleteNamespace(STP_NS);
   await deleteLink(STP_BR);
+});
+
+test('netns - a bridge keeps its MAC when ports with lower ones join, so a namespace already talking to the host goes on', { skip }, async () => {
+  const hostAddr = `${NET}.65`;
+  const bridgeAddress = async () => (JSON.parse((await run('ip', ['-j', 'link', 'show', 'dev', MAC_BR])).stdout) as { address: string }[])[0]?.address;
+  /** Plugs a veth (no namespace) with `mac` into the bridge, as a later namespace or VM does. */
+  const plug = async (hostIf: string, peer: string, mac: string) => {
+    await run('ip', ['link', 'add', hostIf, 'address', mac, 'type', 'veth', 'peer', 'name', peer]);
+    await run('ip', ['link', 'set', hostIf, 'master', MAC_BR, 'up']);
+  };
+  await createBridge(MAC_BR, { address: `${hostAddr}/26` });
+  await attachNamespace({ netns: MAC_NS, hostIf: MAC_IF, peerIf: `${P}-p3`, hostNetns: null, address: `${NET}.70/26`, bridge: MAC_BR });
+  await plug(LOW_IF, `${P}-p4`, '00:00:00:00:00:02');
+  const server = createServer((c) => c.end());
+  await new Promise<void>((ok) => server.listen(0, hostAddr, ok));
+  const { port: tcpPort } = server.address() as AddressInfo;
+  const connect = `exec 3<>/dev/tcp/${hostAddr}/${tcpPort}`;
+  try {
+    // the namespace learns the bridge's MAC (ARP) on its first connection
+    assert.equal(await tryRunInNetns(MAC_NS, ['timeout', '5', 'bash', '-c', connect]), true);
+    // a port with a still lower MAC joins (as the scenario's client namespace did, after the nodes)
+    await plug(LOWER_IF, `${P}-p5`, '00:00:00:00:00:01');
+    assert.equal(await bridgeAddress(), bridgeMac(MAC_BR));
+    // were the bridge's MAC unset, it would have been ...:02 and now ...:01: the namespace's frames
+    // to ...:02 (another port's MAC) would be passed up as "other host" and dropped until ARP re-probes
+    assert.equal(await tryRunInNetns(MAC_NS, ['timeout', '2', 'bash', '-c', connect]), true);
+  } finally {
+    server.close();
+  }
 });

@@ -111,7 +111,7 @@ test('mesh plumbing - capture counts every packet once: client, node to node per
     const body = JSON.stringify({ forward: src.peers['node-2'], timeoutMs: 3_000 });
     const script = `fetch(${JSON.stringify(src.function_url)}, { method: 'POST', body: ${JSON.stringify(body)} }).then((r) => r.text()).then((t) => process.stdout.write(t))`;
     const answer = JSON.parse((await runInNetns(client.netns, [process.execPath, '-e', script])).stdout) as Echo;
-    assert.equal(answer.forwarded?.answer?.node, 'node-2');
+    assert.equal(answer.forwarded?.answer?.node, 'node-2', JSON.stringify(answer));
     const r = await capture.stop();
     assert.equal(r.client, client.addr);
     assert.ok(r.client_bytes > 0, 'the client leg, on the client interface');
