@@ -9,7 +9,7 @@
 # checks, down, host memory of the VMs) that make test-scale collects.
 #
 # Env (documented defaults): SCENARIO (local-3; make test-scale runs local-12), TF_PREFIX (smt;
-# every libvirt object, interface and the namespace carry it), DATA (../shared/data/sofia;
+# every libvirt object, interface and the namespace carry it), DATA (../shared/data/sofia or ../../shared/data/sofia;
 # without it the nodes get generated readings and the expected value comes from the databases),
 # LOAD_DAYS (empty: node i gets Sofia sensor i's month from DATA; N: N generated days per node,
 # the expected value from the databases, and the aggregate over the first day: many nodes under
@@ -24,7 +24,10 @@ SCENARIO=${SCENARIO:-local-3}
 mesh="${TF_PREFIX}${SCENARIO#local-}"
 state="$root/.mesh/$mesh"
 DATA=${DATA:-}
-[[ -z "$DATA" && -f "$root/../shared/data/sofia/1.csv" ]] && DATA=$(cd "$root/../shared/data/sofia" && pwd)
+# beside the clone, or beside the folder of worktrees (as terraform/hack/tf.sh looks)
+for d in "$root/../shared/data/sofia" "$root/../../shared/data/sofia"; do
+  [[ -z "$DATA" && -f "$d/1.csv" ]] && DATA=$(cd "$d" && pwd)
+done
 export DATA
 LOAD_DAYS=${LOAD_DAYS:-}
 [[ -z "$LOAD_DAYS" || "$LOAD_DAYS" =~ ^([1-9]|[12][0-9]|3[01])$ ]] || { echo "LOAD_DAYS must be empty or 1..31, not '$LOAD_DAYS'" >&2; exit 2; }

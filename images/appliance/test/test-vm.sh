@@ -15,7 +15,7 @@
 #   APPLIANCE_VM_CPUS     2        vCPUs per VM (TCG threads)
 #   APPLIANCE_READY_S     3600     how long a VM may take from start to ready (TCG on a busy host)
 #   APPLIANCE_SUBNET      10.77.0  the private /24 (host .1, nodes .11-.13, bad node .14)
-#   DATA                  ""       folder with N.csv (Sofia); empty: ../shared/data/sofia if present, else generated
+#   DATA                  ""       folder with N.csv (Sofia); empty: ../shared/data/sofia or ../../shared/data/sofia if present, else generated
 #   APPLIANCE_KEEP_LOGS   .cache/appliance/test-logs   serial logs and timings are kept here
 #   PEER_TIMEOUT_S        45       the node files' peer_timeout_s (TCG: one node scans a month in 15-20 s)
 #   MESH_TEST_WINDOW      week     the aggregate check's window (month|week|day): three VMs scanning a
@@ -38,7 +38,10 @@ QCOW=$repo/.cache/appliance/out/syncmesh-edge-vm-amd64.qcow2
 OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.fd
 OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
 DATA=${DATA:-}
-[[ -z "$DATA" && -f "$repo/../shared/data/sofia/1.csv" ]] && DATA=$(cd "$repo/../shared/data/sofia" && pwd)
+# beside the clone, or beside the folder of worktrees (as terraform/hack/tf.sh looks)
+for d in "$repo/../shared/data/sofia" "$repo/../../shared/data/sofia"; do
+  [[ -z "$DATA" && -f "$d/1.csv" ]] && DATA=$(cd "$d" && pwd)
+done
 t_start=$(date +%s)
 
 log() { printf '[appliance test %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
