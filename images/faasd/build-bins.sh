@@ -110,7 +110,7 @@ build_vendored() {
 }
 
 build_vendored faasd-0.19.0 . faasd \
-  "-X main.Version=$FAASD_VER -X main.GitCommit=$FAASD_COMMIT" LICENSE
+  "-X main.Version=$FAASD_VER -X main.GitCommit=$FAASD_COMMIT" LICENSE ./pkg/
 build_vendored faas-gateway-0.27.5 gateway gateway \
   "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE ./scaling/
 build_vendored of-watchdog-0.10.0 . fwatchdog \

@@ -8,29 +8,22 @@
  *   process   the function as a bare Node.js process in the node's namespace -> MongoDB
  *   watchdog  of-watchdog in the function's container (its CNI address :8080) -> function
  *   gateway   the gateway container (CNI address :8080/function/syncmesh-fn) -> provider -> watchdog
- *   faasd     the published port (node address :8080, faasd up's port proxy) -> gateway -> ...: what a client uses
+ *   proxy     127.0.0.1:8080: faasd up's userland port proxy -> gateway -> ... (how loopback reaches the gateway)
+ *   faasd     the published port (node address :8080, the DNAT rule of patch 0006) -> gateway -> ...: what a
+ *             client or a peer uses. Its `faasd_adds_p50_ms` is against `proxy`: what DNAT saves over the proxy.
  * The node is removed afterwards (also on failure or Ctrl-C).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, type MeshConfig } from './config.js';
-import { MeshError } from './errors.js';
 import { down, up, type Progress } from './mesh.js';
-import { FAASD_PATHS, faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, functionTaskAddress, renderStack, stackVars } from './runtime-faasd.js';
+import { FAASD_PATHS, faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, functionTaskAddress, renderStack, serviceAddress, stackVars } from './runtime-faasd.js';
 import { readState } from './state.js';
 import { spawnInNetns } from '@syncmesh-edge/lab';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
 /** The function's settings (stack.yml) that change how Node.js runs it, given to the bare process too. */
 const SAME_ENV = ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'];
-
-/** The address of a compose service in a faasd node (faasd up writes /var/lib/faasd/hosts). */
-function serviceAddress(stateDir: string, service: string): string {
-  const hosts = readFileSync(join(stateDir, 'var-lib-faasd', 'hosts'), 'utf8');
-  const line = hosts.split('\n').find((l) => l.trim().split(/\s+/).slice(1).includes(service));
-  if (!line) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for ${service} in the node's hosts file`);
-  return line.trim().split(/\s+/)[0]!;
-}
 
 export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
   const cfg: MeshConfig = { ...base, nodes: 1, latency: 'none', runtime: 'faasd' };
@@ -46,9 +39,12 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
     const http = [
       `watchdog=http://${fn}:8080/`,
       `gateway=http://${gateway}:8080/function/${FUNCTION_NAME}`,
+      `proxy=http://127.0.0.1:8080/function/${FUNCTION_NAME}`,
       `faasd=http://${node.addr}:8080/function/${FUNCTION_NAME}`,
     ];
-    progress(`benchmark in ${node.netns}: database ${mongo}, function task ${fn}, gateway ${gateway}, published ${node.addr}:8080`);
+    progress(
+      `benchmark in ${node.netns}: database ${mongo}, function task ${fn}, gateway ${gateway}, port proxy 127.0.0.1:8080, published (DNAT) ${node.addr}:8080`,
+    );
     // the bare process runs with the deployed function's Node.js settings (stack.yml), so the
     // paths differ only in the hops in front of the function and its container
     const [deployed] = renderStack(readFileSync(FAASD_PATHS.stack, 'utf8'), stackVars(cfg, state.plan.nodes[0]!, cfg.forwardMode));

@@ -94,6 +94,10 @@ test('plan - without agent links (no agent, or mDNS) there are no agent proxies,
   assert.deepEqual(plan.agentLinks, []);
   assert.equal(linkProxies(plan).length, 6);
   assert.throws(() => misoPeers(plan, plan.nodes[0]!), /planned without agent links/);
+  // one node (make bench-function RUNTIME=faasd) has no peers and needs no links
+  const one = planMesh({ name: 'sme0', nodes: 1, isolation: 'netns', stateRoot: '/tmp/x', agentLinks: true });
+  assert.deepEqual(one.agentLinks, []);
+  assert.equal(misoPeers(one, one.nodes[0]!), '');
 });
 
 test('plan - subnet overlap', () => {

@@ -62,6 +62,13 @@ export const FAASD_PATHS = {
 export function faasdStateDir(node: NodePlan): string {
   return join(node.dir, 'faasd');
 }
+/** The address of a compose service in a faasd node (`faasd up` writes `var-lib-faasd/hosts` below the node's faasd state, faasdStateDir). */
+export function serviceAddress(stateDir: string, service: string): string {
+  const hosts = readFileSync(join(stateDir, 'var-lib-faasd', 'hosts'), 'utf8');
+  const line = hosts.split('\n').find((l) => l.trim().split(/\s+/).slice(1).includes(service));
+  if (!line) throw new MeshError('EDGE_MESH_FAASD_GATEWAY', `no address for ${service} in the node's hosts file`);
+  return line.trim().split(/\s+/)[0]!;
+}
 export function basicAuthFile(node: NodePlan): string {
   return join(faasdStateDir(node), 'basic-auth');
 }

@@ -33,6 +33,7 @@ import {
   mongoReady,
   renderStack,
   restartFaasdNode,
+  serviceAddress,
   stackVars,
 } from '../../src/runtime-faasd.js';
 import { MeshError } from '../../src/errors.js';
@@ -317,6 +318,30 @@ test('faasd mesh - the provider looks the function up once per task, not on ever
   const before = lookups();
   for (let i = 0; i < 20; i++) assert.ok(await httpOk(`${n.function_url}/readyz`, DEADLINE_MS), `call ${i + 1} answered`);
   assert.ok(lookups() - before <= 1, `20 calls through the gateway made ${lookups() - before} full look-ups (at most 1)`);
+});
+
+test('faasd mesh - published ports are DNATed to their services (patch 0006): a new connection from another host goes through the rule; loopback still reaches the gateway', {
+  skip,
+}, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  const pid = nodePid(n.id);
+  const gateway = serviceAddress(faasdStateDir(node), 'gateway');
+  /** The packets (nat: a connection's first) the rule for port 8080 to the gateway has taken. */
+  const dnatted = async () => {
+    const table = (await inNode(pid, ['iptables', '-w', '5', '-t', 'nat', '-L', 'FAASD-PUBLISH', '-n', '-v', '-x'])).stdout;
+    const row = table.split('\n').find((l) => /dpt:8080\b/.test(l) && l.includes(`to:${gateway}:8080`));
+    assert.ok(row, `a DNAT rule for port 8080 to the gateway (${gateway}):\n${table}`);
+    assert.ok(!/dpt:9090\b/.test(table), `prometheus is published on 127.0.0.1 only: no rule\n${table}`);
+    return Number(row.trim().split(/\s+/)[0]);
+  };
+  const before = await dnatted();
+  // three new connections from the host (another host on the node's network), as a client or peer makes them
+  for (let i = 0; i < 3; i++) await run('curl', ['-sf', '-o', '/dev/null', '--max-time', '10', `${n.gateway_url}/healthz`]);
+  const after = await dnatted();
+  assert.ok(after - before >= 3, `3 connections to ${n.address}:8080, the rule took ${after - before}`);
+  // 127.0.0.1 is not rewritten (it would need route_localnet): faasd up's proxy still serves it
+  await inNode(pid, ['curl', '-sf', '-o', '/dev/null', '--max-time', '10', 'http://127.0.0.1:8080/healthz']);
 });
 
 for (const [service, probe] of [
