@@ -110,7 +110,7 @@ BENCH_FUNCTION_NAME = function$(if $(filter faasd,$(RUNTIME)),-faasd)$(if $(CLIE
 BENCH_FUNCTION_ARGS = $(if $(CLIENTS),--concurrency $(CLIENTS) --name $(BENCH_FUNCTION_NAME)) $(BENCH_ARGS)
 
 .PHONY: bench-function
-bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-tier-deps) ## Function vs direct driver queries [CLIENTS=1]; RUNTIME=faasd adds watchdog, gateway and published port of one faasd node (root); table, JSON and PNG.
+bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-tier-deps) ## Function vs direct driver queries [CLIENTS=1]; RUNTIME=faasd adds watchdog, gateway, port proxy and published port (DNAT) of one faasd node (root); table, JSON and PNG.
 ifeq ($(RUNTIME),faasd)
 	$(MESH_ENV) $(MESH_CLI) bench-function-faasd $(BENCH_FUNCTION_ARGS)
 else

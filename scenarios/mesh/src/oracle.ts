@@ -100,6 +100,36 @@ export async function expectedFromMongo(uris: readonly string[], start: string, 
   return finish(s);
 }
 
+/**
+ * Runs a $match + $group over the window in one database (the shape of the function's aggregate)
+ * and returns how long it took: a warm-up, not an oracle (expectedFromMongo reads the documents).
+ * The first aggregation on a fresh test-server JVM compiles its pipeline code; under software
+ * emulation that alone can take longer than a request's deadline.
+ */
+export async function warmAggregate(uri: string, start: string, end: string): Promise<number> {
+  const client = await MongoClient.connect(uri, { serverSelectionTimeoutMS: 10_000 });
+  const t0 = performance.now();
+  try {
+    const group: Record<string, unknown> = { _id: null, count: { $sum: 1 } };
+    for (const m of ['temperature', 'humidity', 'pressure']) {
+      group[`${m}_n`] = { $sum: { $cond: [{ $gt: [`$${m}`, null] }, 1, 0] } };
+      group[`${m}_sum`] = { $sum: `$${m}` };
+      group[`${m}_min`] = { $min: `$${m}` };
+      group[`${m}_max`] = { $max: `$${m}` };
+    }
+    await client
+      .db('syncmesh')
+      .collection('sensor_data')
+      .aggregate([{ $match: { timestamp: { $gte: new Date(start), $lte: new Date(end) } } }, { $group: group }])
+      .toArray();
+    return Math.round(performance.now() - t0);
+  } catch (err) {
+    throw new MeshError('EDGE_MESH_DATA', `cannot run the warm-up aggregate on ${uri}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    await client.close();
+  }
+}
+
 /** Relative difference, 0 when both are equal (also both null). */
 export function relDiff(a: number | null | undefined, b: number | null | undefined): number {
   if (a === b) return 0;

@@ -320,7 +320,7 @@ test('faasd mesh - the provider looks the function up once per task, not on ever
   assert.ok(lookups() - before <= 1, `20 calls through the gateway made ${lookups() - before} full look-ups (at most 1)`);
 });
 
-test('faasd mesh - published ports are DNATed to their services (patch 0006): a new connection from another host goes through the rule; loopback still reaches the gateway', {
+test("faasd mesh - published ports are DNATed to their services (patch 0006): a new connection from another host goes through the rule; loopback and the containers' own connections reach the gateway through the proxy", {
   skip,
 }, async () => {
   const n = mesh.topology.nodes[0]!;
@@ -342,6 +342,14 @@ test('faasd mesh - published ports are DNATed to their services (patch 0006): a 
   assert.ok(after - before >= 3, `3 connections to ${n.address}:8080, the rule took ${after - before}`);
   // 127.0.0.1 is not rewritten (it would need route_localnet): faasd up's proxy still serves it
   await inNode(pid, ['curl', '-sf', '-o', '/dev/null', '--max-time', '10', 'http://127.0.0.1:8080/healthz']);
+  // nor are the containers' own connections to the node's address (DNAT to the gateway on the same
+  // bridge would be answered straight over the bridge, from an address the container did not call)
+  const listener = await pollUntil('the listener task', 30_000, () => taskPid(n.id, 'listener'));
+  const fromContainer = () => run('nsenter', ['-t', String(listener), '-n', 'curl', '-sf', '-o', '/dev/null', '--max-time', '5', `${n.gateway_url}/healthz`]);
+  const taken = await dnatted();
+  await fromContainer();
+  await fromContainer();
+  assert.equal(await dnatted(), taken, 'connections from a container are not DNATed');
 });
 
 for (const [service, probe] of [
