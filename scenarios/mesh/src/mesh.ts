@@ -224,35 +224,59 @@ export async function up(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHan
     });
     aborted();
 
-    if (opts.fillRegistry !== false) {
-      progress('registries: own locations and peers');
-      await fillRegistries(plan, secret, state);
-    }
-    aborted();
-
-    const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
-    progress(`links: profile ${cfg.latency}`);
-    await toxi.applyShapes(linkProxies(plan), linkShapes(cfg.latency, plan.nodes.length, coords));
-
-    state.phase = 'up';
-    writeState(state);
-    const topology = buildTopology(state);
-    writeTopology(plan, topology);
-    progress(
-      `mesh '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`,
-    );
-    return { plan, topology, secret };
+    return await finishMesh(cfg, plan, state, toxi, secret, opts, aborted, t0, 'mesh');
   } catch (err) {
-    state.phase = 'failed';
-    writeState(state);
-    const failure = opts.signal?.aborted
-      ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err })
-      : err;
-    log.info({ err }, 'mesh start failed; removing what was created');
-    progress(opts.signal?.aborted ? 'interrupted; removing what was created' : `start failed; removing what was created`);
-    await down(cfg.stateRoot, plan.name, progress);
-    throw failure;
+    throw await abandonStart(cfg, plan, state, opts, err, 'mesh');
   }
+}
+
+/**
+ * The last steps of a start, the same for both runtimes once every node runs: the registries, the
+ * link profile, the state marked up and the topology written. `label` names the mesh in the log.
+ */
+export async function finishMesh(
+  cfg: MeshConfig,
+  plan: MeshPlan,
+  state: MeshState,
+  toxi: ToxiproxyClient,
+  secret: string,
+  opts: UpOptions,
+  aborted: () => void,
+  t0: number,
+  label: string,
+): Promise<MeshHandle> {
+  const progress = opts.progress ?? (() => undefined);
+  if (opts.fillRegistry !== false) {
+    progress('registries: own locations and peers');
+    await fillRegistries(plan, secret, state);
+  }
+  aborted();
+
+  const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
+  progress(`links: profile ${cfg.latency}`);
+  await toxi.applyShapes(linkProxies(plan), linkShapes(cfg.latency, plan.nodes.length, coords));
+
+  state.phase = 'up';
+  writeState(state);
+  const topology = buildTopology(state);
+  writeTopology(plan, topology);
+  progress(
+    `${label} '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`,
+  );
+  return { plan, topology, secret };
+}
+
+/** A start that failed or was interrupted: marks the state failed, removes everything it created, and returns the error to throw. */
+export async function abandonStart(cfg: MeshConfig, plan: MeshPlan, state: MeshState, opts: UpOptions, err: unknown, label: string): Promise<unknown> {
+  const progress = opts.progress ?? (() => undefined);
+  state.phase = 'failed';
+  writeState(state);
+  log.info({ err }, `${label} start failed; removing what was created`);
+  progress(opts.signal?.aborted ? 'interrupted; removing what was created' : 'start failed; removing what was created');
+  await down(cfg.stateRoot, plan.name, progress);
+  return opts.signal?.aborted
+    ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err })
+    : err;
 }
 
 export async function startToxiproxy(cfg: MeshConfig, plan: MeshPlan, state: MeshState): Promise<ToxiproxyClient> {

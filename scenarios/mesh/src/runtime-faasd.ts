@@ -18,16 +18,14 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { MeshError, squashError } from './errors.js';
-import { linkShapes } from './latency.js';
 import { loadNodeData } from './load.js';
 import { moduleLogger } from './log.js';
-import { beginMesh, fillRegistries, linksProgress, planFor, preflight, startToxiproxy, writeTopology, type MeshHandle, type UpOptions } from './mesh.js';
+import { abandonStart, beginMesh, finishMesh, linksProgress, planFor, preflight, startToxiproxy, type MeshHandle, type UpOptions } from './mesh.js';
 import { misoPeers, writeKeyFileFor } from './services.js';
 import { createMeshBridge, createNodeNetwork } from './network.js';
 import { linkProxies, type MeshPlan, type NodePlan } from './plan.js';
 import { writeState, type MeshState } from './state.js';
 import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from '@syncmesh-edge/lab';
-import { buildTopology } from './topology.js';
 
 const log = moduleLogger('faasd');
 
@@ -451,33 +449,9 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
     });
     aborted();
 
-    if (opts.fillRegistry !== false) {
-      progress('registries: own locations and peers');
-      await fillRegistries(plan, secret, state);
-    }
-    aborted();
-    const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
-    progress(`links: profile ${cfg.latency}`);
-    await toxi.applyShapes(linkProxies(plan), linkShapes(cfg.latency, plan.nodes.length, coords));
-
-    state.phase = 'up';
-    writeState(state);
-    const topology = buildTopology(state);
-    writeTopology(plan, topology);
-    progress(
-      `faasd mesh '${plan.name}' up: ${plan.nodes.length} nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; topology in ${join(plan.stateDir, 'topology.json')}`,
-    );
-    return { plan, topology, secret };
+    return await finishMesh(cfg, plan, state, toxi, secret, opts, aborted, t0, 'faasd mesh');
   } catch (err) {
-    state.phase = 'failed';
-    writeState(state);
-    log.info({ err }, 'faasd mesh start failed; removing what was created');
-    progress(opts.signal?.aborted ? 'interrupted; removing what was created' : 'start failed; removing what was created');
-    const { down } = await import('./mesh.js');
-    await down(cfg.stateRoot, plan.name, progress);
-    throw opts.signal?.aborted
-      ? new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted; everything it created was removed`, { cause: err })
-      : err;
+    throw await abandonStart(cfg, plan, state, opts, err, 'faasd mesh');
   }
 }
 
