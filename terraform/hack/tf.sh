@@ -15,6 +15,11 @@
 #   TF_MEMORY_MB    2048 per VM (a full node: ~650 MB PSS plus page cache; tiny: 256)
 #   TF_BOOT_TIMEOUT 1500 s until every node's health URL says ready (software emulation is slow)
 #   TF_MONGODB_PUBLISH  0.0.0.0 for local scenarios (the mesh tools load data from the host)
+#   TF_PARALLELISM  1: tofu apply's -parallelism for local scenarios. The libvirt provider (0.8.3)
+#                   can deadlock creating many NoCloud seed disks at once (its issue 594; here
+#                   local-30's 30 seeds hung for 7+ min with tofu's default of 10)
+#   TF_APPLY_TIMEOUT 1200 s for tofu apply (and destroy) of a local scenario: a hung apply fails
+#                   with its log; a hung destroy is left to the sweep
 #   TF_PEER_TIMEOUT_S  45 for local scenarios: the node files' peer_timeout_s (under software
 #                   emulation one node scans a month of readings in 15-20 s; the image's default is 20)
 #   TF_PREFIX       smt: name prefix of every libvirt object, interface and namespace (mesh PREFIX<N>)
@@ -120,10 +125,17 @@ print(f"tf: all {len(nodes)} nodes ready after {time.time() - t0:.0f} s", file=s
 PY
 }
 
+# TF_PARALLELISM and TF_APPLY_TIMEOUT, checked before anything is created or destroyed
+check_apply_env() {
+  [[ "${TF_PARALLELISM:-1}" =~ ^[1-9][0-9]?$ ]] || die "TF_PARALLELISM must be a whole number from 1 to 99, got '${TF_PARALLELISM}'"
+  [[ "${TF_APPLY_TIMEOUT:-1200}" =~ ^[1-9][0-9]*$ ]] || die "TF_APPLY_TIMEOUT must be a whole number of seconds, got '${TF_APPLY_TIMEOUT}'"
+}
+
 up() {
   local scenario="$1" dir work image t0 t1 bridge
   dir=$(scenario_dir "$scenario")
   [[ "$scenario" == local-* ]] || die "tf-up applies local-* scenarios here; for $scenario see docs/guides/terraform-scenarios.md (tf.sh plan)"
+  check_apply_env
   "$root/terraform/hack/toolchain.sh" --no-google
   work="$cache/run/$scenario"
   if [[ "${TF_TINY:-0}" == 1 ]]; then
@@ -139,7 +151,8 @@ up() {
   tofu_in "$dir" init -input=false -no-color -backend-config="path=$cache/state/$scenario.tfstate" >"$work/init.log" || { cat "$work/init.log" >&2; die "tofu init failed"; }
   t0=$(now)
   log "apply $scenario"
-  tofu_in "$dir" apply -input=false -auto-approve -no-color >"$work/apply.log" 2>&1 || { tail -40 "$work/apply.log" >&2; die "tofu apply failed (log: $work/apply.log; make tf-down SCENARIO=$scenario cleans up)"; }
+  timeout --kill-after=30 "${TF_APPLY_TIMEOUT:-1200}" "$tfdir/hack/tf.sh" tofu "$dir" apply -input=false -auto-approve -no-color -parallelism="${TF_PARALLELISM:-1}" >"$work/apply.log" 2>&1 ||
+    { tail -40 "$work/apply.log" >&2; die "tofu apply failed or took more than ${TF_APPLY_TIMEOUT:-1200} s (log: $work/apply.log; make tf-down SCENARIO=$scenario cleans up)"; }
   log "applied in $(since "$t0") s"
   t1=$(now)
   tofu_in "$dir" output -json stack > "$work/stack.json"
@@ -153,11 +166,14 @@ up() {
 down() {
   local scenario="$1" dir t0 left
   dir=$(scenario_dir "$scenario")
+  check_apply_env
   t0=$(now)
   if [[ -s "$cache/state/$scenario.tfstate" ]] && [[ -x "$tofu_bin" ]] && "$root/terraform/hack/libvirt.sh" status >/dev/null 2>&1 && virsh -q -c qemu:///system version >/dev/null 2>&1; then
     export TF_VAR_run
     TF_VAR_run=$(run_json "$scenario" "$cache/run/$scenario" "/nonexistent")
-    tofu_in "$dir" destroy -input=false -auto-approve -no-color >"$cache/destroy-$scenario.log" 2>&1 || { tail -20 "$cache/destroy-$scenario.log" >&2; log "tofu destroy failed; the sweep below removes what is left"; }
+    # no refresh: reading back 30 seed ISOs at once is the provider's deadlock again (TF_PARALLELISM)
+    timeout --kill-after=30 "${TF_APPLY_TIMEOUT:-1200}" "$tfdir/hack/tf.sh" tofu "$dir" destroy -input=false -auto-approve -no-color -refresh=false -parallelism="${TF_PARALLELISM:-1}" >"$cache/destroy-$scenario.log" 2>&1 ||
+      { tail -20 "$cache/destroy-$scenario.log" >&2; log "tofu destroy failed or took more than ${TF_APPLY_TIMEOUT:-1200} s; the sweep below removes what is left"; }
   fi
   "$root/terraform/hack/libvirt.sh" stop
   rm -rf "$cache/run/$scenario" "$cache/state/$scenario.tfstate" "$cache/state/$scenario.tfstate.backup"

@@ -10,7 +10,10 @@
  *             (scripts/bench-faasd.sh): the watchdog, the gateway container, the published port
  * Every path gets the same warm-up; then `--rounds` rounds measure each path for `--seconds`,
  * the order rotated every round so no path always runs first or last on a busy machine.
- * Latency percentiles and throughput come from @syncmesh-edge/bench-kit. Table, JSON
+ * Latency percentiles and throughput come from @syncmesh-edge/bench-kit. Where the CPU goes:
+ * every measured run also reads the CPU time of this client, the bare function process and the
+ * groups given with `--cpu name=pid,...` (the faasd bench passes every service of its node), and
+ * the machine's busy time; a second table gives CPU ms per request per group and path. Table, JSON
  * (bench-results/<--name>.json) and the PNG (make bench-function plots it).
  * Works unchanged against a real MongoDB through MONGODB_URI (then nothing is loaded: the
  * database must hold the data; --load forces a reload).
@@ -19,7 +22,18 @@ import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
-import { hostInfo, resultsPath, runFor, summarize, writeResults, type Summary } from '@syncmesh-edge/bench-kit';
+import {
+  CpuMeter,
+  hostInfo,
+  MACHINE,
+  parseCpuGroup,
+  resultsPath,
+  runFor,
+  summarize,
+  writeResults,
+  type CpuGroup,
+  type Summary,
+} from '@syncmesh-edge/bench-kit';
 import { aggregatePipeline, buildFilter, SensorStore } from '../src/data/sensors.js';
 import { METRICS, statsFor } from '../src/data/partials.js';
 import { readSensorCsv } from '../src/load/csv.js';
@@ -81,6 +95,8 @@ interface PathResult {
   latency_ms: Summary;
   /** Answer size as received (gzip when the path compresses); 0 for the driver. */
   answer_bytes: number;
+  /** CPU ms per request of each measured group and of the whole machine (`machine`), over every round. */
+  cpu_ms_per_request: Record<string, number>;
 }
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
@@ -112,6 +128,8 @@ async function main(): Promise<void> {
       // the bare process's environment beyond the defaults (NAME=VALUE, repeatable): the faasd
       // bench passes the deployed function's Node.js flags, so both run the same program alike
       'fn-env': { type: 'string', multiple: true, default: [] },
+      // more processes whose CPU time is read around every measured run (name=pid,...; repeatable)
+      cpu: { type: 'string', multiple: true, default: [] },
     },
   });
   const sensor = Number(values.sensor);
@@ -146,6 +164,13 @@ async function main(): Promise<void> {
     execFileSync('taskset', ['-a', '-pc', '1', String(process.pid)], { stdio: 'ignore' });
     console.log('pinned: test server on CPU 0; function and client on CPU 1 (--no-pin to turn off)');
   }
+  const cpuGroups: CpuGroup[] = [
+    { name: 'client', pids: [process.pid] },
+    { name: 'process', pids: [node.fn.pid!] },
+    ...(node.mongo.pid !== undefined ? [{ name: 'test-server', pids: [node.mongo.pid] }] : []),
+    ...values.cpu.map(parseCpuGroup),
+  ];
+  const meter = new CpuMeter(cpuGroups);
   const client = await MongoClient.connect(node.mongo.uri, { maxPoolSize: concurrency });
   try {
     const store = new SensorStore(client.db('syncmesh'), 'sensor_data');
@@ -179,12 +204,15 @@ async function main(): Promise<void> {
       for (const p of paths) await runFor({ workers: concurrency, durationMs: warmup * 1000, op: ops.get(p)! });
       const lat = new Map<string, number[]>(paths.map((p) => [p, []]));
       const elapsed = new Map<string, number>(paths.map((p) => [p, 0]));
+      const cpu = new Map<string, Map<string, number>>(paths.map((p) => [p, new Map()]));
       for (let round = 0; round < rounds; round++) {
         const order = paths.map((_, i) => paths[(i + round) % paths.length]!);
         for (const p of order) {
-          const r = await runFor({ workers: concurrency, durationMs: seconds * 1000, op: ops.get(p)! });
+          const { result: r, cpuMs } = await meter.measure(() => runFor({ workers: concurrency, durationMs: seconds * 1000, op: ops.get(p)! }));
           lat.get(p)!.push(...r.latencies_ms);
           elapsed.set(p, elapsed.get(p)! + r.elapsed_ms);
+          const sum = cpu.get(p)!;
+          for (const [g, ms] of cpuMs) sum.set(g, (sum.get(g) ?? 0) + ms);
         }
         process.stdout.write(` round ${round + 1}`);
       }
@@ -198,6 +226,7 @@ async function main(): Promise<void> {
           ops_per_s: r2(l.length / (elapsed.get(p)! / 1000)),
           latency_ms: summarize(l),
           answer_bytes: bytes.get(p) ?? 0,
+          cpu_ms_per_request: Object.fromEntries([...cpu.get(p)!].map(([g, ms]) => [g, Math.round((ms / l.length) * 1000) / 1000])),
         });
       }
       console.log(' done');
@@ -230,6 +259,9 @@ async function main(): Promise<void> {
       `\nbench-function${values.label ? ` (${values.label})` : ''}: ${readings} readings, ${concurrency} concurrent clients, ${rounds} rounds x ${seconds} s per path and case, order rotated`,
     );
     console.table(rows);
+    const cpuRows = cpuTable(results, cpuGroups);
+    console.log('\nCPU ms per request (user + system; every round of the path), by process group; machine = the whole machine, other = machine - groups:');
+    console.table(cpuRows);
     const out = resultsPath(values.name!);
     writeResults(out, {
       benchmark: 'function',
@@ -246,6 +278,8 @@ async function main(): Promise<void> {
       urls: Object.fromEntries([['process', node.url], ...extra.map((e) => [e.path, e.url])]),
       pinned: pinned ? { database_cpu: 0, function_and_client_cpu: 1 } : false,
       rows,
+      cpu_groups: cpuGroups,
+      cpu_rows: cpuRows,
       raw: results,
       measured_at: new Date().toISOString(),
     });
@@ -254,6 +288,20 @@ async function main(): Promise<void> {
     await client.close();
     await node.stop();
   }
+}
+
+/** One row per case and path: CPU ms per request of every group that used any, the machine, and what no group explains. */
+function cpuTable(results: PathResult[], groups: CpuGroup[]): Record<string, string | number>[] {
+  const used = groups.map((g) => g.name).filter((g) => results.some((r) => (r.cpu_ms_per_request[g] ?? 0) >= 0.005));
+  return results.map((r) => {
+    const row: Record<string, string | number> = { case: r.case, path: r.path };
+    let sum = 0;
+    for (const g of groups.map((x) => x.name)) sum += r.cpu_ms_per_request[g] ?? 0;
+    for (const g of used) row[g] = r2(r.cpu_ms_per_request[g] ?? 0);
+    row[MACHINE] = r2(r.cpu_ms_per_request[MACHINE] ?? 0);
+    row['other'] = r2((r.cpu_ms_per_request[MACHINE] ?? 0) - sum);
+    return row;
+  });
 }
 
 main().catch((err: unknown) => {

@@ -6,3 +6,5 @@ export type { RunOptions, RunResult } from './runner.js';
 export { hostInfo } from './host.js';
 export type { HostInfo } from './host.js';
 export { resultsDir, resultsPath, writeResults } from './results.js';
+export { CpuMeter, MACHINE, machineBusyMs, parseCpuGroup, pidCpuMs } from './cpu.js';
+export type { CpuGroup } from './cpu.js';

@@ -11,13 +11,25 @@
  *   proxy     127.0.0.1:8080: faasd up's userland port proxy -> gateway -> ... (how loopback reaches the gateway)
  *   faasd     the published port (node address :8080, the DNAT rule of patch 0006) -> gateway -> ...: what a
  *             client or a peer uses. Its `faasd_adds_p50_ms` is against `proxy`: what DNAT saves over the proxy.
+ * Beside latency and throughput, the CPU time of every container and supervisor process of the
+ * node is read around each measured run: CPU ms per request by service and path.
  * The node is removed afterwards (also on failure or Ctrl-C).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { down, up, type Progress } from './mesh.js';
-import { FAASD_PATHS, faasdStateDir, FAASD_NODE_ROLE, FUNCTION_NAME, functionTaskAddress, renderStack, serviceAddress, stackVars } from './runtime-faasd.js';
+import {
+  FAASD_PATHS,
+  faasdNodeCpuGroups,
+  faasdStateDir,
+  FAASD_NODE_ROLE,
+  FUNCTION_NAME,
+  functionTaskAddress,
+  renderStack,
+  serviceAddress,
+  stackVars,
+} from './runtime-faasd.js';
 import { readState } from './state.js';
 import { spawnInNetns } from '@syncmesh-edge/lab';
 
@@ -50,7 +62,21 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
     const [deployed] = renderStack(readFileSync(FAASD_PATHS.stack, 'utf8'), stackVars(cfg, state.plan.nodes[0]!, cfg.forwardMode));
     const fnEnv = SAME_ENV.filter((k) => deployed?.envVars[k] !== undefined).flatMap((k) => ['--fn-env', `${k}=${deployed!.envVars[k]}`]);
     progress(`the bare process gets the function's ${fnEnv.filter((_, i) => i % 2 === 1).join(' ') || 'defaults'}`);
-    const benchArgv = [process.execPath, BENCH, '--name', 'function-faasd', '--label', 'faasd node', ...http.flatMap((h) => ['--http', h]), ...fnEnv, ...argv];
+    // where the CPU goes: every container of the node and the supervisor's processes by role
+    const cpu = faasdNodeCpuGroups(node).map((g) => `${g.name}=${g.pids.join(',')}`);
+    progress(`CPU measured per group: ${cpu.map((c) => c.split('=')[0]).join(', ')}`);
+    const benchArgv = [
+      process.execPath,
+      BENCH,
+      '--name',
+      'function-faasd',
+      '--label',
+      'faasd node',
+      ...http.flatMap((h) => ['--http', h]),
+      ...fnEnv,
+      ...cpu.flatMap((c) => ['--cpu', c]),
+      ...argv,
+    ];
     const code = await new Promise<number>((resolve) => {
       const child = spawnInNetns(node.netns!, benchArgv, {
         stdio: 'inherit',

@@ -12,7 +12,7 @@
  * "runtime": "faasd", "gateway_url", "basic_auth_file" and the mesh's "write_key_file").
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -564,6 +564,43 @@ export function faasdNodeMemory(node: NodePlan): ServiceMemory[] {
       rssBytes: pids.reduce((s, p) => s + (rssBytes(p) ?? 0), 0),
     };
   });
+}
+
+/** What a supervisor process is, from its command line (the supervisor cgroup holds them all). */
+function supervisorRole(pid: number): string {
+  let argv: string[] = [];
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch (err) {
+    squashError(err); // gone
+  }
+  const exe = basename(argv[0] ?? '');
+  // the log shippers are faasd started by the shims with no arguments (containerd binary logging)
+  if (exe === 'faasd') return { provider: 'provider', up: 'faasd-up', '': 'log-shipper', collect: 'log-shipper' }[argv[1] ?? ''] ?? 'faasd';
+  if (exe.startsWith('containerd-shim')) return 'shims';
+  if (exe === 'containerd') return 'containerd';
+  if (exe.includes('journald')) return 'journald';
+  return 'node-run';
+}
+
+/**
+ * The processes of one faasd node as named groups for a CPU meter (bench-kit's CpuGroup): one
+ * per container (the task's processes), and the supervisor's split by role (provider, faasd-up,
+ * log-shipper, shims, containerd, journald, node-run).
+ */
+export function faasdNodeCpuGroups(node: NodePlan): { name: string; pids: number[] }[] {
+  const groups = new Map<string, number[]>();
+  for (const svc of faasdNodeMemory(node)) {
+    if (svc.service !== 'supervisor') {
+      if (svc.pids.length > 0) groups.set(svc.service, svc.pids);
+      continue;
+    }
+    for (const pid of svc.pids) {
+      const role = supervisorRole(pid);
+      groups.set(role, [...(groups.get(role) ?? []), pid]);
+    }
+  }
+  return [...groups].map(([name, pids]) => ({ name, pids }));
 }
 
 function readdirSafe(dir: string): string[] {
