@@ -110,9 +110,9 @@ build_vendored() {
 }
 
 build_vendored faasd-0.19.0 . faasd \
-  "-X main.Version=$FAASD_VER -X main.GitCommit=$FAASD_COMMIT" LICENSE ./pkg/
+  "-X main.Version=$FAASD_VER -X main.GitCommit=$FAASD_COMMIT" LICENSE "./pkg/ ./pkg/provider/handlers/"
 build_vendored faas-gateway-0.27.5 gateway gateway \
-  "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE ./scaling/
+  "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE "./scaling/ ./types/"
 build_vendored of-watchdog-0.10.0 . fwatchdog \
   "-X main.Version=$WATCHDOG_VER -X main.GitCommit=$WATCHDOG_COMMIT" LICENSE
 build_vendored nats-queue-worker-0.14.1 . queue-worker \

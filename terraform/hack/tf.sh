@@ -110,12 +110,13 @@ while pending and time.time() < deadline:
         except urllib.error.HTTPError as e:
             try:
                 b = json.loads(e.read() or b"{}")
-                state = f"{b.get('state')}: {b.get('message')}"
-                if b.get("state") in ("invalid-node-file", "failed"):
-                    sys.exit(f"tf: {node} is {state} {b.get('problems') or ''}")
-                last[node] = state
-            except ValueError:
+            except (ValueError, OSError):  # not JSON, or the body did not arrive in time (a busy VM)
                 last[node] = f"HTTP {e.code}"
+                continue
+            state = f"{b.get('state')}: {b.get('message')}"
+            if b.get("state") in ("invalid-node-file", "failed"):
+                sys.exit(f"tf: {node} is {state} {b.get('problems') or ''}")
+            last[node] = state
         except Exception as e:
             last[node] = type(e).__name__
     time.sleep(2)

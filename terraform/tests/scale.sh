@@ -14,7 +14,8 @@
 # this host has, and under software emulation 30 first boots on 2 cores take hours. The tiny run
 # covers local-30's Terraform and libvirt side.
 #
-# Env (documented defaults): SCALE_FULL_MEMORY_MB (1280 per full VM), SCALE_TINY (1: run step
+# Env (documented defaults): SCALE_FULL_MEMORY_MB (1280 per full VM), SCALE_BOOT_TIMEOUT (3600 s
+# until the 12 full nodes are ready: 12 first boots under TCG share 2 cores), SCALE_TINY (1: run step
 # 1), SCALE_FULL (1: run step 2), LOAD_DAYS (1), TF_PREFIX (smt), SCALE_RESULTS
 # (.cache/terraform/scale; one JSON per run and a table). A step that fails stops the run after
 # tf-down.
@@ -45,7 +46,7 @@ if [[ "${SCALE_TINY:-1}" == 1 ]]; then
   step tiny-local-30 terraform/tests/local.sh local-30
 fi
 if [[ "${SCALE_FULL:-1}" == 1 ]]; then
-  step full-local-12 env SCENARIO=local-12 TF_MEMORY_MB="${SCALE_FULL_MEMORY_MB:-1280}" LOAD_DAYS="${LOAD_DAYS:-1}" \
+  step full-local-12 env SCENARIO=local-12 TF_MEMORY_MB="${SCALE_FULL_MEMORY_MB:-1280}" LOAD_DAYS="${LOAD_DAYS:-1}" TF_BOOT_TIMEOUT="${SCALE_BOOT_TIMEOUT:-3600}" \
     terraform/tests/local-mesh.sh
 fi
 

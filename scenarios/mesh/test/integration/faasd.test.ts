@@ -320,6 +320,36 @@ test('faasd mesh - the provider looks the function up once per task, not on ever
   assert.ok(lookups() - before <= 1, `20 calls through the gateway made ${lookups() - before} full look-ups (at most 1)`);
 });
 
+test('faasd mesh - while the provider follows the task events, calls need no look-up; a task event makes the next call look up again (patch 0007)', {
+  skip,
+}, async () => {
+  const n = mesh.topology.nodes[0]!;
+  const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
+  const log = join(faasdStateDir(node), 'logs', 'provider.log');
+  const text = () => readFileSync(log, 'utf8');
+  const lookups = () => (text().match(/Resolve: "syncmesh-fn"/g) ?? []).length;
+  const call = async (what: string) => assert.ok(await httpOk(`${n.function_url}/readyz`, DEADLINE_MS), what);
+  await call('the function answers');
+  await pollUntil('the provider follows the task events of openfaas-fn', 30_000, async () =>
+    /following the task events of openfaas-fn/.test(text()) ? true : null,
+  );
+  await call('a call once the events are followed');
+  const before = lookups();
+  for (let i = 0; i < 5; i++) await call(`call ${i + 1}`);
+  assert.equal(lookups() - before, 0, 'no full look-up while the events are followed and nothing happened');
+  // a task event of the function's namespace (pause, then resume its task) forgets the address
+  const id = await containerId(n.id, 'openfaas-fn', 'syncmesh-fn');
+  await inNode(nodePid(n.id), ['ctr', '-n', 'openfaas-fn', 'tasks', 'pause', id]);
+  await inNode(nodePid(n.id), ['ctr', '-n', 'openfaas-fn', 'tasks', 'resume', id]);
+  await pollUntil('a call after the task event looks the function up again', 15_000, async () => {
+    await call('a call after the task event');
+    return lookups() > before ? true : null;
+  });
+  const after = lookups();
+  for (let i = 0; i < 5; i++) await call(`call ${i + 1} after the event`);
+  assert.equal(lookups() - after, 0, 'the new look-up is remembered again');
+});
+
 test("faasd mesh - published ports are DNATed to their services (patch 0006): a new connection from another host goes through the rule; loopback and the containers' own connections reach the gateway through the proxy", {
   skip,
 }, async () => {
