@@ -458,7 +458,7 @@ test-appliance: build image-vm ## Appliance tier (root; ~32 min with APPLIANCE_V
 	images/appliance/test/test-vm.sh
 
 .PHONY: test-appliance-unit
-test-appliance-unit: ## The appliance's node-file validator (Python unittest, no VM; under a second).
+test-appliance-unit: images-tools ## The appliance's boot program without a VM (Python unittest, seconds): node-file validator, gateway client, MongoDB's official image (mongo-image.sh with skopeo, node-prepare.sh's official variant, pull and replica-set steps).
 	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s images/appliance/node
 
 test: test-appliance-unit

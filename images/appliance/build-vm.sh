@@ -5,7 +5,8 @@
 # Out (.cache/appliance/out/): syncmesh-edge-vm-amd64.raw.zst, syncmesh-edge-vm-amd64.qcow2
 # (zstd-compressed clusters), SHA256SUMS, manifest.json. Cached: nothing changed -> seconds.
 #
-# Env: APPLIANCE_CACHE (<repo>/.cache/appliance), MONGO_IMAGE (see README.md), ZSTD_LEVEL (6).
+# Env: APPLIANCE_CACHE (<repo>/.cache/appliance), MONGO_IMAGE and MONGO_IMAGE_REF (mongo-image.sh;
+# README.md, MongoDB), ZSTD_LEVEL (6).
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,15 +27,20 @@ for t in skopeo mmdebstrap sfdisk mformat qemu-img zstd; do
   command -v "$t" >/dev/null || { echo "image-vm: $t is missing: make appliance-tools" >&2; exit 1; }
 done
 
+# a bad MONGO_IMAGE fails before the rootfs is built (mongo-image.sh: empty, an OCI archive, pull[:REF])
+"$here/mongo-image.sh" check "$ARCH" > /dev/null
+
 rootfs=$(APPLIANCE_ARCH=$ARCH APPLIANCE_PACKAGES=linux-image-cloud-amd64,systemd-boot-efi,initramfs-tools "$here/rootfs.sh")
 
 # Cache key: the rootfs, every file this build puts in, the scripts themselves.
 key=$(
   {
-    echo "$rootfs" "${MONGO_IMAGE:-}"
+    echo "$rootfs" "${MONGO_IMAGE:-}" "${MONGO_IMAGE_REF:-}"
+    [[ ! -f ${MONGO_IMAGE:-} ]] || sha256sum "$MONGO_IMAGE"
     find "$here" -type f \( -path "$here/test/*" -o -name README.md -o -name "*.pyc" \) -prune -o -type f -print0 | sort -z | xargs -0 sha256sum
     sha256sum "$repo"/images/node/{node-prepare.sh,node-import.sh,docker-compose.yaml,prometheus.yml,stack.yml,containerd.toml} "$repo/images/NOTICE"
-    sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/{mesh_auth,registry}.py
+    sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/{mesh_auth,registry,mongodb_cpu}.py
+    sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/roles/mongodb/{files/rs-init.js,templates/compose-official.yml.j2,defaults/main.yml}
     sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/{templates/faasd.service.j2,templates/faasd-provider.service.j2,defaults/main.yml}
     cat "${IMAGES_DIR:-$repo/.cache/images}"/*.digest "${IMAGES_DIR:-$repo/.cache/images}"/*.ref
     sha256sum "${FAASD_DIR:-$repo/.cache/faasd}/bin/$ARCH/faasd"

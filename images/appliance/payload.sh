@@ -9,7 +9,8 @@
 #
 # Env: IMAGES_DIR (<repo>/.cache/images), FAASD_DIR (<repo>/.cache/faasd), APPLIANCE_CACHE
 # (<repo>/.cache/appliance; single-architecture image archives are cached there),
-# MONGO_IMAGE (empty: the test server; see README.md).
+# MONGO_IMAGE (empty: the test server; an OCI archive or pull[:REF]: MongoDB's official image;
+# mongo-image.sh and README.md, MongoDB), MONGO_IMAGE_REF.
 set -o errexit -o nounset -o pipefail
 
 root=${1:?usage: payload.sh ROOT ARCH}
@@ -24,20 +25,22 @@ lib=$root/usr/lib/syncmesh
 
 fail() { echo "payload: $*" >&2; exit 1; }
 [[ -x "$FAASD_DIR/bin/$arch/faasd" ]] || fail "no faasd binary at $FAASD_DIR/bin/$arch/faasd (run: make faasd-bins)"
+# the database: the test server, or MongoDB's official image (bundled or pulled at first boot)
+db=$("$here/mongo-image.sh" check "$arch") || exit 1
+read -r db_kind db_source db_ref db_version <<< "$db"
 
 # --- the node's images, one architecture each (the archives from make images hold two) ----------
 # The image list is the one node-prepare.sh imports (images.list); the archive gets the
 # io.containerd.image.name annotation so `ctr images import` names it.
 mkdir -p "$lib/images" "$CACHE/images-$arch"
-for name in gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn; do
-  [[ -r "$IMAGES_DIR/$name.oci.tar" && -r "$IMAGES_DIR/$name.ref" ]] || fail "image $name is missing in $IMAGES_DIR (run: make images)"
-  v=$(tr -d ' \n' < "$IMAGES_DIR/$name.ref")
-  ref=$v; [[ "$v" == */* ]] || ref="localhost/syncmesh-edge/$name:$v"
-  key=$(cat "$IMAGES_DIR/$name.digest" 2>/dev/null || sha256sum "$IMAGES_DIR/$name.oci.tar" | cut -c1-64)
+# single_arch NAME ARCHIVE REF: the image of this architecture from ARCHIVE as $lib/images/NAME.oci.tar
+single_arch() {
+  local name=$1 archive=$2 ref=$3 key cached tmp
+  key=$(cat "$IMAGES_DIR/$name.digest" 2>/dev/null || sha256sum "$archive" | cut -c1-64)
   cached="$CACHE/images-$arch/$name-$(printf '%s' "$key|$ref" | sha256sum | cut -c1-12).oci.tar"
   if [[ ! -s "$cached" ]]; then
     tmp=$(mktemp -d "$CACHE/images-$arch/.tmp.XXXXXX")
-    skopeo copy --quiet --override-arch "$arch" --override-os linux "oci-archive:$IMAGES_DIR/$name.oci.tar" "oci:$tmp/layout:$ref"
+    skopeo copy --quiet --override-arch "$arch" --override-os linux "oci-archive:$archive" "oci:$tmp/layout:$ref"
     python3 - "$tmp/layout/index.json" "$ref" <<'PY'
 import json, sys
 path, ref = sys.argv[1], sys.argv[2]
@@ -51,12 +54,29 @@ PY
     rm -rf "$tmp"
   fi
   cp "$cached" "$lib/images/$name.oci.tar"
+}
+names=(gateway queue-worker nats-streaming prometheus listener miso-agent syncmesh-fn)
+[[ $db_kind == test-server ]] && names+=(mongo-test-server)
+for name in "${names[@]}"; do
+  [[ -r "$IMAGES_DIR/$name.oci.tar" && -r "$IMAGES_DIR/$name.ref" ]] || fail "image $name is missing in $IMAGES_DIR (run: make images)"
+  v=$(tr -d ' \n' < "$IMAGES_DIR/$name.ref")
+  ref=$v; [[ "$v" == */* ]] || ref="localhost/syncmesh-edge/$name:$v"
+  single_arch "$name" "$IMAGES_DIR/$name.oci.tar" "$ref"
   cp "$IMAGES_DIR/$name.ref" "$lib/images/$name.ref"
 done
-if [[ -n "${MONGO_IMAGE:-}" ]]; then
-  fail "MONGO_IMAGE is not supported by this build yet (see images/appliance/README.md)"
+mkdir -p "$lib/node"
+if [[ $db_kind == test-server ]]; then
+  printf '%s\n' '{"kind": "test-server", "warning": "TEST-ONLY: this image runs the MongoDB-compatible test server (mongo-java-server), not MongoDB; build with MONGO_IMAGE=... for the official image"}' > "$lib/database.json"
+else
+  # the official image as node-prepare.sh's image `mongodb` (MONGODB_VARIANT=official); bundled:
+  # preload.sh unpacks it like the others; pull: appliance.py pulls it at first boot
+  [[ $db_source == pull ]] || single_arch mongodb "$MONGO_IMAGE" "$db_ref"
+  printf '%s\n' "$db_ref" > "$lib/images/mongodb.ref"
+  "$here/mongo-image.sh" render "$db_ref" "$lib/node/mongodb-official.yaml"
+  install -m 0644 "$repo/ansible/collections/ansible_collections/syncmesh/edge/roles/mongodb/files/rs-init.js" "$lib/node/mongodb-rs-init.js"
+  python3 -c 'import json, sys; print(json.dumps(dict(zip(("kind", "source", "image", "version"), sys.argv[1:])) | {"license": "MongoDB Community Server: SSPL-1.0 (the image carries its own notices)"}))' \
+    "$db_kind" "$db_source" "$db_ref" "$db_version" > "$lib/database.json"
 fi
-printf '%s\n' '{"kind": "test-server", "warning": "TEST-ONLY: this image runs the MongoDB-compatible test server (mongo-java-server), not MongoDB; build with MONGO_IMAGE=... for the official image"}' > "$lib/database.json"
 
 # --- faasd, the node's scripts and templates, the boot program -----------------------------------
 install -D -m 0755 "$FAASD_DIR/bin/$arch/faasd" "$lib/bin/faasd"
@@ -69,6 +89,7 @@ install -m 0755 "$here/node/appliance.py" "$lib/appliance.py"
 install -m 0644 "$here/node/nodefile.py" "$lib/nodefile.py"
 install -m 0644 "$role_dir/plugins/module_utils/mesh_auth.py" "$lib/python/mesh_auth.py"
 install -m 0644 "$role_dir/plugins/module_utils/registry.py" "$lib/python/registry.py"
+install -m 0644 "$role_dir/plugins/module_utils/mongodb_cpu.py" "$lib/python/mongodb_cpu.py"
 [[ -d "$FAASD_DIR/licenses" ]] && cp -r "$FAASD_DIR/licenses" "$root/usr/share/doc/syncmesh-edge/faasd-licenses"
 cp "$repo/images/NOTICE" "$root/usr/share/doc/syncmesh-edge/NOTICE"
 

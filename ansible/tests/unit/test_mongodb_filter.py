@@ -7,6 +7,7 @@ import unittest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "collections/ansible_collections/syncmesh/edge/plugins/filter"))
 from ansible.errors import AnsibleFilterError  # noqa: E402
 from mongodb import mongodb_version_for_cpu  # noqa: E402
+from mongodb_cpu import cpu_problem, major_version  # noqa: E402  (module_utils, put on sys.path by the filter)
 
 # Abbreviated from a Raspberry Pi 4 (Cortex-A72, ARMv8.0) and a Pi 5 (Cortex-A76, ARMv8.2).
 PI4 = """processor\t: 0
@@ -45,6 +46,26 @@ class MongodbVersionForCpu(unittest.TestCase):
     def test_this_machine(self):
         text = pathlib.Path("/proc/cpuinfo").read_text()
         self.assertIn(mongodb_version_for_cpu(text, "amd64")["version"], {"7.0"})
+
+
+class CpuProblem(unittest.TestCase):
+    """cpu_problem: what the appliance's boot program checks before it starts an official image."""
+
+    def test_4_4_runs_everywhere_offered(self):
+        for text, arch in ((PI4, "arm64"), (PI5, "arm64"), (X86_NO_AVX, "amd64")):
+            self.assertIsNone(cpu_problem(text, arch, "4.4.18"))
+
+    def test_5_and_later_need_atomics_or_avx(self):
+        self.assertRegex(cpu_problem(PI4, "arm64", "7.0"), "ARMv8.2-A.*use 4.4.18")
+        self.assertIsNone(cpu_problem(PI5, "arm64", "7.0"))
+        self.assertRegex(cpu_problem(X86_NO_AVX, "amd64", "5.0"), "needs AVX")
+        self.assertIsNone(cpu_problem(X86_AVX, "amd64", "7.0"))
+
+    def test_the_major_version_of_a_tag(self):
+        self.assertEqual(major_version("4.4.18"), 4)
+        self.assertEqual(major_version("7.0"), 7)
+        with self.assertRaisesRegex(ValueError, "versioned tag"):
+            major_version("latest")
 
 
 if __name__ == "__main__":

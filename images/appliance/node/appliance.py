@@ -34,6 +34,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 
 import mesh_auth  # noqa: E402  (lib/mesh-auth protocol v2, from the Ansible collection)
+import mongodb_cpu  # noqa: E402  (which MongoDB a CPU runs, from the Ansible collection)
 import nodefile  # noqa: E402
 import registry  # noqa: E402  (registry diff, from the Ansible collection)
 import yaml  # noqa: E402
@@ -521,6 +522,16 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     preloaded = os.path.exists(f"{LIB}/images/preloaded.json")  # images/appliance/preload.sh
     if preloaded:
         env["IMAGES_PRELOADED"] = "1"
+    db = database_info()
+    official = db.get("kind") == "mongodb"  # images/appliance/mongo-image.sh: MONGO_IMAGE was given
+    if official:
+        arch = sh("dpkg", "--print-architecture").stdout.strip()
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            problem = mongodb_cpu.cpu_problem(f.read(), arch, db["version"])
+        if problem:
+            raise RuntimeError(f"{db['image']}: {problem}; rebuild the image with another MONGO_IMAGE")
+        env["MONGODB_VARIANT"] = "official"
+        env["MONGODB_COMPOSE_OVERRIDES"] = f"{LIB}/node/mongodb-official.yaml"
     r = sh("bash", f"{LIB}/node/node-prepare.sh", env=env, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"node-prepare.sh: {r.stderr.strip()[-400:]}")
@@ -533,6 +544,8 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     write_status(message="starting containerd" + ("" if preloaded else " and importing the bundled images (first boot: a few minutes)"))
     sh("systemctl", "start", "containerd.service")
     wait_for("containerd", lambda: sh("ctr", "version", check=False).returncode == 0, 120)
+    if official and db.get("source") == "pull":
+        pull_image(db["image"], arch)
     t0 = time.monotonic()
     r = sh("bash", f"{LIB}/node/node-import.sh", f"{NODE_STATE}/images.list", check=False, timeout=3600)
     log(r.stdout.strip())
@@ -542,6 +555,9 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     write_status(message="starting faasd")
     sh("systemctl", "start", "faasd-provider.service", "faasd.service")
     wait_for("the gateway", lambda: http_ok(f"{GATEWAY}/healthz"), 900)
+    if official:
+        write_status(message="initiating MongoDB's replica set")
+        initiate_replica_set(db)
     auth = open(f"{NODE_STATE}/basic-auth", encoding="utf-8").read().strip()
     gw = Gateway(auth)
     wait_for("the gateway's API", lambda: gw.request("GET", "/system/functions")[0] == 200, 600)
@@ -623,6 +639,54 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     write_status(message="node ready; all peers registered", peers_registered_s=round(uptime_s(), 1))
     console([f"node {nid}: all {len(peers)} peers registered"])
     return 0
+
+
+def pull_image(ref: str, arch: str, pause_s: float = 30) -> None:
+    """The official MongoDB image, pulled once (MONGO_IMAGE=pull): retried until it succeeds,
+    saying on the console and at the health URL that the node waits for internet access."""
+    attempt = 0
+    while ref not in sh("ctr", "-n", "openfaas", "images", "ls", "-q").stdout.split():
+        attempt += 1
+        write_status(message=f"pulling MongoDB's image {ref} (not bundled in this image; needs internet once), attempt {attempt}")
+        t0 = time.monotonic()
+        r = sh("ctr", "-n", "openfaas", "images", "pull", "--platform", f"linux/{arch}", ref, check=False, timeout=3600)
+        if r.returncode == 0:
+            log(f"pulled {ref} in {time.monotonic() - t0:.0f} s")
+            break
+        err = (r.stderr.strip() or r.stdout.strip() or f"exit {r.returncode}").splitlines()[-1][-300:]
+        msg = (
+            f"cannot pull MongoDB's image {ref} yet (attempt {attempt}): {err}; the node needs internet once, "
+            f"or an image built with MONGO_IMAGE=<archive>; retrying every {pause_s:.0f} s"
+        )
+        write_status(message=msg)
+        log(msg)
+        if attempt == 1:
+            console([msg])
+        time.sleep(pause_s)
+
+
+def initiate_replica_set(db: dict, within_s: float = 600, pause_s: float = 5) -> None:
+    """The single-node replica set of the official image, initiated once (the Ansible mongodb role's
+    rs-init.js, run in the mongodb container with its shell; credentials from its /run/secrets)."""
+    shell = "mongo" if mongodb_cpu.major_version(db["version"]) < 5 else "mongosh"
+    with open(f"{LIB}/node/mongodb-rs-init.js", encoding="utf-8") as f:
+        script = f.read()
+    deadline = time.monotonic() + within_s
+    attempt = 0
+    while True:
+        attempt += 1
+        r = sh(
+            "ctr", "-n", "openfaas", "task", "exec", "--exec-id", f"rs-init-{os.getpid()}-{attempt}", "mongodb",
+            shell, "--quiet", "--eval", script, check=False, timeout=120,
+        )  # fmt: skip
+        if r.returncode == 0 and "initiated" in r.stdout:
+            log(f"MongoDB replica set: {r.stdout.strip().splitlines()[-1]}")
+            return
+        err = (r.stderr.strip() or r.stdout.strip() or f"exit {r.returncode}").splitlines()[-1][-300:]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"MongoDB's replica set was not initiated within {within_s:.0f} s: {err}")
+        log(f"MongoDB replica set: not yet ({err})")
+        time.sleep(pause_s)
 
 
 def sync_registry(

@@ -15,8 +15,9 @@
 # 4. PI_OUT gets the raw image (sparse; what test-pi boots), the compressed image, SHA256SUMS
 #    and manifest.json. Nothing changed since the last build (same key): seconds, no rebuild.
 #
-# Env: MONGO_IMAGE (an OCI archive of mongo:4.4.18 for arm64; empty: the test server, and the
-# node says so), PI_COMPRESS (zstd | xz, default zstd), ZSTD_LEVEL (12), PI_ROOTFS (a rootfs tarball to use
+# Env: MONGO_IMAGE (empty: the test server, and the node says so; an OCI archive of the official
+# mongo 4.4.18 for arm64, or pull[:REF]: images/appliance/mongo-image.sh), MONGO_IMAGE_REF,
+# PI_COMPRESS (zstd | xz, default zstd), ZSTD_LEVEL (12), PI_ROOTFS (a rootfs tarball to use
 # instead of rootfs.sh's), the rest in pi/common.sh.
 set -o errexit -o nounset -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,9 +28,9 @@ COMPRESS=${PI_COMPRESS:-zstd}
 t0=$(date +%s)
 fail() { echo "image-pi: $*" >&2; exit 1; }
 
-# Bad configuration fails before the (long) rootfs build: the shared layer does not take an
-# official MongoDB archive yet (payload.sh refuses it too; see README.md, MongoDB).
-[[ -z ${MONGO_IMAGE:-} ]] || fail "MONGO_IMAGE ($MONGO_IMAGE) is not supported yet: the node's compose file runs only the test server (images/appliance/pi/README.md, MongoDB); build without it"
+# Bad configuration fails before the (long) rootfs build: MONGO_IMAGE (mongo-image.sh: empty, an
+# arm64 OCI archive of MongoDB 4.4, or pull[:REF]), the compression.
+"$appliance/mongo-image.sh" check arm64 > /dev/null
 [[ $COMPRESS == zstd || $COMPRESS == xz ]] || fail "PI_COMPRESS must be zstd or xz, not $COMPRESS"
 
 # 1. The cached rootfs (PI_ROOTFS: use this rootfs tarball instead, e.g. while a new one builds).
@@ -42,9 +43,11 @@ echo "image-pi: rootfs $rootfs ($((t_rootfs - t0)) s)" >&2
 # Cache key: the rootfs, every file this build puts in, the scripts themselves.
 key=$(
   {
-    echo "$rootfs" "${MONGO_IMAGE:-}" "$COMPRESS"
+    echo "$rootfs" "${MONGO_IMAGE:-}" "${MONGO_IMAGE_REF:-}" "$COMPRESS"
+    [[ ! -f ${MONGO_IMAGE:-} ]] || sha256sum "$MONGO_IMAGE"
     find "$appliance" -type f \( -path "*/test/*" -o -name README.md -o -name "*.pyc" \) -prune -o -type f -print0 | sort -z | xargs -0 sha256sum
-    sha256sum "$PI_REPO"/images/node/* "$PI_REPO/images/NOTICE" "${MONGO_IMAGE:-/dev/null}"
+    sha256sum "$PI_REPO"/images/node/* "$PI_REPO/images/NOTICE"
+    sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/roles/mongodb/{files/rs-init.js,templates/compose-official.yml.j2,defaults/main.yml}
     sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/*.py
     sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/{templates/*,defaults/main.yml}
     cat "${IMAGES_DIR:-$PI_REPO/.cache/images}"/*.digest "${IMAGES_DIR:-$PI_REPO/.cache/images}"/*.ref

@@ -540,8 +540,8 @@ export interface ServiceMemory {
   rssBytes: number;
 }
 
-/** PSS/RSS per service of one faasd node, from the processes in its cgroups. */
-export function faasdNodeMemory(node: NodePlan): ServiceMemory[] {
+/** The processes of each service of one faasd node (the supervisor, then each container), from its cgroups. */
+function faasdNodePids(node: NodePlan): { service: string; pids: number[] }[] {
   const root = nodeMemoryCgroup(node);
   if (!root) return [];
   const groups: [string, string][] = [['supervisor', join(root, 'supervisor')]];
@@ -557,13 +557,18 @@ export function faasdNodeMemory(node: NodePlan): ServiceMemory[] {
     } catch (err) {
       squashError(err); // the container is being replaced
     }
-    return {
-      service,
-      pids,
-      pssBytes: pids.reduce((s, p) => s + (pssBytes(p) ?? 0), 0),
-      rssBytes: pids.reduce((s, p) => s + (rssBytes(p) ?? 0), 0),
-    };
+    return { service, pids };
   });
+}
+
+/** PSS/RSS per service of one faasd node, from the processes in its cgroups. */
+export function faasdNodeMemory(node: NodePlan): ServiceMemory[] {
+  return faasdNodePids(node).map(({ service, pids }) => ({
+    service,
+    pids,
+    pssBytes: pids.reduce((s, p) => s + (pssBytes(p) ?? 0), 0),
+    rssBytes: pids.reduce((s, p) => s + (rssBytes(p) ?? 0), 0),
+  }));
 }
 
 /** What a supervisor process is, from its command line (the supervisor cgroup holds them all). */
@@ -576,7 +581,7 @@ function supervisorRole(pid: number): string {
   }
   const exe = basename(argv[0] ?? '');
   // the log shippers are faasd started by the shims with no arguments (containerd binary logging)
-  if (exe === 'faasd') return { provider: 'provider', up: 'faasd-up', '': 'log-shipper', collect: 'log-shipper' }[argv[1] ?? ''] ?? 'faasd';
+  if (exe === 'faasd') return { provider: 'provider', up: 'faasd-up', '': 'log-shipper' }[argv[1] ?? ''] ?? 'faasd';
   if (exe.startsWith('containerd-shim')) return 'shims';
   if (exe === 'containerd') return 'containerd';
   if (exe.includes('journald')) return 'journald';
@@ -590,7 +595,7 @@ function supervisorRole(pid: number): string {
  */
 export function faasdNodeCpuGroups(node: NodePlan): { name: string; pids: number[] }[] {
   const groups = new Map<string, number[]>();
-  for (const svc of faasdNodeMemory(node)) {
+  for (const svc of faasdNodePids(node)) {
     if (svc.service !== 'supervisor') {
       if (svc.pids.length > 0) groups.set(svc.service, svc.pids);
       continue;

@@ -1,9 +1,5 @@
-"""Which official MongoDB image a node can run, from its /proc/cpuinfo.
-
-MongoDB 5.0 and later need ARMv8.2-A on arm64 (a Raspberry Pi 5's Cortex-A76 has it; a Pi 4's
-Cortex-A72 is ARMv8.0 and lacks the `atomics` (LSE) feature, so 4.4.18 is the newest that runs
-there) and AVX on x86-64.
-"""
+"""Which official MongoDB image a node can run, from its /proc/cpuinfo (the logic is
+module_utils/mongodb_cpu.py, shared with the appliance's boot program)."""
 
 from __future__ import annotations
 
@@ -45,34 +41,21 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+try:  # the collection installed (ansible-galaxy, the collections path)
+    from ansible_collections.syncmesh.edge.plugins.module_utils.mongodb_cpu import version_for_cpu
+except ImportError:  # this folder on sys.path (ansible/tests/unit)
+    import os
+    import sys
 
-def _features(cpuinfo: str, key: str) -> set[str]:
-    found: set[str] = set()
-    for line in cpuinfo.splitlines():
-        name, sep, value = line.partition(":")
-        if sep and name.strip().lower() == key:
-            found.update(value.split())
-    return found
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "module_utils"))
+    from mongodb_cpu import version_for_cpu
 
 
 def mongodb_version_for_cpu(cpuinfo, arch, modern="7.0", legacy="4.4.18"):
-    if not isinstance(cpuinfo, str):
-        raise AnsibleFilterError("mongodb_version_for_cpu: expected the text of /proc/cpuinfo")
-    if arch == "arm64":
-        features = _features(cpuinfo, "features")
-        if not features:
-            raise AnsibleFilterError("mongodb_version_for_cpu: /proc/cpuinfo lists no 'Features' on this arm64 node")
-        if "atomics" in features:
-            return {"version": modern, "reason": "arm64 CPU with ARMv8.2-A atomics (LSE)"}
-        return {"version": legacy, "reason": "arm64 CPU without 'atomics' (ARMv8.0, e.g. Raspberry Pi 4): MongoDB 5.0+ needs ARMv8.2-A"}
-    if arch == "amd64":
-        if "avx" in _features(cpuinfo, "flags"):
-            return {"version": modern, "reason": "x86-64 CPU with AVX"}
-        raise AnsibleFilterError(
-            "mongodb_version_for_cpu: this x86-64 CPU has no AVX; MongoDB 5.0+ needs it "
-            "and 4.4 is not offered for amd64 here: set mongodb_version"
-        )
-    raise AnsibleFilterError(f"mongodb_version_for_cpu: unsupported architecture '{arch}' (amd64, arm64)")
+    try:
+        return version_for_cpu(cpuinfo, arch, modern, legacy)
+    except ValueError as err:
+        raise AnsibleFilterError(f"mongodb_version_for_cpu: {err}") from err
 
 
 class FilterModule:

@@ -1,0 +1,298 @@
+"""MongoDB's official image in the appliance (python3 -m unittest discover -s images/appliance/node):
+mongo-image.sh's checks of MONGO_IMAGE (with skopeo on OCI archives made here), its rendering of
+the Ansible role's compose settings, node-prepare.sh's official variant (root: real files, owners
+and modes in a temporary node state), and the boot program's pull and replica-set steps against
+a stand-in `ctr` on PATH. The official image itself cannot be fetched here (no registry access)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+MONGO_IMAGE_SH = os.path.join(REPO, "images", "appliance", "mongo-image.sh")
+NODE_PREPARE = os.path.join(REPO, "images", "node", "node-prepare.sh")
+COLLECTION = os.path.join(REPO, "ansible", "collections", "ansible_collections", "syncmesh", "edge")
+sys.path.insert(0, os.path.join(COLLECTION, "plugins", "module_utils"))
+
+import appliance  # noqa: E402
+
+REF = "docker.io/library/mongo:7.0"
+CORE = ["gateway", "queue-worker", "nats-streaming", "prometheus", "mongo-test-server", "listener", "miso-agent", "syncmesh-fn"]
+
+
+def oci_archive(path: str, arch: str, ref_name: str | None) -> None:
+    """A minimal, valid OCI image archive (one empty layer) for linux/ARCH, its index naming REF_NAME."""
+    blobs: dict[str, bytes] = {}
+
+    def blob(data: bytes, media_type: str) -> dict:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        blobs[digest] = data
+        return {"mediaType": media_type, "digest": digest, "size": len(data)}
+
+    layer_buf = io.BytesIO()
+    with tarfile.open(fileobj=layer_buf, mode="w"):
+        pass
+    layer = blob(layer_buf.getvalue(), "application/vnd.oci.image.layer.v1.tar")
+    config = blob(
+        json.dumps(
+            {"architecture": arch, "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": [layer["digest"]]}}
+        ).encode(),
+        "application/vnd.oci.image.config.v1+json",
+    )
+    manifest = blob(
+        json.dumps(
+            {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "config": config, "layers": [layer]}
+        ).encode(),
+        "application/vnd.oci.image.manifest.v1+json",
+    )
+    if ref_name:
+        manifest["annotations"] = {"org.opencontainers.image.ref.name": ref_name}
+    files = {
+        "oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
+        "index.json": json.dumps({"schemaVersion": 2, "manifests": [manifest]}).encode(),
+        **{f"blobs/sha256/{d.split(':')[1]}": data for d, data in blobs.items()},
+    }
+    with tarfile.open(path, "w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def check(arch: str, image: str, ref: str = "") -> subprocess.CompletedProcess:
+    env = {**os.environ, "MONGO_IMAGE": image, "MONGO_IMAGE_REF": ref}
+    return subprocess.run(["bash", MONGO_IMAGE_SH, "check", arch], env=env, capture_output=True, text=True, timeout=120)
+
+
+class MongoImageCheck(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="s5a-mongo-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def assert_refused(self, r: subprocess.CompletedProcess, pattern: str) -> None:
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertRegex(r.stderr, pattern)
+
+    def test_empty_is_the_test_server(self):
+        for arch in ("amd64", "arm64"):
+            r = check(arch, "")
+            self.assertEqual((r.returncode, r.stdout.split()), (0, ["test-server", "-", "-", "-"]), r.stderr)
+
+    def test_pull_takes_the_roles_repository_and_the_version_for_the_target(self):
+        r = check("amd64", "pull")
+        self.assertEqual(r.stdout.split(), ["mongodb", "pull", REF, "7.0"], r.stderr)
+        r = check("arm64", "pull")
+        self.assertEqual(r.stdout.split(), ["mongodb", "pull", "docker.io/library/mongo:4.4.18", "4.4.18"], r.stderr)
+        r = check("amd64", "pull:registry.example/mirror/mongo:6.0.14")
+        self.assertEqual(r.stdout.split(), ["mongodb", "pull", "registry.example/mirror/mongo:6.0.14", "6.0.14"], r.stderr)
+
+    def test_bad_values_are_refused_with_what_to_do(self):
+        self.assert_refused(check("arm64", "pull:docker.io/library/mongo:7.0"), r"Pi 4.*4\.4 at most.*mongo:4\.4\.18")
+        self.assert_refused(check("amd64", "pull:mongo:7.0"), "full reference")
+        self.assert_refused(check("amd64", "pull:docker.io/library/mongo:latest"), "versioned tag")
+        self.assert_refused(check("amd64", "pull:docker.io/library/mongo@sha256:" + "0" * 64), "not by a digest")
+        self.assert_refused(check("amd64", os.path.join(self.tmp, "missing.tar")), "neither a readable OCI archive nor pull")
+        self.assert_refused(check("riscv64", ""), "amd64 or arm64")
+        not_oci = os.path.join(self.tmp, "not-oci.tar")
+        with tarfile.open(not_oci, "w"):
+            pass
+        self.assert_refused(check("amd64", not_oci), "not an OCI archive")
+
+    @unittest.skipUnless(shutil.which("skopeo"), "skopeo reads the archives (make images-tools)")
+    def test_an_archive_is_read_with_skopeo(self):
+        full = os.path.join(self.tmp, "full.oci.tar")
+        oci_archive(full, "amd64", REF)
+        r = check("amd64", full)
+        self.assertEqual(r.stdout.split(), ["mongodb", "bundled", REF, "7.0"], r.stderr)
+        # skopeo copy ... oci-archive:FILE:4.4.18 names a bare tag: the role's repository
+        tag = os.path.join(self.tmp, "tag.oci.tar")
+        oci_archive(tag, "arm64", "4.4.18")
+        r = check("arm64", tag)
+        self.assertEqual(r.stdout.split(), ["mongodb", "bundled", "docker.io/library/mongo:4.4.18", "4.4.18"], r.stderr)
+        # an archive of another architecture, or naming nothing
+        self.assert_refused(check("arm64", full), "linux/amd64 image; this build needs linux/arm64")
+        bare = os.path.join(self.tmp, "bare.oci.tar")
+        oci_archive(bare, "amd64", None)
+        self.assert_refused(check("amd64", bare), "names no image reference: set MONGO_IMAGE_REF")
+        r = check("amd64", bare, ref="docker.io/library/mongo:7.0.12")
+        self.assertEqual(r.stdout.split(), ["mongodb", "bundled", "docker.io/library/mongo:7.0.12", "7.0.12"], r.stderr)
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("envsubst"), "node-prepare.sh sets owners (root) and renders with envsubst")
+class NodePrepareOfficial(unittest.TestCase):
+    """node-prepare.sh with MONGODB_VARIANT=official, with the settings mongo-image.sh renders."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="s5a-prep-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.images = os.path.join(self.tmp, "images")
+        os.makedirs(self.images)
+        for name in CORE:
+            with open(os.path.join(self.images, f"{name}.ref"), "w") as f:
+                f.write("0.1.0\n")
+        with open(os.path.join(self.images, "mongodb.ref"), "w") as f:
+            f.write(REF + "\n")
+        self.faasd = os.path.join(self.tmp, "faasd")
+        with open(self.faasd, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(self.faasd, 0o755)
+        self.secret = os.path.join(self.tmp, "mesh-secret")
+        with open(self.secret, "w") as f:
+            f.write("s" * 40)
+        self.overrides = os.path.join(self.tmp, "mongodb-official.yaml")
+        subprocess.run(["bash", MONGO_IMAGE_SH, "render", REF, self.overrides], check=True, timeout=60)
+        self.state = os.path.join(self.tmp, "node")
+
+    def prepare(self, **extra: str) -> subprocess.CompletedProcess:
+        env = {
+            **os.environ,
+            "NODE_STATE": self.state,
+            "NODE_ADDR": "10.9.0.2",
+            "MESH_SECRET_FILE": self.secret,
+            "IMAGES_DIR": self.images,
+            "IMAGES_PRELOADED": "1",
+            "FAASD_BIN": self.faasd,
+            **extra,
+        }
+        return subprocess.run(["bash", NODE_PREPARE], env=env, capture_output=True, text=True, timeout=60)
+
+    def secrets(self, name: str) -> str:
+        return os.path.join(self.state, "var-lib-faasd", "secrets", name)
+
+    def test_the_official_image_runs_as_a_replica_set_with_generated_credentials(self):
+        r = self.prepare(MONGODB_VARIANT="official", MONGODB_COMPOSE_OVERRIDES=self.overrides)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        compose = yaml.safe_load(read(os.path.join(self.state, "var-lib-faasd", "docker-compose.yaml")))
+        mongodb = compose["services"]["mongodb"]
+        self.assertEqual(mongodb["image"], REF)
+        self.assertEqual(mongodb["user"], "999")
+        self.assertEqual(mongodb["command"][:3], ["mongod", "--replSet", "rs0"])
+        self.assertIn("/run/secrets/mongodb-keyfile", mongodb["command"])
+        self.assertEqual(mongodb["labels"]["org.syncmesh-edge.test-only"], "false")
+        self.assertEqual(mongodb["ports"], ["127.0.0.1:27017:27017"])  # kept from the node's file
+        self.assertEqual([v["source"] for v in mongodb["volumes"]], ["./mongodb", "./secrets"])
+        self.assertEqual(compose["services"]["gateway"]["image"], "localhost/syncmesh-edge/gateway:0.1.0")  # the rest as before
+        # credentials: the official image's user (999) reads them, nobody else
+        for name, length in (("mongodb-username", None), ("mongodb-password", 40), ("mongodb-keyfile", 756)):
+            st = os.stat(self.secrets(name))
+            self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (999, 0o400), name)
+            if length:
+                self.assertRegex(read(self.secrets(name)), rf"^[A-Za-z0-9]{{{length}}}$")
+        password = read(self.secrets("mongodb-password"))
+        uri = read(self.secrets("mongodb-uri"))
+        self.assertEqual(uri, f"mongodb://syncmesh:{password}@mongodb:27017/?replicaSet=rs0&authSource=admin")
+        self.assertEqual(os.stat(self.secrets("mongodb-uri")).st_uid, 10001)
+        self.assertEqual(os.stat(os.path.join(self.state, "var-lib-faasd", "mongodb")).st_uid, 999)
+        images = read(os.path.join(self.state, "images.list"))
+        self.assertIn(f"openfaas {self.images}/mongodb.oci.tar {REF}\n", images)
+        self.assertNotIn("mongo-test-server", images)
+        # a restart of the node keeps the password (the data folder's root user has it)
+        keyfile = read(self.secrets("mongodb-keyfile"))
+        self.assertEqual(self.prepare(MONGODB_VARIANT="official", MONGODB_COMPOSE_OVERRIDES=self.overrides).returncode, 0)
+        self.assertEqual(read(self.secrets("mongodb-password")), password)
+        self.assertEqual(read(self.secrets("mongodb-keyfile")), keyfile)
+        self.assertEqual(read(self.secrets("mongodb-uri")), uri)
+
+    def test_the_test_server_stays_the_default(self):
+        r = self.prepare()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = read(os.path.join(self.state, "var-lib-faasd", "docker-compose.yaml"))
+        self.assertTrue(text.startswith("# faasd's service definition"))  # envsubst's output, not re-dumped
+        mongodb = yaml.safe_load(text)["services"]["mongodb"]
+        self.assertEqual(mongodb["image"], "localhost/syncmesh-edge/mongo-test-server:0.1.0")
+        self.assertEqual(mongodb["labels"]["org.syncmesh-edge.test-only"], "true")
+        self.assertFalse(os.path.exists(self.secrets("mongodb-password")))
+        self.assertEqual(read(self.secrets("mongodb-uri")), "mongodb://mongodb:27017/?directConnection=true")
+
+    def test_bad_settings_fail_before_anything_changes(self):
+        for extra, pattern in (
+            ({"MONGODB_VARIANT": "official"}, "needs MONGODB_COMPOSE_OVERRIDES"),
+            ({"MONGODB_VARIANT": "mongo"}, "test_server or official"),
+            (
+                {"MONGODB_VARIANT": "official", "MONGODB_COMPOSE_OVERRIDES": self.overrides, "MONGODB_ROOT_USERNAME": "a b"},
+                "letters, digits",
+            ),
+        ):
+            with self.subTest(extra=extra):
+                r = self.prepare(**extra)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertRegex(r.stderr, pattern)
+                self.assertFalse(os.path.exists(self.state))
+
+
+class BootSteps(unittest.TestCase):
+    """appliance.py's pull and replica-set steps, with a stand-in `ctr` on PATH that records its
+    calls and answers as containerd would (a failed pull, then a good one)."""
+
+    CTR = r"""#!/bin/sh
+echo "$*" >> "$CTR_LOG"
+case "$*" in
+  *"images ls"*) [ -f "$CTR_DIR/pulled" ] && echo "$CTR_REF"; exit 0 ;;
+  *"images pull"*)
+    n=$(cat "$CTR_DIR/pulls" 2>/dev/null || echo 0); echo $((n + 1)) > "$CTR_DIR/pulls"
+    if [ "$n" -lt 1 ]; then echo "ctr: failed to resolve reference: dial tcp: lookup registry: no such host" >&2; exit 1; fi
+    touch "$CTR_DIR/pulled"; exit 0 ;;
+  *"task exec"*)
+    n=$(cat "$CTR_DIR/execs" 2>/dev/null || echo 0); echo $((n + 1)) > "$CTR_DIR/execs"
+    if [ "$n" -lt 1 ]; then echo "MongoNetworkError: connect ECONNREFUSED 127.0.0.1:27017" >&2; exit 1; fi
+    echo "initiated rs0"; exit 0 ;;
+esac
+exit 2
+"""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="s5a-boot-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        with open(os.path.join(self.tmp, "ctr"), "w") as f:
+            f.write(self.CTR)
+        os.chmod(os.path.join(self.tmp, "ctr"), 0o755)
+        self.log = os.path.join(self.tmp, "ctr.log")
+        env = {"PATH": f"{self.tmp}:{os.environ['PATH']}", "CTR_LOG": self.log, "CTR_DIR": self.tmp, "CTR_REF": REF}
+        for k, v in env.items():
+            self.addCleanup(os.environ.__setitem__, k, os.environ[k]) if k in os.environ else self.addCleanup(os.environ.pop, k, None)
+            os.environ[k] = v
+        self.statuses: list[dict] = []
+        self.shown: list[str] = []
+        for name, fake in (("write_status", lambda **f: self.statuses.append(f)), ("console", self.shown.extend), ("LIB", self.tmp)):
+            self.addCleanup(setattr, appliance, name, getattr(appliance, name))
+            setattr(appliance, name, fake)
+
+    def test_a_failed_pull_is_said_and_retried(self):
+        appliance.pull_image(REF, "amd64", pause_s=0)
+        calls = read(self.log)
+        self.assertEqual(calls.count(f"images pull --platform linux/amd64 {REF}"), 2)
+        said = [s["message"] for s in self.statuses]
+        self.assertTrue(any(re.search(r"cannot pull MongoDB's image .*no such host.*needs internet once", m) for m in said), said)
+        self.assertEqual(len(self.shown), 1)  # on the console once, not every retry
+        appliance.pull_image(REF, "amd64", pause_s=0)  # present: nothing pulled again
+        self.assertEqual(read(self.log).count("images pull"), 2)
+
+    def test_the_replica_set_is_initiated_with_the_images_shell(self):
+        os.makedirs(os.path.join(self.tmp, "node"))
+        with open(os.path.join(self.tmp, "node", "mongodb-rs-init.js"), "w") as f:
+            f.write("print('x')")
+        appliance.initiate_replica_set({"version": "4.4.18"}, pause_s=0)
+        calls = read(self.log).splitlines()
+        self.assertEqual(len(calls), 2)  # refused once (mongod starting), then initiated
+        self.assertRegex(calls[-1], r"^-n openfaas task exec --exec-id rs-init-\d+-2 mongodb mongo --quiet --eval print\('x'\)$")
+        appliance.initiate_replica_set({"version": "7.0"}, pause_s=0)
+        self.assertIn(" mongodb mongosh --quiet ", read(self.log).splitlines()[-1])
