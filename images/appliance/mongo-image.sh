@@ -61,7 +61,8 @@ check() {
     source=bundled
     [[ -f $image && -r $image ]] || fail "MONGO_IMAGE=$image is neither a readable OCI archive nor pull[:REF]"
     local index
-    index=$(tar -xOf "$image" index.json 2> /dev/null) || fail "MONGO_IMAGE=$image is not an OCI archive (no index.json; make one with skopeo copy ... oci-archive:FILE:REF)"
+    # (archives made with `tar -C layout .` name it ./index.json)
+    index=$(tar -xOf "$image" index.json 2> /dev/null || tar -xOf "$image" ./index.json 2> /dev/null) || fail "MONGO_IMAGE=$image is not an OCI archive (no index.json; make one with skopeo copy ... oci-archive:FILE:REF)"
     ref=${MONGO_IMAGE_REF:-$(python3 -c '
 import json, sys
 names = [m.get("annotations", {}).get("org.opencontainers.image.ref.name", "") for m in json.loads(sys.stdin.read()).get("manifests", [])]

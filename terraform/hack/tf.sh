@@ -20,6 +20,9 @@
 #                   local-30's 30 seeds hung for 7+ min with tofu's default of 10)
 #   TF_APPLY_TIMEOUT 1200 s for tofu apply (and destroy) of a local scenario: a hung apply fails
 #                   with its log; a hung destroy is left to the sweep
+#   TF_TCG_TB_CACHE_MB 256: QEMU's translation block cache per VM in MiB (software emulation). QEMU's
+#                   default, 1 GiB, comes on top of TF_MEMORY_MB as each VM fills it: 12 full nodes of
+#                   1280 MiB reached 2.2 GB RSS each and outgrew this 24 GiB host (a VM was OOM-killed)
 #   TF_PEER_TIMEOUT_S  45 for local scenarios: the node files' peer_timeout_s (under software
 #                   emulation one node scans a month of readings in 15-20 s; the image's default is 20)
 #   TF_PREFIX       smt: name prefix of every libvirt object, interface and namespace (mesh PREFIX<N>)
@@ -69,7 +72,8 @@ run = {"image_path": image, "state_dir": state, "work_dir": work,
        "host_address": "10.61.0.2", "libvirt_netns": os.environ["TF_NETNS"],
        "memory_mb": int(os.environ.get("TF_MEMORY_MB", "256" if os.environ.get("TF_TINY") == "1" else "2048")),
        "mongodb_publish": os.environ.get("TF_MONGODB_PUBLISH", "0.0.0.0"),
-       "peer_timeout_s": int(os.environ.get("TF_PEER_TIMEOUT_S", "45"))}
+       "peer_timeout_s": int(os.environ.get("TF_PEER_TIMEOUT_S", "45")),
+       "tcg_tb_cache_mb": int(os.environ.get("TF_TCG_TB_CACHE_MB", "256"))}
 keys = os.environ.get("TF_SSH_PUBKEY_FILE")
 if keys:
     run["ssh_authorized_keys"] = [l.strip() for l in open(keys) if l.strip()]
@@ -130,6 +134,7 @@ PY
 check_apply_env() {
   [[ "${TF_PARALLELISM:-1}" =~ ^[1-9][0-9]?$ ]] || die "TF_PARALLELISM must be a whole number from 1 to 99, got '${TF_PARALLELISM}'"
   [[ "${TF_APPLY_TIMEOUT:-1200}" =~ ^[1-9][0-9]*$ ]] || die "TF_APPLY_TIMEOUT must be a whole number of seconds, got '${TF_APPLY_TIMEOUT}'"
+  [[ "${TF_TCG_TB_CACHE_MB:-256}" =~ ^[1-9][0-9]{1,3}$ ]] || die "TF_TCG_TB_CACHE_MB must be a whole number of MiB from 32 to 2048, got '${TF_TCG_TB_CACHE_MB}'"
 }
 
 up() {

@@ -34,8 +34,9 @@ REF = "docker.io/library/mongo:7.0"
 CORE = ["gateway", "queue-worker", "nats-streaming", "prometheus", "mongo-test-server", "listener", "miso-agent", "syncmesh-fn"]
 
 
-def oci_archive(path: str, arch: str, ref_name: str | None) -> None:
-    """A minimal, valid OCI image archive (one empty layer) for linux/ARCH, its index naming REF_NAME."""
+def oci_archive(path: str, arch: str, ref_name: str | None, prefix: str = "") -> None:
+    """A minimal, valid OCI image archive (one empty layer) for linux/ARCH, its index naming REF_NAME;
+    PREFIX "./" names the members as `tar -C layout .` does."""
     blobs: dict[str, bytes] = {}
 
     def blob(data: bytes, media_type: str) -> dict:
@@ -68,7 +69,7 @@ def oci_archive(path: str, arch: str, ref_name: str | None) -> None:
     }
     with tarfile.open(path, "w") as tar:
         for name, data in files.items():
-            info = tarfile.TarInfo(name)
+            info = tarfile.TarInfo(prefix + name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
 
@@ -123,9 +124,10 @@ class MongoImageCheck(unittest.TestCase):
         oci_archive(full, "amd64", REF)
         r = check("amd64", full)
         self.assertEqual(r.stdout.split(), ["mongodb", "bundled", REF, "7.0"], r.stderr)
-        # skopeo copy ... oci-archive:FILE:4.4.18 names a bare tag: the role's repository
+        # skopeo copy ... oci-archive:FILE:4.4.18 names a bare tag: the role's repository (and an
+        # archive made with tar -C layout . names its members ./...)
         tag = os.path.join(self.tmp, "tag.oci.tar")
-        oci_archive(tag, "arm64", "4.4.18")
+        oci_archive(tag, "arm64", "4.4.18", prefix="./")
         r = check("arm64", tag)
         self.assertEqual(r.stdout.split(), ["mongodb", "bundled", "docker.io/library/mongo:4.4.18", "4.4.18"], r.stderr)
         # an archive of another architecture, or naming nothing

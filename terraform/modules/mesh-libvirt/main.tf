@@ -118,12 +118,13 @@ resource "libvirt_domain" "node" {
     target_port = "0"
   }
 
-  # What the provider has no attribute for: the tap name (capture on NAME-tI) and the serial
-  # console's log file.
+  # What the provider has no attribute for: the tap name (capture on NAME-tI), the serial
+  # console's log file and, under software emulation, the size of QEMU's translation cache.
   xml {
     xslt = templatefile("${path.module}/domain.xsl.tftpl", {
-      tap     = each.value.tap
-      logfile = "${var.log_dir}/${each.value.host}.console.log"
+      tap         = each.value.tap
+      logfile     = "${var.log_dir}/${each.value.host}.console.log"
+      tb_cache_mb = var.domain_type == "qemu" ? var.tcg_tb_cache_mb : null
     })
   }
 }

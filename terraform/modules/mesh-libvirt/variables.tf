@@ -90,6 +90,17 @@ variable "domain_type" {
   }
 }
 
+variable "tcg_tb_cache_mb" {
+  description = "With domain_type \"qemu\": the size of QEMU's translation block cache per VM in MiB (32 to 2048; null: QEMU's default, 1 GiB, which each VM fills over time on top of memory_mb: 12 full nodes of 1280 MiB outgrew a 24 GiB host with it)."
+  type        = number
+  default     = 256
+  nullable    = true
+  validation {
+    condition     = var.tcg_tb_cache_mb == null || try(var.tcg_tb_cache_mb >= 32 && var.tcg_tb_cache_mb <= 2048 && floor(var.tcg_tb_cache_mb) == var.tcg_tb_cache_mb, false)
+    error_message = "tcg_tb_cache_mb must be null (QEMU's default, 1 GiB) or a whole number of MiB from 32 to 2048."
+  }
+}
+
 variable "firmware" {
   description = "UEFI firmware code file (the appliance image boots with UEFI only); null boots with the BIOS (or direct kernel boot)."
   type        = string

@@ -44,6 +44,7 @@ variable "run" {
     initrd              = optional(string)
     kernel_cmdline      = optional(string, "root=/dev/vda rw console=ttyS0 no_timer_check")
     memory_mb           = optional(number, 1024)
+    tcg_tb_cache_mb     = optional(number, 256)
     subnet              = optional(string, "10.61.0.0/24")
     host_address        = optional(string)
     libvirt_netns       = optional(string)
@@ -69,6 +70,7 @@ module "mesh" {
   initrd              = var.run.initrd
   kernel_cmdline      = var.run.kernel_cmdline
   memory_mb           = var.run.memory_mb
+  tcg_tb_cache_mb     = var.run.tcg_tb_cache_mb
   subnet              = var.run.subnet
   pool_dir            = "${var.run.work_dir}/pool"
   log_dir             = "${var.run.work_dir}/logs"

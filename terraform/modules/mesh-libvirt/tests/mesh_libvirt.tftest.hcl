@@ -34,6 +34,33 @@ run "three_nodes_static_addresses" {
   }
 }
 
+run "tcg_translation_cache_is_capped" {
+  command = plan
+  assert {
+    condition     = strcontains(libvirt_domain.node["node-1"].xml[0].xslt, "<tb-cache unit=\"MiB\">256</tb-cache>")
+    error_message = "under software emulation each VM's translation cache is 256 MiB by default"
+  }
+}
+
+run "tcg_translation_cache_qemu_default" {
+  command = plan
+  variables {
+    tcg_tb_cache_mb = null
+  }
+  assert {
+    condition     = !strcontains(libvirt_domain.node["node-1"].xml[0].xslt, "tb-cache")
+    error_message = "null leaves QEMU's default"
+  }
+}
+
+run "rejects_a_tiny_translation_cache" {
+  command = plan
+  variables {
+    tcg_tb_cache_mb = 16
+  }
+  expect_failures = [var.tcg_tb_cache_mb]
+}
+
 run "peer_timeout_reaches_the_node_files" {
   command = plan
   variables {
