@@ -118,8 +118,12 @@ while pending and time.time() < deadline:
                 last[node] = f"HTTP {e.code}"
                 continue
             state = f"{b.get('state')}: {b.get('message')}"
-            if b.get("state") in ("invalid-node-file", "failed"):
+            # a bad node file stays bad until someone edits it; a failed start is retried by
+            # systemd (syncmesh-node.service restarts 15 s later), so it is said and waited out
+            if b.get("state") == "invalid-node-file":
                 sys.exit(f"tf: {node} is {state} {b.get('problems') or ''}")
+            if b.get("state") == "failed" and last.get(node) != state:
+                print(f"tf: {node} {state} (after {time.time() - t0:.0f} s; the node retries)", file=sys.stderr, flush=True)
             last[node] = state
         except Exception as e:
             last[node] = type(e).__name__
