@@ -98,7 +98,7 @@ import json, sys, time, urllib.request
 topo, timeout, t0, tiny = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
 nodes = json.load(open(topo))["nodes"]
 pending = {n["id"]: n["address"] for n in nodes}
-last = {}
+last, said = {}, {}
 deadline = time.time() + timeout
 while pending and time.time() < deadline:
     for node, addr in list(pending.items()):
@@ -122,7 +122,8 @@ while pending and time.time() < deadline:
             # systemd (syncmesh-node.service restarts 15 s later), so it is said and waited out
             if b.get("state") == "invalid-node-file":
                 sys.exit(f"tf: {node} is {state} {b.get('problems') or ''}")
-            if b.get("state") == "failed" and last.get(node) != state:
+            if b.get("state") == "failed" and said.get(node) != b.get("updated_at"):  # each failure once
+                said[node] = b.get("updated_at")
                 print(f"tf: {node} {state} (after {time.time() - t0:.0f} s; the node retries)", file=sys.stderr, flush=True)
             last[node] = state
         except Exception as e:
