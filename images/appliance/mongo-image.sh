@@ -92,7 +92,7 @@ values = yaml.safe_load(open(f"{role}/defaults/main.yml"))
 values = {k: v for k, v in values.items() if isinstance(v, (str, int)) and "{{" not in str(v)}
 # the node's own folders, relative to faasd's /var/lib/faasd as the rest of docker-compose.yaml
 values.update(mongodb_image_ref=ref, mongodb_data_dir="./mongodb", mongodb_secrets_dir="./secrets")
-env = jinja2.Environment(loader=jinja2.FileSystemLoader(f"{role}/templates"), undefined=jinja2.StrictUndefined)
+env = jinja2.Environment(loader=jinja2.FileSystemLoader(f"{role}/templates"), undefined=jinja2.StrictUndefined, trim_blocks=True)  # as Ansible renders
 env.tests["search"] = lambda value, pattern: re.search(pattern, value) is not None  # Ansible's test of that name
 text = env.get_template("compose-official.yml.j2").render(**values)
 yaml.safe_load(text)  # it must be YAML

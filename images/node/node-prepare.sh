@@ -137,7 +137,7 @@ if [[ -n "${MONGODB_URI_FILE:-}" ]]; then
   grep -qE '^mongodb(\+srv)?://' "$MONGODB_URI_FILE" || fail "MONGODB_URI_FILE $MONGODB_URI_FILE must hold a URI starting with mongodb:// or mongodb+srv://"
   install -m 0400 -o 10001 -g 10001 "$MONGODB_URI_FILE" "$secrets/mongodb-uri"
 elif [[ $MONGODB_VARIANT == official ]]; then
-  # user name and password are letters and digits: nothing to escape in the URI
+  # the user name (letters, digits, _ . -) and the password (letters, digits) need no escaping in a URI
   printf 'mongodb://%s:%s@mongodb:27017/?replicaSet=%s&authSource=admin' "$MONGODB_ROOT_USERNAME" "$(cat "$secrets/mongodb-password")" "$MONGODB_REPLICA_SET" > "$secrets/mongodb-uri.new"
   chown 10001:10001 "$secrets/mongodb-uri.new" && chmod 0400 "$secrets/mongodb-uri.new" && mv -f "$secrets/mongodb-uri.new" "$secrets/mongodb-uri"
 else

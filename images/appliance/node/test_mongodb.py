@@ -191,7 +191,12 @@ class NodePrepareOfficial(unittest.TestCase):
         self.assertIn("/run/secrets/mongodb-keyfile", mongodb["command"])
         self.assertEqual(mongodb["labels"]["org.syncmesh-edge.test-only"], "false")
         self.assertEqual(mongodb["ports"], ["127.0.0.1:27017:27017"])  # kept from the node's file
-        self.assertEqual([v["source"] for v in mongodb["volumes"]], ["./mongodb", "./secrets"])
+        # its data, and only its own secrets (not the gateway's password or the mesh secret)
+        own = ("mongodb-username", "mongodb-password", "mongodb-keyfile")
+        self.assertEqual(
+            [(v["source"], v["target"]) for v in mongodb["volumes"]],
+            [("./mongodb", "/data/db")] + [(f"./secrets/{n}", f"/run/secrets/{n}") for n in own],
+        )
         self.assertEqual(compose["services"]["gateway"]["image"], "localhost/syncmesh-edge/gateway:0.1.0")  # the rest as before
         # credentials: the official image's user (999) reads them, nobody else
         for name, length in (("mongodb-username", None), ("mongodb-password", 40), ("mongodb-keyfile", 756)):
