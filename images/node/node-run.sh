@@ -42,6 +42,13 @@ mount --bind "$NODE_STATE/bin" /usr/local/bin
 mount --bind "$NODE_STATE/journal" /var/log/journal
 mount --bind "$NODE_STATE/cni-conf" /etc/cni/net.d
 [[ -f "$NODE_STATE/journald.conf" && -f /etc/systemd/journald.conf ]] && mount --bind "$NODE_STATE/journald.conf" /etc/systemd/journald.conf
+# faasd looks for the CNI plugins in /opt/cni/bin (hard-coded); Debian installs them in
+# /usr/lib/cni. A host without its own set there gets Debian's, in this namespace only.
+if [[ ! -x /opt/cni/bin/bridge ]]; then
+  [[ -x /usr/lib/cni/bridge ]] || { echo "node-run: no CNI plugins in /opt/cni/bin or /usr/lib/cni (apt install containernetworking-plugins)" >&2; exit 1; }
+  mkdir -p /opt/cni/bin
+  mount --bind /usr/lib/cni /opt/cni/bin
+fi
 
 # cgroup v1 (one hierarchy per controller) or the unified hierarchy: in each, a subtree for this
 # node below the cgroup this script started in, bind-mounted over the hierarchy's mount point.
