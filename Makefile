@@ -508,6 +508,10 @@ tf-test: ## tofu fmt -check, validate and tofu test (mock providers, real schema
 test-tf-smoke: tf-tools ## Real libvirt apply of local-3 with the tiny test VM (plumbing: domains, seeds, static addresses, teardown).
 	terraform/tests/local.sh
 
+.PHONY: test-tf-interrupted
+test-tf-interrupted: tf-tools ## A killed run (daemons and VMs SIGKILLed) does not break the next up or down, here or in a fresh clone (tiny VMs, root, ~3 min).
+	terraform/tests/interrupted.sh
+
 .PHONY: test-tf-local
 test-tf-local: build image-vm tf-tools ## Real libvirt apply of local-3 with the appliance image: first-boot mesh, exact aggregate through every node, tf-down leaves nothing (root).
 	terraform/tests/local-mesh.sh
@@ -518,9 +522,10 @@ test-scale: build image-vm tf-tools ## local-12 and local-30 applied for real (r
 
 # Every heavy tier, one after the other (never two VM tiers at once on this host): about 3 h.
 .PHONY: test-full
-test-full: ## make test, then the appliance, Terraform local-3, Pi image and Ansible lab tiers, one after the other (root, ~3 h).
+test-full: ## make test, then the appliance, Terraform interrupted-run and local-3, Pi image and Ansible lab tiers, one after the other (root, ~3 h).
 	$(MAKE) test
 	$(MAKE) test-appliance APPLIANCE_VM_CPUS=1
+	$(MAKE) test-tf-interrupted
 	$(MAKE) test-tf-local
 	$(MAKE) test-pi
 	$(MAKE) test-lab

@@ -4,11 +4,14 @@
 # libvirt creates never touch the host's interfaces or firewall. The host reaches the mesh
 # network through one veth pair (host end $TF_HOST_IF with $TF_HOST_ADDR).
 #
-#   terraform/hack/libvirt.sh start     idempotent; waits until libvirtd answers
+#   terraform/hack/libvirt.sh start     idempotent; waits until libvirtd answers. When it starts the
+#                                       daemons, it first removes what an interrupted run left
+#                                       (see reap and sweep below)
 #   terraform/hack/libvirt.sh attach BRIDGE   plug the host's veth into BRIDGE (after apply)
 #   terraform/hack/libvirt.sh stop      removes every $TF_PREFIX* domain, network, pool left over, stops
 #                                       the daemons (by their pid files), deletes netns and veth
 #   terraform/hack/libvirt.sh status
+#   terraform/hack/libvirt.sh running   exit 0 while the libvirtd this checkout started runs
 #
 # Env (documented defaults): TF_PREFIX=smt (objects named so are ours to remove),
 # TF_NETNS=$TF_PREFIX-lv, TF_HOST_IF=$TF_PREFIX-h0, TF_HOST_ADDR=10.61.0.2/24,
@@ -34,7 +37,17 @@ our_pid() {
   [[ -s "$file" ]] || return 1
   pid=$(cat "$file")
   [[ -r "/proc/$pid/comm" && "$(cat "/proc/$pid/comm")" == "$name" ]] || return 1
+  [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]] || return 1
   echo "$pid"
+}
+
+# pids of running processes named $1 (a killed one stays a zombie until reaped: not running)
+live() {
+  local p
+  for p in $(pgrep -x "$1"); do
+    [[ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" =~ ^[RSDT]$ ]] && printf '%s ' "$p"
+  done
+  return 0
 }
 
 start() {
@@ -46,9 +59,17 @@ start() {
     log "libvirtd already running (pid $(our_pid libvirtd)) in netns $NETNS"
     return 0
   fi
-  if pgrep -x libvirtd >/dev/null; then
-    die "a libvirtd we did not start is running (pid $(pgrep -x libvirtd | tr '\n' ' ')); it owns /run/libvirt, stop it first"
+  local other
+  other=$(live libvirtd)
+  if [[ -n "$other" ]]; then
+    if [[ "$(ip netns identify "${other%% *}" 2>/dev/null)" == "$NETNS" ]]; then
+      die "a libvirtd of another checkout runs in netns $NETNS (pid $other): its scenario may still be up. Run make tf-down there; if that run is gone, kill $other and run this again"
+    fi
+    die "a libvirtd we did not start is running (pid $other); it owns /run/libvirt and /etc/libvirt, stop it first"
   fi
+  # No libvirtd runs, so no live run owns anything named $PREFIX*: what is there was left by a run
+  # that was killed with its daemons (a CI job stopped, a session ended, the host rebooted).
+  reap
   # Without user=root every domain start re-probes QEMU for minutes (no systemd, no dynamic ownership).
   if ! grep -qE '^user = "root"' "$QEMU_CONF"; then
     log "setting user = \"root\" and group = \"root\" in $QEMU_CONF"
@@ -72,6 +93,9 @@ start() {
   done
   # the packaged "default" network (NAT + dnsmasq) is not ours and cannot start here
   virsh_ net-autostart default --disable >/dev/null 2>&1 || true
+  # libvirt's definitions outlive its daemons (/etc/libvirt): a killed run's domains, network and
+  # pool would make this run's apply fail with "already exists"
+  sweep
   log "libvirtd (pid $(our_pid libvirtd)) and virtlogd (pid $(our_pid virtlogd)) up in netns $NETNS; host side $HOST_IF $HOST_ADDR"
 }
 
@@ -79,6 +103,35 @@ attach() {
   local bridge="$1"
   ip -n "$NETNS" link set "$PEER_IF" master "$bridge"
   ip -n "$NETNS" link set "$PEER_IF" up
+}
+
+# The definitions of $PREFIX* objects libvirt keeps on disk, whether or not libvirtd runs.
+defined() {
+  local f
+  for f in /etc/libvirt/qemu/"$PREFIX"*.xml /etc/libvirt/qemu/networks/"$PREFIX"*.xml /etc/libvirt/storage/"$PREFIX"*.xml; do
+    [[ -e "$f" ]] && echo "$f"
+  done
+  return 0
+}
+
+# Processes, namespace and veth of a run killed with its daemons: QEMU and dnsmasq keep running in
+# (or outside, if the namespace is gone) our netns, the netns and the host's veth stay. Called only
+# while no libvirtd runs.
+reap() {
+  local pids
+  pids=$( { if ip netns list | grep -q "^$NETNS\b"; then ip netns pids "$NETNS"; fi; pgrep -f "qemu-system.*-name guest=$PREFIX" || true; } | sort -u | tr '\n' ' ')
+  if [[ -n "${pids// /}" ]]; then
+    log "killing what an interrupted run left running: $(for p in $pids; do printf '%s(%s) ' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)"; done)"
+    kill -9 $pids 2>/dev/null || true
+  fi
+  if ip netns list | grep -q "^$NETNS\b"; then
+    log "removing netns $NETNS left by an interrupted run"
+    ip netns del "$NETNS"
+  fi
+  if ip link show "$HOST_IF" >/dev/null 2>&1; then
+    log "removing $HOST_IF left by an interrupted run"
+    ip link del "$HOST_IF"
+  fi
 }
 
 # Leftovers of a killed apply or destroy: only objects whose names carry our prefix.
@@ -96,6 +149,7 @@ sweep() {
   done
   for p in $(virsh_ pool-list --all --name 2>/dev/null | grep "^$PREFIX" || true); do
     log "removing leftover pool $p and its volumes"
+    virsh_ pool-start "$p" >/dev/null 2>&1 || true # an inactive pool lists no volumes
     for v in $(virsh_ vol-list "$p" 2>/dev/null | awk '{print $1}'); do virsh_ vol-delete "$v" --pool "$p" >/dev/null 2>&1 || true; done
     virsh_ pool-destroy "$p" >/dev/null 2>&1 || true
     virsh_ pool-undefine "$p" >/dev/null 2>&1 || true
@@ -103,6 +157,12 @@ sweep() {
 }
 
 stop() {
+  # definitions on disk with no daemon of ours to remove them (the host rebooted, or the run was
+  # killed): start one, which removes them, then stop as usual
+  if ! our_pid libvirtd >/dev/null && [[ -n "$(defined)" ]]; then
+    log "definitions left on disk: $(defined | tr '\n' ' ')"
+    start
+  fi
   if our_pid libvirtd >/dev/null; then sweep; fi
   local name pid deadline
   for name in libvirtd virtlogd; do
@@ -140,5 +200,7 @@ case "${1:-}" in
   attach) attach "${2:?bridge name}" ;;
   stop) stop ;;
   status) status ;;
-  *) die "usage: $0 start|attach BRIDGE|stop|status" ;;
+  running) our_pid libvirtd >/dev/null ;;
+  defined) defined ;;
+  *) die "usage: $0 start|attach BRIDGE|stop|status|running|defined" ;;
 esac

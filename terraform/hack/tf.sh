@@ -155,6 +155,16 @@ up() {
     image="${TF_IMAGE:-$root/.cache/appliance/out/syncmesh-edge-vm-amd64.qcow2}"
     [[ -f "$image" ]] || die "no VM image at $image: run make image-vm (or set TF_IMAGE=, or TF_TINY=1 for the plumbing-only test VM)"
   fi
+  if ! "$root/terraform/hack/libvirt.sh" running; then
+    # no scenario of this checkout is up without its libvirtd: a state or run folder here is what a
+    # killed run left, and libvirt.sh start removes its VMs, so tofu must not believe in them
+    local stale
+    for stale in "$cache"/state/local-*.tfstate "$cache"/run/local-*; do
+      [[ -e "$stale" ]] || continue
+      log "removing $stale: left by an interrupted run (its libvirtd is gone)"
+      rm -rf "$stale" "$stale.backup"
+    done
+  fi
   "$root/terraform/hack/libvirt.sh" start
   mkdir -p "$work/pool" "$work/logs"
   export TF_VAR_run
@@ -190,7 +200,7 @@ down() {
   rm -rf "$cache/run/$scenario" "$cache/state/$scenario.tfstate" "$cache/state/$scenario.tfstate.backup"
   rm -rf "$root/.mesh/$PREFIX${scenario#local-}"
   # nothing may be left: no QEMU of ours, no $PREFIX interface, no namespace
-  left=$( (pgrep -af "qemu-system.*-name guest=$PREFIX" || true; ip -o link show | awk -F': ' -v p="^$PREFIX" '$2 ~ p {print "interface " $2}' || true; ip netns list | awk -v n="^$TF_NETNS" '$0 ~ n {print "netns " $1}' || true) )
+  left=$( (pgrep -af "qemu-system.*-name guest=$PREFIX" || true; ip -o link show | awk -F': ' -v p="^$PREFIX" '$2 ~ p {print "interface " $2}' || true; ip netns list | awk -v n="^$TF_NETNS" '$0 ~ n {print "netns " $1}' || true; "$root/terraform/hack/libvirt.sh" defined | sed 's/^/definition /') )
   [[ -z "$left" ]] || die "left behind after down: $left"
   log "down: $scenario in $(since "$t0") s; no domain, network, volume, bridge or process left"
 }
