@@ -18,6 +18,7 @@ import sys
 import tarfile
 import tempfile
 import unittest
+from unittest import mock
 
 import yaml
 
@@ -274,14 +275,15 @@ exit 2
         os.chmod(os.path.join(self.tmp, "ctr"), 0o755)
         self.log = os.path.join(self.tmp, "ctr.log")
         env = {"PATH": f"{self.tmp}:{os.environ['PATH']}", "CTR_LOG": self.log, "CTR_DIR": self.tmp, "CTR_REF": REF}
-        for k, v in env.items():
-            self.addCleanup(os.environ.__setitem__, k, os.environ[k]) if k in os.environ else self.addCleanup(os.environ.pop, k, None)
-            os.environ[k] = v
         self.statuses: list[dict] = []
         self.shown: list[str] = []
+        patch = mock.patch.dict(os.environ, env)
+        patch.start()
+        self.addCleanup(patch.stop)
         for name, fake in (("write_status", lambda **f: self.statuses.append(f)), ("console", self.shown.extend), ("LIB", self.tmp)):
-            self.addCleanup(setattr, appliance, name, getattr(appliance, name))
-            setattr(appliance, name, fake)
+            patch = mock.patch.object(appliance, name, fake)
+            patch.start()
+            self.addCleanup(patch.stop)
 
     def test_a_failed_pull_is_said_and_retried(self):
         appliance.pull_image(REF, "amd64", pause_s=0)
