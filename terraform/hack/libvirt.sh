@@ -119,7 +119,7 @@ defined() {
 # while no libvirtd runs.
 reap() {
   local pids
-  pids=$( { if ip netns list | grep -q "^$NETNS\b"; then ip netns pids "$NETNS"; fi; pgrep -f "qemu-system.*-name guest=$PREFIX" || true; } | sort -u | tr '\n' ' ')
+  pids=$( { if ip netns list | grep -q "^$NETNS\b"; then ip netns pids "$NETNS"; fi; pgrep -f "qemu-system.*-name guest=$PREFIX[0-9]+-node-" || true; } | sort -u | tr '\n' ' ')
   if [[ -n "${pids// /}" ]]; then
     log "killing what an interrupted run left running: $(for p in $pids; do printf '%s(%s) ' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)"; done)"
     kill -9 $pids 2>/dev/null || true

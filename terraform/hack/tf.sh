@@ -199,8 +199,9 @@ down() {
   "$root/terraform/hack/libvirt.sh" stop
   rm -rf "$cache/run/$scenario" "$cache/state/$scenario.tfstate" "$cache/state/$scenario.tfstate.backup"
   rm -rf "$root/.mesh/$PREFIX${scenario#local-}"
-  # nothing may be left: no QEMU of ours, no $PREFIX interface, no namespace
-  left=$( (pgrep -af "qemu-system.*-name guest=$PREFIX" || true; ip -o link show | awk -F': ' -v p="^$PREFIX" '$2 ~ p {print "interface " $2}' || true; ip netns list | awk -v n="^$TF_NETNS" '$0 ~ n {print "netns " $1}' || true; "$root/terraform/hack/libvirt.sh" defined | sed 's/^/definition /') )
+  # nothing may be left: no QEMU of ours, no interface of ours (PREFIX-h0; PREFIX<N>-* if it escaped the
+  # namespace; not another tier's PREFIX<digits> test mesh), no namespace, no libvirt definition
+  left=$( (pgrep -af "qemu-system.*-name guest=$PREFIX" || true; ip -o link show | awk -F': ' -v p="^($PREFIX|$PREFIX${scenario#local-})-" '$2 ~ p {print "interface " $2}' || true; ip netns list | awk -v n="^$TF_NETNS" '$0 ~ n {print "netns " $1}' || true; "$root/terraform/hack/libvirt.sh" defined | sed 's/^/definition /') )
   [[ -z "$left" ]] || die "left behind after down: $left"
   log "down: $scenario in $(since "$t0") s; no domain, network, volume, bridge or process left"
 }

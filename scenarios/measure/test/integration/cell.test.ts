@@ -23,7 +23,7 @@ test('scenario cell - 3 nodes, aggregate, 1 day, 5 requests: traffic from the ca
   skip: missing(),
   timeout: CELL_TIMEOUT_MS,
 }, async () => {
-  const mesh = testMeshName('smt');
+  const mesh = testMeshName('smq'); // not smt: the Terraform scenarios' prefix
   const root = mkdtempSync(join(tmpdir(), 'scenario-test-'));
   try {
     const cfg = loadConfig({
