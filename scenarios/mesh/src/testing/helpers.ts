@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { REPO_ROOT } from '../config.js';
-import { hasCommand, isAlive } from '@syncmesh-edge/lab';
+import { hasCommand, isAlive, listRoutes } from '@syncmesh-edge/lab';
+import { overlaps } from '../plan.js';
 import { readState } from '../state.js';
 
 export const isRoot = process.getuid?.() === 0;
@@ -17,6 +18,21 @@ export function uniqueMeshName(prefix: string): string {
   // replaces all but the last letter of the prefix (names have at most 8 characters)
   const own = process.env['MESH_TEST_PREFIX']?.slice(0, 3);
   return own ? `${own}${prefix.slice(-1)}${process.pid % 10000}` : `${prefix}${process.pid % 100000}`;
+}
+
+/**
+ * A free 10.SECOND.y.0/24 for a test mesh: the first y from the pid on whose /24 no host route
+ * overlaps (a killed earlier run can leave its bridge and route behind).
+ */
+export async function freeTestSubnet(second: number): Promise<string> {
+  // no ip command (the test then skips anyway): the pid's /24
+  const all = await listRoutes().catch(() => []);
+  const routes = all.filter((r) => r.dst !== 'default' && r.table !== 'local' && (r.type === undefined || r.type === 'unicast'));
+  for (let i = 0; i < 256; i++) {
+    const subnet = `10.${second}.${(process.pid + i) % 256}.0/24`;
+    if (!routes.some((r) => overlaps(subnet, r.dst))) return subnet;
+  }
+  throw new Error(`no free 10.${second}.y.0/24 on this host: remove leftover test bridges (ip route | grep '^10.${second}.')`);
 }
 
 export function tempStateRoot(): string {

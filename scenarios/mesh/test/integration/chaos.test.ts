@@ -61,7 +61,7 @@ import {
 import { meta } from '../../src/client.js';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { down, up, type MeshHandle } from '../../src/mesh.js';
-import { netnsSkipReason, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { freeTestSubnet, netnsSkipReason, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 import { leftovers } from '@syncmesh-edge/lab';
 
 const NODES = 5;
@@ -98,7 +98,7 @@ const POLL_MS = 500;
 
 const name = uniqueMeshName('smc');
 // Outside 10.100-199 (default subnets of mesh names) and 10.53 (the mDNS test).
-const subnet = `10.54.${process.pid % 256}.0/24`;
+const subnet = await freeTestSubnet(54);
 const stateRoot = tempStateRoot();
 const dataDir = mkdtempSync(join(tmpdir(), 'chaos-data-'));
 /** Data writes carry it (`Authorization: Bearer`), for functions that require a write key. */

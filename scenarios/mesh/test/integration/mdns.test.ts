@@ -28,6 +28,7 @@ import type { NodePlan } from '../../src/plan.js';
 import {
   AGENT_MAIN,
   AgentClients,
+  freeTestSubnet,
   agentSkipReason,
   misoClient,
   recordedProcesses,
@@ -55,7 +56,7 @@ const FN = 'mdns-test-fn';
 
 const name = uniqueMeshName('sma');
 // Outside 10.100-199, where mesh names put their default subnets: no other test picks it.
-const subnet = `10.53.${process.pid % 256}.0/24`;
+const subnet = await freeTestSubnet(53);
 const stateRoot = tempStateRoot();
 let mesh: MeshHandle;
 let upAtMs = 0;
