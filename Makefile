@@ -25,6 +25,8 @@ DATA ?=
 TEST_SERVER_JAR := tools/mongo-test-server/java/target/mongo-test-server.jar
 # Stamp that records a completed `npm ci` for the current lockfile.
 NPM_STAMP := node_modules/.package-lock.json
+# Every target installs Debian packages through this (finishes an interrupted dpkg first).
+APT_INSTALL := hack/apt-install.sh
 
 ################################################################################
 # Dependencies
@@ -42,6 +44,12 @@ $(TEST_SERVER_JAR): tools/mongo-test-server/java/pom.xml $(shell find tools/mong
 
 .PHONY: deps
 deps: toolchain $(NPM_STAMP) $(TEST_SERVER_JAR) ## Check the toolchains (hack/toolchain.sh), install npm packages, build the test server jar.
+
+.PHONY: test-apt-install
+test-apt-install: images-tools ## hack/apt-install.sh in a throwaway mmdebstrap chroot (root, ~25 s): finishes a killed dpkg's work, refusals, fetches missing package lists.
+	hack/tests/apt-install.sh
+
+test: test-apt-install
 
 ################################################################################
 # Building
@@ -120,7 +128,7 @@ endif
 
 .PHONY: bench-miso
 bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick); table, JSON and PNG.
-	@command -v redis-server >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server
+	@command -v redis-server >/dev/null || $(APT_INSTALL) redis-server
 	node miso-agent/dist/bench/bench-miso.js $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) miso bench-results/miso.json bench-results/miso.png
 
@@ -160,9 +168,7 @@ $(TOXIPROXY): | toolchain
 
 .PHONY: tools
 tools: $(TOXIPROXY) ## Install the mesh tools: toxiproxy (go install, pinned), tcpdump and iptables (apt).
-	@command -v tcpdump >/dev/null && command -v iptables >/dev/null || \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tcpdump iptables || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tcpdump iptables; }
+	@command -v tcpdump >/dev/null && command -v iptables >/dev/null || $(APT_INSTALL) tcpdump iptables
 
 # the mesh e2e test in `make test` needs the tools
 test: tools
@@ -347,10 +353,7 @@ IMAGES_APT := umoci skopeo mmdebstrap jq file curl containerd runc qemu-user-sta
 .PHONY: images-tools
 images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap, containerd, runc, qemu-user-static).
 	@for t in umoci skopeo mmdebstrap jq file curl containerd runc qemu-aarch64-static; do command -v $$t >/dev/null || missing=1; done; \
-	if [[ -n $${missing:-} ]]; then \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(IMAGES_APT) || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(IMAGES_APT); }; \
-	fi
+	if [[ -n $${missing:-} ]]; then $(APT_INSTALL) $(IMAGES_APT); fi
 
 .PHONY: images
 images: build faasd-bins images-tools ## Build the container images (amd64 + arm64) into .cache/images; cached: seconds when nothing changed.
@@ -402,7 +405,7 @@ test-ansible: ansible-venv ## Ansible without hosts: filter/signature unit tests
 
 .PHONY: lab-up
 lab-up: ## Boot HOSTS bare Debian hosts (systemd-nspawn, private bridge smn-br0); writes .lab/inventory.yml (root).
-	@command -v systemd-nspawn >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd-container
+	@command -v systemd-nspawn >/dev/null || $(APT_INSTALL) systemd-container
 	LAB_HOSTS=$(HOSTS) hack/lab/lab-up.sh
 
 .PHONY: lab-down
@@ -444,10 +447,7 @@ APPLIANCE_APT := mmdebstrap skopeo fdisk mtools dosfstools e2fsprogs zstd qemu-s
 appliance-tools: ## Install the appliance build and test tools from apt (mmdebstrap, sfdisk, mtools, qemu, OVMF, ...).
 	@for t in mmdebstrap skopeo sfdisk mformat mkfs.ext4 zstd qemu-system-x86_64 qemu-img ssh-keygen; do command -v $$t >/dev/null || missing=1; done; \
 	[[ -f /usr/share/OVMF/OVMF_CODE_4M.fd ]] || missing=1; \
-	if [[ -n $${missing:-} ]]; then \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APPLIANCE_APT) || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APPLIANCE_APT); }; \
-	fi
+	if [[ -n $${missing:-} ]]; then $(APT_INSTALL) $(APPLIANCE_APT); fi
 
 .PHONY: image-vm
 image-vm: faasd-bins images appliance-tools ## x86-64 appliance VM image (root): .cache/appliance/out/syncmesh-edge-vm-amd64.{raw.zst,qcow2}, SHA256SUMS, manifest.json.
@@ -469,12 +469,12 @@ PI_APT := qemu-user-static binfmt-support qemu-system-arm jq curl openssl
 
 .PHONY: image-pi
 image-pi: faasd-bins images appliance-tools ## Raspberry Pi 4 / 400 / CM4 SD image (root): .cache/appliance/out/pi/syncmesh-edge-pi4-arm64.img.zst, SHA256SUMS, manifest.json.
-	@command -v qemu-aarch64-static >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(PI_APT)
+	@command -v qemu-aarch64-static >/dev/null || $(APT_INSTALL) $(PI_APT)
 	images/appliance/pi/build.sh
 
 .PHONY: test-pi
 test-pi: image-pi ## Pi image tier (root): partition table, boot files, node file; boots it under qemu-system-aarch64 (virt, TCG) until ready, then as an SD card on raspi3b.
-	@command -v qemu-system-aarch64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(PI_APT)
+	@command -v qemu-system-aarch64 >/dev/null || $(APT_INSTALL) $(PI_APT)
 	images/appliance/pi/test.sh
 
 ################################################################################
@@ -486,7 +486,7 @@ SCENARIO ?= local-3
 .PHONY: tf-tools
 tf-tools: ## Install libvirt, QEMU, OVMF and ISO tools from apt for the local Terraform scenarios.
 	@command -v libvirtd >/dev/null && command -v dnsmasq >/dev/null && command -v xsltproc >/dev/null && command -v mkisofs >/dev/null && command -v cpio >/dev/null && command -v depmod >/dev/null || \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libvirt-daemon-system qemu-system-x86 qemu-utils ovmf genisoimage dnsmasq-base xsltproc kmod cpio busybox-static
+		$(APT_INSTALL) libvirt-daemon-system qemu-system-x86 qemu-utils ovmf genisoimage dnsmasq-base xsltproc kmod cpio busybox-static
 
 .PHONY: tf-toolchain
 tf-toolchain: ## Build OpenTofu 1.12.6 and the pinned providers into .cache/terraform (cached; cold ~45 min under load).

@@ -22,8 +22,7 @@ for arch in "$@"; do
   [[ $(id -u) == 0 ]] || { echo "binfmt: registering $arch needs root" >&2; exit 1; }
   if ! command -v "qemu-$q-static" >/dev/null; then
     echo "binfmt: installing qemu-user-static" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static >&2 ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static >&2; }
+    "$(dirname "${BASH_SOURCE[0]}")/../apt-install.sh" qemu-user-static
   fi
   mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
   if [[ -e $entry ]]; then

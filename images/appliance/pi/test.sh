@@ -164,7 +164,7 @@ EON
 }
 
 pi_test_boot() {
-  command -v qemu-system-aarch64 >/dev/null || apt-get install -y --no-install-recommends qemu-system-arm >&2
+  command -v qemu-system-aarch64 >/dev/null || "$PI_REPO/hack/apt-install.sh" qemu-system-arm
   mkdir -p "$LOGS"
   SERIAL="$LOGS/serial.log"
   : > "$SERIAL"
