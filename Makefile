@@ -46,7 +46,7 @@ $(TEST_SERVER_JAR): tools/mongo-test-server/java/pom.xml $(shell find tools/mong
 deps: toolchain $(NPM_STAMP) $(TEST_SERVER_JAR) ## Check the toolchains (hack/toolchain.sh), install npm packages, build the test server jar.
 
 .PHONY: test-apt-install
-test-apt-install: images-tools ## hack/apt-install.sh in a throwaway mmdebstrap chroot (root, ~25 s): finishes a killed dpkg's work, refusals, fetches missing package lists.
+test-apt-install: images-tools ## hack/apt-install.sh in a throwaway mmdebstrap chroot (root, ~20 s): finishes a killed dpkg's work (a half-configured package, a journal file alone), refusals, fetches missing package lists.
 	hack/tests/apt-install.sh
 
 test: test-apt-install

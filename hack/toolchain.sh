@@ -147,7 +147,7 @@ if [ ${#missing_apt[@]} -gt 0 ]; then
   mapfile -t pkgs < <(printf '%s\n' "${missing_apt[@]}" | sort -u)
   if [ "$INSTALL" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "toolchain: installing from apt: ${pkgs[*]}"
-    "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${pkgs[@]}" 2>&1 | tail -n 3
+    "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${pkgs[@]}"
     echo "toolchain: after install:"
     check_all
   fi

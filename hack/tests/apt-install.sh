@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Tests hack/apt-install.sh (make test-apt-install; root, about 40 s) in a throwaway Debian chroot
+# Tests hack/apt-install.sh (make test-apt-install; root, about 20 s) in a throwaway Debian chroot
 # that mmdebstrap builds, never on this host's own dpkg:
 #   1. an apt run killed inside a maintainer script leaves dpkg interrupted, and plain apt-get then
 #      refuses ("dpkg was interrupted"); the helper finishes dpkg's work and installs;
-#   2. not root, or no package named: refused with a message, nothing run;
-#   3. no package lists (a fresh machine): the helper updates them once and installs.
+#   2. the same refusal from a journal file alone (dpkg killed after its last status change:
+#      `dpkg --audit` reports nothing); the helper finishes it too;
+#   3. not root, or no package named: refused with a message, nothing run;
+#   4. no package lists (a fresh machine): the helper updates them once and installs.
+# The chroot is built in a private mount namespace (mmdebstrap bind-mounts /dev, /proc and /sys
+# while it runs), so a killed test leaves no mount; a killed test's folder is removed by the next.
 set -o errexit -o nounset -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 helper=$here/../apt-install.sh
 SUITE=${APT_TEST_SUITE:-bookworm}
 
 [[ $(id -u) == 0 ]] || { echo "apt-install test: needs root (chroot)" >&2; exit 1; }
-for t in mmdebstrap dpkg-deb chroot setsid; do
+for t in mmdebstrap dpkg-deb chroot setsid unshare; do
   command -v "$t" >/dev/null || { echo "apt-install test: $t is missing (make images-tools)" >&2; exit 1; }
 done
 
@@ -20,23 +24,31 @@ pass() { n=$((n + 1)); echo "ok $n - $1"; }
 fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
 check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
 
-work=$(mktemp -d /tmp/smt-apt-test.XXXXXX)
+# folders of earlier runs whose process is gone (the pid is in the name)
+for old in /tmp/smt-apt-test.*; do
+  [[ -d $old ]] || continue
+  pid=${old##*.}
+  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && continue
+  rm -rf --one-file-system "$old"
+done
+work=/tmp/smt-apt-test.$$
+mkdir -m 0700 "$work"
 root=$work/root
 cleanup() {
   [[ -z $dpkg_pgid ]] || kill -9 -- "-$dpkg_pgid" 2>/dev/null || true
-  rm -rf "$work"
+  rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 
 echo "# building a $SUITE chroot (mmdebstrap --variant=apt)"
 t0=$SECONDS
-mmdebstrap --quiet --variant=apt "$SUITE" "$root" >/dev/null
+unshare --mount --propagation private mmdebstrap --quiet --variant=apt "$SUITE" "$root" >/dev/null
 echo "# chroot built in $((SECONDS - t0)) s"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 cp "$helper" "$root/usr/local/bin/apt-install"
 
-# A package whose postinst waits while /tmp/hold exists: dpkg is killed there, as a run ending
-# in the middle of `apt-get install` would be.
+# A package whose postinst waits while /tmp/hold exists (2 min at most, so that nothing outlives a
+# killed test for long): dpkg is killed there, as a run ending in `apt-get install` would be.
 mkdir -p "$work/pkg/DEBIAN"
 cat > "$work/pkg/DEBIAN/control" <<'EOF'
 Package: smt-apt-test-hold
@@ -45,7 +57,7 @@ Architecture: all
 Maintainer: Syncmesh Edge tests <tests@syncmesh-edge.invalid>
 Description: test package whose postinst waits while /tmp/hold exists
 EOF
-printf '#!/bin/sh\nset -e\ntouch /tmp/in-postinst\nwhile [ -e /tmp/hold ]; do sleep 1; done\n' > "$work/pkg/DEBIAN/postinst"
+printf '#!/bin/sh\nset -e\ntouch /tmp/in-postinst\ni=0\nwhile [ -e /tmp/hold ] && [ $i -lt 120 ]; do sleep 1; i=$((i + 1)); done\n' > "$work/pkg/DEBIAN/postinst"
 chmod 0755 "$work/pkg/DEBIAN/postinst"
 dpkg-deb --build "$work/pkg" "$root/tmp/hold.deb" >/dev/null
 
@@ -65,12 +77,23 @@ check "plain apt-get install then fails: dpkg was interrupted (rc $plain)" \
   bash -c "test $plain -ne 0 && grep -q 'dpkg was interrupted' '$work/plain.log'"
 chroot "$root" apt-install bash >"$work/helper.log" 2>&1 && rc=0 || rc=$?
 check "apt-install exits 0 after an interrupted dpkg (rc $rc)" test "$rc" -eq 0
-check "apt-install says it finished dpkg's work first" grep -q "dpkg reports unfinished work" "$work/helper.log"
+check "apt-install says it finished dpkg's work first" grep -q "dpkg has unfinished work" "$work/helper.log"
 check "the killed package is now installed and configured" \
   bash -c "chroot '$root' dpkg-query -W -f '\${Status}' smt-apt-test-hold | grep -qx 'install ok installed'"
 check "dpkg --audit is clean" test -z "$(chroot "$root" dpkg --audit 2>&1)"
 
-# 2. refusals
+# 2. a journal file alone: dpkg killed after its last status change, before it folded its journal
+chroot "$root" dpkg-query -s bash > "$root/var/lib/dpkg/updates/0000"
+check "journal only: dpkg --audit reports nothing" test -z "$(chroot "$root" dpkg --audit 2>&1)"
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get -y install --no-install-recommends bash >"$work/plain2.log" 2>&1 && plain=0 || plain=$?
+check "journal only: plain apt-get install fails: dpkg was interrupted (rc $plain)" \
+  bash -c "test $plain -ne 0 && grep -q 'dpkg was interrupted' '$work/plain2.log'"
+chroot "$root" apt-install bash >"$work/helper2.log" 2>&1 && rc=0 || rc=$?
+check "journal only: apt-install finishes it and exits 0 (rc $rc)" \
+  bash -c "test $rc -eq 0 && grep -q 'dpkg has unfinished work' '$work/helper2.log'"
+check "journal only: no journal file left" bash -c "! compgen -G '$root/var/lib/dpkg/updates/[0-9]*' >/dev/null"
+
+# 3. refusals
 chroot --userspec=65534:65534 "$root" apt-install bash >"$work/user.log" 2>&1 && rc=0 || rc=$?
 check "not root: refused with exit 1 and the command to run as root" \
   bash -c "test $rc -eq 1 && grep -q 'needs root (apt-get install -y --no-install-recommends bash)' '$work/user.log'"
@@ -78,7 +101,7 @@ chroot "$root" apt-install >"$work/usage.log" 2>&1 && rc=0 || rc=$?
 check "no package named: refused with exit 2 and the usage" \
   bash -c "test $rc -eq 2 && grep -q 'usage: hack/apt-install.sh PACKAGE' '$work/usage.log'"
 
-# 3. no package lists
+# 4. no package lists
 rm -rf "$root"/var/lib/apt/lists/*
 check "less is not in the chroot yet" bash -c "! chroot '$root' sh -c 'command -v less' >/dev/null"
 chroot "$root" apt-install less >"$work/update.log" 2>&1 && rc=0 || rc=$?
