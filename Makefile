@@ -348,11 +348,12 @@ test: faasd-tier-deps
 # index (linux/amd64 + linux/arm64) named localhost/syncmesh-edge/<name>:<version>.
 IMAGE_NAMES ?=
 # Tools of the image build and its test tier, from apt.
-IMAGES_APT := umoci skopeo mmdebstrap jq file curl containerd runc qemu-user-static
+# arch-test: mmdebstrap needs it for another architecture (arm64 images, Pi rootfs, bundle).
+IMAGES_APT := umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-user-static
 
 .PHONY: images-tools
-images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap, containerd, runc, qemu-user-static).
-	@for t in umoci skopeo mmdebstrap jq file curl containerd runc qemu-aarch64-static; do command -v $$t >/dev/null || missing=1; done; \
+images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap + arch-test, containerd, runc, qemu-user-static).
+	@for t in umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-aarch64-static; do command -v $$t >/dev/null || missing=1; done; \
 	if [[ -n $${missing:-} ]]; then $(APT_INSTALL) $(IMAGES_APT); fi
 
 .PHONY: images
@@ -413,7 +414,7 @@ lab-down: ## Stop and remove every lab host, namespace, veth, cgroup and the bri
 	hack/lab/lab-down.sh
 
 .PHONY: bundle
-bundle: ## Offline bundle: collection + apt repos + faasd + images + SHA256SUMS, in .cache/bundle/ (BUNDLE_STRICT=1 refuses a partial one).
+bundle: images-tools ## Offline bundle: collection + apt repos + faasd + images + SHA256SUMS, in .cache/bundle/ (BUNDLE_STRICT=1 refuses a partial one).
 	hack/bundle/build.sh
 
 .PHONY: provision

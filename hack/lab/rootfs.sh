@@ -21,6 +21,8 @@ if [[ -s "$out" ]]; then
   exit 0
 fi
 command -v mmdebstrap >/dev/null || { echo "lab: mmdebstrap is missing: apt-get install mmdebstrap" >&2; exit 1; }
+[[ $LAB_ARCH == "$(dpkg --print-architecture)" ]] || command -v arch-test >/dev/null ||
+  { echo "lab: mmdebstrap needs arch-test to build the $LAB_ARCH rootfs on this machine: apt-get install arch-test (make images-tools)" >&2; exit 1; }
 mkdir -p "$LAB_CACHE"
 echo "lab: building the $LAB_SUITE/$LAB_ARCH host rootfs with mmdebstrap (once; cached as $out)" >&2
 t0=$(date +%s)
