@@ -40,8 +40,11 @@ if [[ -s "$out" ]]; then
   exit 0
 fi
 command -v mmdebstrap >/dev/null || { echo "appliance: mmdebstrap is missing: apt-get install mmdebstrap" >&2; exit 1; }
-[[ $ARCH == "$(dpkg --print-architecture)" ]] || command -v arch-test >/dev/null ||
-  { echo "appliance: mmdebstrap needs arch-test to build the $ARCH rootfs on this machine: apt-get install arch-test (make images-tools)" >&2; exit 1; }
+if [[ $ARCH != "$(dpkg --print-architecture)" ]]; then
+  command -v arch-test >/dev/null ||
+    { echo "appliance: mmdebstrap needs arch-test to build the $ARCH rootfs on this machine: apt-get install arch-test (make images-tools)" >&2; exit 1; }
+  "$repo/hack/bundle/binfmt.sh" "$ARCH" >&2   # its maintainer scripts run through qemu-user
+fi
 [[ $(id -u) == 0 ]] || { echo "appliance: building the rootfs needs root (mmdebstrap --mode=root)" >&2; exit 1; }
 mkdir -p "$CACHE/rootfs"
 echo "appliance: building the $SUITE/$ARCH rootfs with mmdebstrap (once; cached as $out)" >&2

@@ -33,6 +33,10 @@ fail() { echo "image-pi: $*" >&2; exit 1; }
 "$appliance/mongo-image.sh" check arm64 > /dev/null
 [[ $COMPRESS == zstd || $COMPRESS == xz ]] || fail "PI_COMPRESS must be zstd or xz, not $COMPRESS"
 
+# The rootfs's maintainer scripts and the preload's containerd run arm64 binaries through
+# qemu-user: binfmt_misc mounted and qemu-aarch64 registered (a fresh machine has neither).
+"$PI_REPO/hack/bundle/binfmt.sh" arm64 >&2
+
 # 1. The cached rootfs (PI_ROOTFS: use this rootfs tarball instead, e.g. while a new one builds).
 rootfs=${PI_ROOTFS:-}
 [[ -n $rootfs ]] || rootfs=$(APPLIANCE_ARCH=arm64 APPLIANCE_PACKAGES="$PI_PACKAGES" APPLIANCE_COMPONENTS="$PI_COMPONENTS" \
