@@ -404,9 +404,12 @@ test-ansible: ansible-venv ## Ansible without hosts: filter/signature unit tests
 	$(ANSIBLE_VENV)/bin/python -m unittest discover -s ansible/tests/unit -t ansible/tests/unit -v
 	ANSIBLE_VENV=$(ANSIBLE_VENV) ansible/tests/preflight/run.sh
 
-.PHONY: lab-up
-lab-up: ## Boot HOSTS bare Debian hosts (systemd-nspawn, private bridge smn-br0); writes .lab/inventory.yml (root).
+.PHONY: lab-tools
+lab-tools: ## Install systemd-nspawn (Debian's systemd-container) for the Ansible lab's hosts.
 	@command -v systemd-nspawn >/dev/null || $(APT_INSTALL) systemd-container
+
+.PHONY: lab-up
+lab-up: lab-tools ## Boot HOSTS bare Debian hosts (systemd-nspawn, private bridge smn-br0); writes .lab/inventory.yml (root).
 	LAB_HOSTS=$(HOSTS) hack/lab/lab-up.sh
 
 .PHONY: lab-down
@@ -425,11 +428,11 @@ provision: ansible-venv ## Run ansible/site.yml against .lab/inventory.yml (PROV
 		&& python3 hack/lab/topology.py .lab/inventory.json $(CURDIR)/.lab/.secrets/mesh-secret .mesh/topology.json; fi
 
 .PHONY: test-lab
-test-lab: ansible-venv faasd-bins images ## Lab tier (root; 34 min here, mostly quiet): bundle, 4 nspawn hosts, site.yml twice (changed=0), verify with data, add-node, remove-node, rolling upgrade, lab-down.
+test-lab: ansible-venv lab-tools faasd-bins images ## Lab tier (root; 34 min here, mostly quiet): bundle, 4 nspawn hosts, site.yml twice (changed=0), verify with data, add-node, remove-node, rolling upgrade, lab-down.
 	hack/lab/test-lab.sh
 
 .PHONY: test-lab-ci
-test-lab-ci: ansible-venv ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site.yml, again (changed=0), verify with data, lab-down.
+test-lab-ci: ansible-venv lab-tools ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site.yml, again (changed=0), verify with data, lab-down.
 	$(MAKE) faasd-bins images FAASD_ARCHES=amd64
 	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 hack/lab/test-lab.sh
 
