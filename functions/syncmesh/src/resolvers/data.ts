@@ -3,8 +3,9 @@
  * database and, on the node that received the client's query, merge the partials of the other
  * nodes before GraphQL shapes the result. Mutations only ever touch this node's database.
  */
-import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { FieldNode, GraphQLResolveInfo } from 'graphql';
 import { badArgument } from '../errors.js';
+import { collectFieldNodes } from '../graphql/analysis.js';
 import {
   METRICS,
   finishAggregate,
@@ -135,19 +136,10 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
 
 const days = (ms: number) => Math.round((ms / 86_400_000) * 100) / 100;
 
-/** Names of the fields selected under a field, through fragments too. */
+/** Names of the fields selected under a field, through fragments too (each fragment once: no repeated walks). */
 function selectedNames(info: GraphQLResolveInfo): Set<string> {
-  const names = new Set<string>();
-  const walk = (set: SelectionSetNode | undefined) => {
-    if (!set) return;
-    for (const sel of set.selections) {
-      if (sel.kind === Kind.FIELD) names.add(sel.name.value);
-      else if (sel.kind === Kind.INLINE_FRAGMENT) walk(sel.selectionSet);
-      else walk(info.fragments[sel.name.value]?.selectionSet);
-    }
-  };
-  for (const node of info.fieldNodes as readonly FieldNode[]) walk(node.selectionSet);
-  return names;
+  const sets = (info.fieldNodes as readonly FieldNode[]).flatMap((n) => (n.selectionSet ? [n.selectionSet] : []));
+  return new Set(collectFieldNodes(sets, new Map(Object.entries(info.fragments))).map((f) => f.name.value));
 }
 
 /** Sensor fields selected under a field, so nodes only send what is asked. */

@@ -54,10 +54,13 @@ export function nestedJson(depth: number): string {
 }
 
 /**
- * Sends `send` once to warm up, then `runs` times; returns the answers and the median time
- * around each request (the median keeps one scheduling hiccup of a shared machine out of it).
+ * Sends `send` once to warm up, then `runs` times; returns the answers, the fastest time around
+ * a request and every time. The bound is on the fastest of a few: on this shared 2-core machine
+ * (load 15+ while other work runs) one request may wait 50 ms for a core, however little the
+ * node does for it (a refusal here takes under 2 ms of CPU); an exponential walk takes seconds
+ * every time, so the slowest must still be under a second.
  */
-async function timed(send: () => Promise<Answer>, runs = 5): Promise<{ answers: Answer[]; medianMs: number; all: number[] }> {
+async function timed(send: () => Promise<Answer>, runs = 5): Promise<{ answers: Answer[]; fastestMs: number; slowestMs: number; all: number[] }> {
   await send();
   const answers: Answer[] = [];
   const ms: number[] = [];
@@ -66,8 +69,12 @@ async function timed(send: () => Promise<Answer>, runs = 5): Promise<{ answers: 
     answers.push(await send());
     ms.push(performance.now() - t);
   }
-  const sorted = [...ms].sort((x, y) => x - y);
-  return { answers, medianMs: sorted[Math.floor(sorted.length / 2)]!, all: ms.map((x) => Math.round(x)) };
+  return { answers, fastestMs: Math.min(...ms), slowestMs: Math.max(...ms), all: ms.map((x) => Math.round(x)) };
+}
+
+/** Refused in under 50 ms (the fastest of a few, see `timed`), never after a second. */
+function assertQuick(t: { fastestMs: number; slowestMs: number; all: number[] }, what: string): void {
+  assert.ok(t.fastestMs < 50 && t.slowestMs < 1_000, `${what}: refused after ${t.all.join(', ')} ms`);
 }
 
 function assertRefused(r: Answer, codes: string[], what: string): void {
@@ -83,20 +90,25 @@ test('attack cost - a fragment chain (each fragment spreads the next twice) is r
     ['chain inside sensors', fragmentChain(20, 'Sensor', 'temperature', '{ sensors(limit: 10) { ...F0 } }')],
   ] as const) {
     assert.ok(query.length < 1_700, `${what}: ${query.length} bytes`);
-    const { answers, medianMs, all } = await timed(() => post(a.url, { query }));
-    for (const r of answers) assertRefused(r, ['EDGE_SYNCMESH_QUERY_TOO_COSTLY'], what);
-    assert.match(answers[0]!.body.errors![0]!.message, /field selections/, what);
-    assert.ok(medianMs < 50, `${what}: refused after ${all.join(', ')} ms (median ${Math.round(medianMs)})`);
+    const t = await timed(() => post(a.url, { query }));
+    for (const r of t.answers) assertRefused(r, ['EDGE_SYNCMESH_QUERY_TOO_COSTLY'], what);
+    assert.match(t.answers[0]!.body.errors![0]!.message, /field selections/, what);
+    assertQuick(t, what);
   }
 });
 
 test('attack cost - aliases inside a selection count: 600 aliased fields of sensors are refused with 400 and allowed in under 50 ms', async () => {
   const query = aliasBomb(600);
   assert.ok(query.length > 9_000 && query.length < 11_000, `${query.length} bytes`);
-  const { answers, medianMs, all } = await timed(() => post(a.url, { query }));
-  for (const r of answers) assertRefused(r, ['EDGE_SYNCMESH_QUERY_TOO_COSTLY'], 'alias bomb');
-  assert.match(answers[0]!.body.errors![0]!.message, /values/);
-  assert.ok(medianMs < 50, `alias bomb refused after ${all.join(', ')} ms (median ${Math.round(medianMs)})`);
+  const t = await timed(() => post(a.url, { query }));
+  for (const r of t.answers) assertRefused(r, ['EDGE_SYNCMESH_QUERY_TOO_COSTLY'], 'alias bomb');
+  assert.match(t.answers[0]!.body.errors![0]!.message, /values|field selections/);
+  assertQuick(t, 'alias bomb');
+  // fewer aliases than the selection cap: refused by the answer estimate (400 fields x 100,000 readings)
+  const fewer = await timed(() => post(a.url, { query: aliasBomb(400) }));
+  for (const r of fewer.answers) assertRefused(r, ['EDGE_SYNCMESH_QUERY_TOO_COSTLY'], '400 aliases');
+  assert.match(fewer.answers[0]!.body.errors![0]!.message, /the answer may hold 40000000 values/);
+  assertQuick(fewer, '400 aliases');
   // The same selection with a limit that keeps the answer inside the budget is answered.
   const fine = await post(a.url, { query: `{ sensors(limit: 5) { ${Array.from({ length: 50 }, (_, i) => `a${i}: temperature`).join(' ')} } }` });
   assert.equal(fine.status, 200, JSON.stringify(fine.body).slice(0, 300));
