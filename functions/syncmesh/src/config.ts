@@ -46,6 +46,7 @@ export const DEFAULT_MAX_SELECTIONS = 500; // field selections per operation, ev
 export const DEFAULT_MAX_ANSWER_VALUES = 1_000_000; // values an answer may hold (leaves × the list limits above them)
 export const DEFAULT_MAX_INTROSPECTION_DEPTH = 20; // the standard introspection query (graphql-js getIntrospectionQuery) nests 15 deep
 export const DEFAULT_MAX_PREPARE_CPU_MS = 200; // CPU for parsing, analysing and validating one document
+export const DEFAULT_MAX_PENDING_ANSWER_BYTES = 64 * 1024 * 1024; // answers written but not yet read by their clients
 
 const list = (raw: string) =>
   raw
@@ -95,6 +96,7 @@ const envSchema = z.object({
   SYNCMESH_MAX_ANSWER_VALUES: positiveInt(DEFAULT_MAX_ANSWER_VALUES),
   SYNCMESH_MAX_INTROSPECTION_DEPTH: positiveInt(DEFAULT_MAX_INTROSPECTION_DEPTH),
   SYNCMESH_MAX_PREPARE_CPU_MS: positiveInt(DEFAULT_MAX_PREPARE_CPU_MS),
+  SYNCMESH_MAX_PENDING_ANSWER_BYTES: positiveInt(DEFAULT_MAX_PENDING_ANSWER_BYTES),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SYNCMESH_AUTH_ACCEPT_V1: z
     .enum(['true', 'false', '1', '0'])
@@ -153,6 +155,8 @@ export interface Config {
   readonly maxIntrospectionDepth: number;
   /** CPU ms one document may take to parse, analyse and validate; beyond, it is refused (and remembered). */
   readonly maxPrepareCpuMs: number;
+  /** Bytes of answers not yet read by their clients; beyond, new queries are refused (503). */
+  readonly maxPendingAnswerBytes: number;
 }
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
@@ -238,6 +242,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxAnswerValues: e.SYNCMESH_MAX_ANSWER_VALUES,
     maxIntrospectionDepth: e.SYNCMESH_MAX_INTROSPECTION_DEPTH,
     maxPrepareCpuMs: e.SYNCMESH_MAX_PREPARE_CPU_MS,
+    maxPendingAnswerBytes: e.SYNCMESH_MAX_PENDING_ANSWER_BYTES,
   });
 }
 

@@ -49,6 +49,9 @@ export interface ServiceDeps {
 
 const round = (x: number) => Math.round(x * 100) / 100;
 
+/** The operation's cost as checked (graphql/cost.ts), for the client: what its limits were compared with. */
+const costOf = (p: Prepared) => ({ values: p.cost.values, selections: p.cost.selections, depth: p.cost.depth, readings: p.cost.readings });
+
 export class SyncmeshService {
   readonly stores: SensorStores;
   private readonly seen = new SeenRequests();
@@ -144,6 +147,7 @@ export class SyncmeshService {
       request_id: requestId,
       request_type: req.requestType,
       timing,
+      cost: costOf(p),
       nodes: outcomes,
       asked: outcomes.length + 1,
       answered: outcomes.filter((o) => o.status === 'ok').length + 1,
@@ -164,7 +168,7 @@ export class SyncmeshService {
       result = execute({ schema, document: p.document, variableValues: p.variables, operationName: req.operationName }) as ExecutionResult;
       if (!result.errors) this.introspection.set(key, result);
     }
-    return this.shape(result, { node: this.deps.config.nodeId, request_type: req.requestType, introspection: true });
+    return this.shape(result, { node: this.deps.config.nodeId, request_type: req.requestType, introspection: true, cost: costOf(p) });
   }
 
   private failoverDeps(req: SyncmeshRequest, p: Prepared) {
@@ -183,6 +187,7 @@ export class SyncmeshService {
 
   private newContext(req: SyncmeshRequest, store: SensorStore, remote: DataContext['remote']): DataContext {
     return {
+      nodeId: this.deps.config.nodeId,
       store,
       requestType: req.requestType === 'aggregate' ? 'aggregate' : 'collect',
       maxLimit: this.deps.config.maxLimit,

@@ -4,7 +4,7 @@
  * nodes before GraphQL shapes the result. Mutations only ever touch this node's database.
  */
 import type { FieldNode, GraphQLResolveInfo } from 'graphql';
-import { badArgument } from '../errors.js';
+import { badArgument, SyncmeshError } from '../errors.js';
 import { collectFieldNodes } from '../graphql/analysis.js';
 import {
   METRICS,
@@ -19,6 +19,8 @@ import {
 import { SENSOR_FIELDS, type SensorField, type SensorFilter, type SensorStore, type StoredSensor } from '../data/sensors.js';
 
 export interface DataContext {
+  /** This node's id (named in errors). */
+  nodeId: string;
   store: SensorStore;
   requestType: 'collect' | 'aggregate';
   maxLimit: number;
@@ -186,8 +188,15 @@ export const dataRoot = {
       return [{ _id: 'aggregate', temperature: r.average_temperature, humidity: r.average_humidity, pressure: r.average_pressure }];
     }
     const limit = limitOf(args, ctx.maxLimit);
-    const local: DocsPartial = { kind: 'docs', docs: await timed(ctx, () => ctx.store.find(filter, limit, requestedFields(info))) };
-    return ((await combine(ctx, key, local, limit)) as DocsPartial).docs;
+    // Without a limit a node reads at most SYNCMESH_MAX_LIMIT readings, as the cost check counted
+    // (graphql/cost.ts); one more tells that there were more, which is refused, never cut silently.
+    const docs = await timed(ctx, () => ctx.store.find(filter, limit ?? ctx.maxLimit + 1, requestedFields(info)));
+    if (limit === null && docs.length > ctx.maxLimit) {
+      throw new SyncmeshError('EDGE_SYNCMESH_QUERY_TOO_COSTLY', `more than ${ctx.maxLimit} readings match a sensors field without limit on node ${ctx.nodeId}`, {
+        details: { allowed: `at most ${ctx.maxLimit} readings per node for a sensors field without limit (SYNCMESH_MAX_LIMIT): give a limit or a shorter time range` },
+      });
+    }
+    return ((await combine(ctx, key, { kind: 'docs', docs }, limit)) as DocsPartial).docs;
   },
 
   async sensorsAggregate(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {

@@ -10,8 +10,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { addNode, post, reading, seed, startNode, type Answer, type TestNode } from './harness.js';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { addNode, eventually, post, reading, seed, startNode, type Answer, type TestNode } from './harness.js';
 
 let a: TestNode;
 let member: TestNode;
@@ -166,4 +166,58 @@ test('attack cost - the health endpoint answers while costly requests are refuse
   assert.ok(healthMs < 1_000, `health answered after ${Math.round(healthMs)} ms`);
   const normal = await post(a.url, { query: '{ sensorsAggregate { count } }', request_type: 'aggregate' });
   assert.equal(normal.body.data!['sensorsAggregate'].count, READINGS);
+});
+
+test('attack cost - a sensors field without limit reads at most SYNCMESH_MAX_LIMIT readings per node; more is refused, never cut silently', async () => {
+  const capped = await startNode('cost-capped', { SYNCMESH_MAX_LIMIT: '100' });
+  try {
+    await seed(
+      capped,
+      Array.from({ length: 150 }, (_, i) => reading(new Date(Date.parse('2017-07-01T00:00:00Z') + i * 60_000).toISOString(), 20, 50, 93_000)),
+    );
+    const all = await post(capped.url, { query: '{ sensors { _id } }' });
+    assert.equal(all.status, 400, JSON.stringify(all.body).slice(0, 300));
+    assert.equal(code(all), 'EDGE_SYNCMESH_QUERY_TOO_COSTLY');
+    assert.match(all.body.errors![0]!.message, /more than 100 readings match a sensors field without limit on node cost-capped/);
+    assert.ok(all.body.errors![0]!.extensions['allowed']);
+    const first = await post(capped.url, { query: '{ sensors(limit: 100) { _id } }' });
+    assert.equal(first.body.data!['sensors'].length, 100);
+    const range = await post(capped.url, { query: '{ sensors(end_time: "2017-07-01T01:00:00Z") { _id } }' });
+    assert.equal(range.body.data!['sensors'].length, 61);
+  } finally {
+    await capped.close();
+  }
+});
+
+test('attack cost - clients that never read their answers hold at most SYNCMESH_MAX_PENDING_ANSWER_BYTES; others get 503 meanwhile, and the answers are dropped at the deadline', async () => {
+  const node = await startNode('cost-unread', { SYNCMESH_MAX_PENDING_ANSWER_BYTES: String(256 * 1024), SYNCMESH_REQUEST_DEADLINE_MS: '3000' });
+  const sockets: Socket[] = [];
+  try {
+    const start = Date.parse('2017-07-01T00:00:00Z');
+    await seed(
+      node,
+      Array.from({ length: READINGS }, (_, i) => reading(new Date(start + i * 60_000).toISOString(), 20.123456 + i, 50.5, 93_000.25)),
+    );
+    // ~7 MB of JSON per answer: more than loopback's socket buffers (up to 4 MB here) take from a client that does not read
+    const body = JSON.stringify({ query: `{ sensors(limit: ${READINGS}) { ${Array.from({ length: 200 }, (_, i) => `t${i}: temperature`).join(' ')} } }` });
+    const { port } = new URL(node.url);
+    for (let i = 0; i < 4; i++) {
+      const s = connect(Number(port), '127.0.0.1');
+      await once(s, 'connect');
+      s.pause(); // never reads
+      s.write(`POST /function/syncmesh-fn HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      sockets.push(s);
+    }
+    await eventually('queries are refused while the unread answers wait', async () => {
+      const r = await post(node.url, { query: '{ docEstimate }' });
+      return r.status === 503 && code(r) === 'EDGE_SYNCMESH_BUSY' && Boolean(r.body.errors![0]!.extensions['allowed']);
+    });
+    assert.equal((await fetch(`${node.url}/healthz`)).status, 200, 'health still answers');
+    await eventually('the unread answers are dropped after the deadline and queries are answered again', async () => {
+      return (await post(node.url, { query: '{ docEstimate }' })).status === 200;
+    });
+  } finally {
+    for (const s of sockets) s.destroy();
+    await node.close();
+  }
 });
