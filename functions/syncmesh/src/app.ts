@@ -299,7 +299,10 @@ export function buildApp(deps: AppDeps): App {
     if (path === '/healthz') return { status: 200, body: { status: 'alive', node: config.nodeId } };
     if (path === '/readyz') return ready();
     const sdl = SDL_FILES[path];
-    if (sdl !== undefined && (method === 'GET' || method === 'HEAD')) return { status: 200, body: {}, raw: { contentType: 'text/plain; charset=utf-8', text: sdl } };
+    if (sdl !== undefined) {
+      if (method !== 'GET' && method !== 'HEAD') throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; download the schema with GET`, { details: { allowed: ['GET'] } });
+      return { status: 200, body: {}, raw: { contentType: 'text/plain; charset=utf-8', text: sdl } };
+    }
     if (path === '/') {
       if (method !== 'POST') {
         throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; send the query with POST`, { details: { allowed: ['POST'] } });
