@@ -212,7 +212,7 @@ export class Preparer {
       throw fail(
         'EDGE_SYNCMESH_GRAPHQL_SYNTAX',
         `GraphQL syntax error: ${e.message}`,
-        /more th[ae]n \d+ tokens/.test(e.message)
+        /contains more th\w+ \d+ tokens/.test(e.message)
           ? { allowed: `at most ${this.config.maxQueryTokens} tokens per document (SYNCMESH_MAX_QUERY_TOKENS)` }
           : e.locations
             ? { locations: e.locations }
