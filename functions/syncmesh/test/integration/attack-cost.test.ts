@@ -184,6 +184,9 @@ test('attack cost - a sensors field without limit reads at most SYNCMESH_MAX_LIM
     assert.equal(first.body.data!['sensors'].length, 100);
     const range = await post(capped.url, { query: '{ sensors(end_time: "2017-07-01T01:00:00Z") { _id } }' });
     assert.equal(range.body.data!['sensors'].length, 61);
+    // MongoDB reads limit(0) as no limit: limit 0 must still mean none (found by fuzz-cost.test.ts)
+    const none = await post(capped.url, { query: '{ sensors(limit: 0) { _id } }' });
+    assert.deepEqual(none.body.data!['sensors'], []);
   } finally {
     await capped.close();
   }
