@@ -9,9 +9,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { createServer } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
-import { addNode, eventually, post, reading, seed, startNode, type Answer, type TestNode } from './harness.js';
+import { connect, type Socket } from 'node:net';
+import { addNode, eventually, post, reading, seed, startNode, startWatchedPeer, type Answer, type TestNode } from './harness.js';
 
 let a: TestNode;
 let member: TestNode;
@@ -127,21 +126,16 @@ test('attack cost - deeply nested JSON in variables is refused with 400 and allo
 });
 
 test('attack cost - a costly query is refused by the entry node before anything is forwarded', async () => {
-  let connections = 0;
-  const standIn = createServer((_req, res) => res.writeHead(500).end());
-  standIn.on('connection', () => connections++);
-  standIn.listen(0, '127.0.0.1');
-  await once(standIn, 'listening');
-  const url = `http://127.0.0.1:${(standIn.address() as AddressInfo).port}/function/syncmesh-fn`;
+  const standIn = await startWatchedPeer();
+  const url = standIn.url;
   try {
     await addNode(a, { id: 'cost-stand-in', address: url, lat: 42.6, lon: 23.3 });
     for (const query of [fragmentChain(20), aliasBomb(600)]) {
       const r = await post(a.url, { query, external_nodes: [url, member.url] });
       assertRefused(r, ['EDGE_SYNCMESH_QUERY_TOO_COSTLY'], 'with external_nodes');
     }
-    assert.equal(connections, 0, 'no peer was contacted');
+    assert.equal(standIn.connections, 0, 'no peer was contacted');
   } finally {
-    standIn.closeAllConnections();
     standIn.close();
   }
 });

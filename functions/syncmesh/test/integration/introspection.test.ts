@@ -8,15 +8,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { getIntrospectionQuery, printSchema } from 'graphql';
 import { dataSchema, metaSchema } from '../../src/graphql/schema.js';
-import { addNode, post, reading, seed, startNode, type TestNode } from './harness.js';
+import { addNode, post, reading, seed, startNode, startWatchedPeer, type TestNode } from './harness.js';
 
 const PACKAGE = join(import.meta.dirname, '..', '..', '..');
 const REPO = join(PACKAGE, '..', '..');
@@ -87,12 +84,8 @@ test('introspection - graphql-core introspects the node, its client schema equal
 });
 
 test('introspection - the standard query is answered from the schema, never forwarded, and cached', async () => {
-  let connections = 0;
-  const peer = createServer((_req, res) => res.writeHead(500).end());
-  peer.on('connection', () => connections++);
-  peer.listen(0, '127.0.0.1');
-  await once(peer, 'listening');
-  const url = `http://127.0.0.1:${(peer.address() as AddressInfo).port}/function/syncmesh-fn`;
+  const peer = await startWatchedPeer();
+  const url = peer.url;
   try {
     await addNode(node, { id: 'intro-peer', address: url, lat: 42.6, lon: 23.3 });
     const body = { query: getIntrospectionQuery(), operationName: 'IntrospectionQuery', use_meta_data: true, external_nodes: [url] };
@@ -102,9 +95,8 @@ test('introspection - the standard query is answered from the schema, never forw
     assert.equal(first.body.extensions!['cost'].depth, 15);
     const again = await post(node.url, body);
     assert.deepEqual(again.body.data, first.body.data);
-    assert.equal(connections, 0, 'no other node was asked');
+    assert.equal(peer.connections, 0, 'no other node was asked');
   } finally {
-    peer.closeAllConnections();
     peer.close();
   }
 });
