@@ -132,7 +132,9 @@ async function unread(node: LocalNode, a: Attack): Promise<{ status: number | st
     const s = connect(Number(port), '127.0.0.1');
     await once(s, 'connect');
     s.pause();
-    s.write(`POST /function/syncmesh-fn HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\n\r\n${a.body}`);
+    s.write(
+      `POST /function/syncmesh-fn HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(a.body)}\r\n\r\n${a.body}`,
+    );
     sockets.push(s);
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -171,7 +173,13 @@ async function main(): Promise<void> {
   for (const r of rows) {
     console.log(`| ${r.attack} | ${r.status} ${r.code} | ${r.bytes} | ${r.ms} | ${r.cpu_ms} | ${r.health_ms ?? 'no answer'} | ${r.rss_peak_mb} |`);
   }
-  const path = writeResults(resultsPath(`query-cost-${opts.name}`), { name: opts.name, main: opts.main ?? 'this checkout', readings: READINGS, host: hostInfo(), rows });
+  const path = writeResults(resultsPath(`query-cost-${opts.name}`), {
+    name: opts.name,
+    main: opts.main ?? 'this checkout',
+    readings: READINGS,
+    host: hostInfo(),
+    rows,
+  });
   console.log(`\n${path}`);
 }
 

@@ -300,7 +300,8 @@ export function buildApp(deps: AppDeps): App {
     if (path === '/readyz') return ready();
     const sdl = SDL_FILES[path];
     if (sdl !== undefined) {
-      if (method !== 'GET' && method !== 'HEAD') throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; download the schema with GET`, { details: { allowed: ['GET'] } });
+      if (method !== 'GET' && method !== 'HEAD')
+        throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; download the schema with GET`, { details: { allowed: ['GET'] } });
       return { status: 200, body: {}, raw: { contentType: 'text/plain; charset=utf-8', text: sdl } };
     }
     if (path === '/') {
@@ -314,7 +315,16 @@ export function buildApp(deps: AppDeps): App {
     if (method === 'POST' && path === '/replicate') return handleSigned(req, path, (t, by) => replication.handleReplicate(t, by));
     throw new SyncmeshError('EDGE_SYNCMESH_NOT_FOUND', `no endpoint at ${method} ${path}`, {
       details: {
-        allowed: ['POST /', 'GET /healthz', 'GET /readyz', 'GET /schema.graphql', 'GET /meta-schema.graphql', 'POST /events', 'POST /resync', 'POST /replicate'],
+        allowed: [
+          'POST /',
+          'GET /healthz',
+          'GET /readyz',
+          'GET /schema.graphql',
+          'GET /meta-schema.graphql',
+          'POST /events',
+          'POST /resync',
+          'POST /replicate',
+        ],
       },
     });
   }

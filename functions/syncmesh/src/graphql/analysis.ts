@@ -104,7 +104,11 @@ function spreadsOf(def: FragmentDefinitionNode): string[] {
  */
 function fragmentOrder(fragments: Map<string, FragmentDefinitionNode>): FragmentDefinitionNode[] {
   const deps = new Map<string, string[]>();
-  for (const [name, def] of fragments) deps.set(name, [...new Set(spreadsOf(def))].filter((n) => fragments.has(n)));
+  for (const [name, def] of fragments)
+    deps.set(
+      name,
+      [...new Set(spreadsOf(def))].filter((n) => fragments.has(n)),
+    );
   const state = new Map<string, 'open' | 'done'>();
   const order: FragmentDefinitionNode[] = [];
   for (const start of fragments.keys()) {
@@ -133,12 +137,7 @@ function fragmentOrder(fragments: Map<string, FragmentDefinitionNode>): Fragment
 }
 
 /** The summary of one definition's selection set, given the summaries of the fragments it spreads. */
-function summarise(
-  schema: GraphQLSchema,
-  def: OperationDefinitionNode | FragmentDefinitionNode,
-  done: Map<string, Summary>,
-  rules: Rules,
-): Summary {
+function summarise(schema: GraphQLSchema, def: OperationDefinitionNode | FragmentDefinitionNode, done: Map<string, Summary>, rules: Rules): Summary {
   const typeInfo = new TypeInfo(schema);
   const levels: Summary[] = [];
   const finished = new Map<SelectionSetNode, Summary>();

@@ -6,7 +6,11 @@ import type { SyncmeshRequest } from '../request.js';
 import { Preparer } from './prepare.js';
 import { dataSchema, metaSchema } from './schema.js';
 
-const config = loadConfig({ SYNCMESH_NODE_ID: 'unit', SYNCMESH_MESH_SECRET_FILE: '/nonexistent/mesh-secret', SYNCMESH_WRITE_KEY_FILE: '/nonexistent/write-key' });
+const config = loadConfig({
+  SYNCMESH_NODE_ID: 'unit',
+  SYNCMESH_MESH_SECRET_FILE: '/nonexistent/mesh-secret',
+  SYNCMESH_WRITE_KEY_FILE: '/nonexistent/write-key',
+});
 const preparer = new Preparer(config);
 
 const request = (query: string, extra: Partial<SyncmeshRequest> = {}): SyncmeshRequest => ({
@@ -54,7 +58,9 @@ test('cost - aggregate mode counts root fields only: sensors answers one element
 });
 
 test('cost - every selected field counts, aliases and fragments included, times the limit above it', () => {
-  const p = prepare('{ sensors(limit: 10) { a: temperature b: temperature ...T ... on Sensor { humidity } } docEstimate } fragment T on Sensor { pressure _id }');
+  const p = prepare(
+    '{ sensors(limit: 10) { a: temperature b: temperature ...T ... on Sensor { humidity } } docEstimate } fragment T on Sensor { pressure _id }',
+  );
   assert.equal(p.cost.values, 10 * 5 + 1);
   assert.equal(p.cost.depth, 2);
   refused(`{ sensors { ${Array.from({ length: 11 }, (_, i) => `a${i}: temperature`).join(' ')} } }`, /1100000 values.*at most 1000000/);

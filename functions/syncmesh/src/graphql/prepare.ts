@@ -62,7 +62,7 @@ export const REGISTRY_LIST_SIZE = 1_000;
 const introspectionSizes = new WeakMap<GraphQLSchema, Map<string, number>>();
 
 function introspectionSizesOf(schema: GraphQLSchema): Map<string, number> {
-  let sizes = introspectionSizes.get(schema);
+  const sizes = introspectionSizes.get(schema);
   if (sizes) return sizes;
   const found = new Map<string, number>();
   const most = (name: string, n: number) => found.set(name, Math.max(found.get(name) ?? 0, n));

@@ -192,9 +192,15 @@ export const dataRoot = {
     // (graphql/cost.ts); one more tells that there were more, which is refused, never cut silently.
     const docs = await timed(ctx, () => ctx.store.find(filter, limit ?? ctx.maxLimit + 1, requestedFields(info)));
     if (limit === null && docs.length > ctx.maxLimit) {
-      throw new SyncmeshError('EDGE_SYNCMESH_QUERY_TOO_COSTLY', `more than ${ctx.maxLimit} readings match a sensors field without limit on node ${ctx.nodeId}`, {
-        details: { allowed: `at most ${ctx.maxLimit} readings per node for a sensors field without limit (SYNCMESH_MAX_LIMIT): give a limit or a shorter time range` },
-      });
+      throw new SyncmeshError(
+        'EDGE_SYNCMESH_QUERY_TOO_COSTLY',
+        `more than ${ctx.maxLimit} readings match a sensors field without limit on node ${ctx.nodeId}`,
+        {
+          details: {
+            allowed: `at most ${ctx.maxLimit} readings per node for a sensors field without limit (SYNCMESH_MAX_LIMIT): give a limit or a shorter time range`,
+          },
+        },
+      );
     }
     return ((await combine(ctx, key, { kind: 'docs', docs }, limit)) as DocsPartial).docs;
   },

@@ -94,7 +94,9 @@ after(async () => {
 
 const alias = fc.option(fc.stringMatching(/^[a-z][a-z0-9]{0,5}$/), { nil: undefined, freq: 2 });
 const directive = fc.constantFrom('', '', '', '', ' @include(if: $b)', ' @skip(if: $b)', ' @include(if: true)', ' @skip(if: false)');
-const isoDate = fc.date({ min: new Date('2017-06-25T00:00:00Z'), max: new Date('2017-07-10T00:00:00Z'), noInvalidDate: true }).map((d) => `"${d.toISOString()}"`);
+const isoDate = fc
+  .date({ min: new Date('2017-06-25T00:00:00Z'), max: new Date('2017-07-10T00:00:00Z'), noInvalidDate: true })
+  .map((d) => `"${d.toISOString()}"`);
 
 /** A literal or a variable for an argument of the given type (the variables are declared on every operation). */
 function argValue(typeName: string): fc.Arbitrary<string> {
@@ -121,7 +123,12 @@ function argsFor(field: GraphQLField<unknown, unknown>): fc.Arbitrary<string> {
   return fc
     .tuple(
       ...field.args.map((a) =>
-        String(a.type).endsWith('!') ? argValue(getNamedType(a.type).name).map((v) => `${a.name}: ${v}`) : fc.option(argValue(getNamedType(a.type).name).map((v) => `${a.name}: ${v}`), { nil: '' }),
+        String(a.type).endsWith('!')
+          ? argValue(getNamedType(a.type).name).map((v) => `${a.name}: ${v}`)
+          : fc.option(
+              argValue(getNamedType(a.type).name).map((v) => `${a.name}: ${v}`),
+              { nil: '' },
+            ),
       ),
     )
     .map((parts) => {
@@ -135,7 +142,9 @@ const leavesOf = (type: GraphQLObjectType) => Object.values(type.getFields()).fi
 /** Leaf selections of an object type, with aliases and directives; sometimes a lot of them. */
 function leafSelections(type: GraphQLObjectType): fc.Arbitrary<string> {
   const one = fc.tuple(alias, fc.constantFrom(...leavesOf(type).map((f) => f.name)), directive).map(([al, f, d]) => `${al ? `${al}: ` : ''}${f}${d}`);
-  return fc.oneof({ weight: 4, arbitrary: fc.array(one, { minLength: 1, maxLength: 6 }) }, { weight: 1, arbitrary: fc.array(one, { minLength: 1, maxLength: 80 }) }).map((xs) => xs.join(' '));
+  return fc
+    .oneof({ weight: 4, arbitrary: fc.array(one, { minLength: 1, maxLength: 6 }) }, { weight: 1, arbitrary: fc.array(one, { minLength: 1, maxLength: 80 }) })
+    .map((xs) => xs.join(' '));
 }
 
 interface Doc {
@@ -202,7 +211,13 @@ const operation = fc.integer({ min: 1, max: 6 }).chain((count) =>
 );
 
 const variables = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ lim: fc.oneof(fc.integer({ min: 0, max: MAX_LIMIT }), fc.integer()), from: isoDate.map((s) => JSON.parse(s) as string), b: fc.boolean() }, { requiredKeys: [] }) },
+  {
+    weight: 6,
+    arbitrary: fc.record(
+      { lim: fc.oneof(fc.integer({ min: 0, max: MAX_LIMIT }), fc.integer()), from: isoDate.map((s) => JSON.parse(s) as string), b: fc.boolean() },
+      { requiredKeys: [] },
+    ),
+  },
   // nested arrays this deep, written into the body as text (see bodyText)
   { weight: 1, arbitrary: fc.integer({ min: 20, max: 100_000 }).map((depth) => ({ nestedDepth: depth })) },
 );
@@ -246,7 +261,12 @@ test('fuzz cost - every generated document costs both nodes at most CPU_BOUND_MS
   await fc.assert(
     fc.asyncProperty(request, async (r) => {
       const before = cpu();
-      const res = await fetch(entry.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodyText(r), signal: AbortSignal.timeout(20_000) });
+      const res = await fetch(entry.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: bodyText(r),
+        signal: AbortSignal.timeout(20_000),
+      });
       const text = await res.text();
       const used = cpu() - before;
       const bytes = Buffer.byteLength(text);

@@ -73,9 +73,22 @@ test('introspection - graphql-core introspects the node, its client schema equal
     assert.deepEqual(c.breaking, []);
     assert.deepEqual(c.dangerous, []);
     assert.equal(c.status, 200, JSON.stringify(c.errors));
-    assert.equal(c.errors, null, "no errors");
+    assert.equal(c.errors, null, 'no errors');
   }
-  assert.deepEqual(data.types, ['Boolean', 'DateTime', 'Float', 'ID', 'Int', 'Mutation', 'Query', 'Sensor', 'SensorAggregate', 'SensorInput', 'SensorUpdate', 'String']);
+  assert.deepEqual(data.types, [
+    'Boolean',
+    'DateTime',
+    'Float',
+    'ID',
+    'Int',
+    'Mutation',
+    'Query',
+    'Sensor',
+    'SensorAggregate',
+    'SensorInput',
+    'SensorUpdate',
+    'String',
+  ]);
   assert.match(data.query, /sensors\(limit: 2\) \{ _id sensor_id location lat lon timestamp temperature humidity pressure \}/);
   assert.equal(data.data['sensors'].length, 2);
   assert.equal(data.data['sensorsAggregate'].count, 2);
