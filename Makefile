@@ -99,6 +99,10 @@ test: build verify ## Run verify, every test tier of every workspace, the faasd 
 test-crdt-extensive: build ## Long CRDT property runs (MISO_CRDT_RUNS=5000; override MISO_CRDT_SEED=n).
 	npm run -w @syncmesh-edge/miso-agent test-extensive
 
+.PHONY: test-fuzz-cost-extensive
+test-fuzz-cost-extensive: build ## Long property run of the query-cost fuzz test (FUZZ_COST_RUNS=3000; override FUZZ_COST_SEED=n).
+	FUZZ_COST_RUNS=$${FUZZ_COST_RUNS:-3000} node --test --test-reporter=spec functions/syncmesh/dist/test/integration/fuzz-cost.test.js
+
 ################################################################################
 # Demo and benchmarks
 ################################################################################

@@ -41,11 +41,12 @@ export async function waitReady(url: string, timeoutMs = READY_TIMEOUT_MS): Prom
   throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
 }
 
-export async function startLocalNode(id: string, env: Record<string, string> = {}, heapMb = 160): Promise<LocalNode> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run make build first`);
+/** `main`: the function's main.js to run (another build of it, e.g. to compare before and after a change). */
+export async function startLocalNode(id: string, env: Record<string, string> = {}, heapMb = 160, main = MAIN): Promise<LocalNode> {
+  if (!existsSync(main)) throw new Error(`${main} is missing: run make build first`);
   const mongo = await resolveMongo(process.env, { heapMb });
   const port = await freePort();
-  const fn = spawn(process.execPath, [MAIN], {
+  const fn = spawn(process.execPath, [main], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', MONGODB_URI: mongo.uri, SYNCMESH_NODE_ID: id, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -10,11 +10,13 @@ import type { AddressInfo } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import type { Logger } from '@syncmesh-edge/log';
 import { hasSignatureHeaders, type Pending } from '@syncmesh-edge/mesh-auth';
+import { PendingAnswers } from './answers.js';
 import type { Config } from './config.js';
 import { SyncmeshError } from './errors.js';
 import { NodeRegistry } from './mesh/registry.js';
 import { MeshAuth } from './mesh/signing.js';
 import { parseEnvelope } from './request.js';
+import { SDL_FILES } from './graphql/schema.js';
 import { ReplicationService } from './replication/service.js';
 import { errorBody, type Reply } from './reply.js';
 import { ReadGate } from './read-gate.js';
@@ -176,6 +178,7 @@ export function buildApp(deps: AppDeps): App {
   const service = new SyncmeshService({ config, client, registry, replication, log: log.child({ module: 'service' }), auth, selfPort });
   const httpLog = log.child({ module: 'http' });
   const signedReads = new ReadGate(SIGNED_READS);
+  const answers = new PendingAnswers(config.maxPendingAnswerBytes, config.requestDeadlineMs);
   if (config.acceptV1)
     httpLog.warn(
       'SYNCMESH_AUTH_ACCEPT_V1 is on: deprecated v1 signatures (replayable, not bound to a node) are accepted; turn it off once every node signs v2',
@@ -183,9 +186,9 @@ export function buildApp(deps: AppDeps): App {
 
   /** Writes the answer; ends it at once, or after the rest of a refused body was read. */
   async function send(req: IncomingMessage, res: ServerResponse, reply: Reply): Promise<void> {
-    const json = JSON.stringify(reply.body);
+    const json = reply.raw?.text ?? JSON.stringify(reply.body);
     const acceptsGzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-    const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', vary: 'accept-encoding' };
+    const headers: Record<string, string | number> = { 'content-type': reply.raw?.contentType ?? 'application/json; charset=utf-8', vary: 'accept-encoding' };
     let payload: Buffer | string = json;
     if (acceptsGzip && Buffer.byteLength(json) >= config.gzipMinBytes) {
       payload = await gzip(json);
@@ -204,6 +207,7 @@ export function buildApp(deps: AppDeps): App {
     }
     res.writeHead(reply.status, headers);
     res.end(payload);
+    answers.track(res, headers['content-length']);
   }
 
   /** A refused signature: logged (who claims to send it, where, why; never the signature) and answered 401. */
@@ -247,6 +251,7 @@ export function buildApp(deps: AppDeps): App {
   }
 
   async function handleQuery(req: IncomingMessage): Promise<Reply> {
+    answers.admit();
     const pending = checkSignatureHeaders(req, '/');
     const { body, version } = await receive(req, pending, config.maxBodyBytes);
     let json: unknown;
@@ -293,6 +298,12 @@ export function buildApp(deps: AppDeps): App {
     const method = req.method ?? 'GET';
     if (path === '/healthz') return { status: 200, body: { status: 'alive', node: config.nodeId } };
     if (path === '/readyz') return ready();
+    const sdl = SDL_FILES[path];
+    if (sdl !== undefined) {
+      if (method !== 'GET' && method !== 'HEAD')
+        throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; download the schema with GET`, { details: { allowed: ['GET'] } });
+      return { status: 200, body: {}, raw: { contentType: 'text/plain; charset=utf-8', text: sdl } };
+    }
     if (path === '/') {
       if (method !== 'POST') {
         throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; send the query with POST`, { details: { allowed: ['POST'] } });
@@ -303,7 +314,18 @@ export function buildApp(deps: AppDeps): App {
     if (method === 'POST' && path === '/resync') return handleSigned(req, path, (t) => replication.handleResync(t));
     if (method === 'POST' && path === '/replicate') return handleSigned(req, path, (t, by) => replication.handleReplicate(t, by));
     throw new SyncmeshError('EDGE_SYNCMESH_NOT_FOUND', `no endpoint at ${method} ${path}`, {
-      details: { allowed: ['POST /', 'GET /healthz', 'GET /readyz', 'POST /events', 'POST /resync', 'POST /replicate'] },
+      details: {
+        allowed: [
+          'POST /',
+          'GET /healthz',
+          'GET /readyz',
+          'GET /schema.graphql',
+          'GET /meta-schema.graphql',
+          'POST /events',
+          'POST /resync',
+          'POST /replicate',
+        ],
+      },
     });
   }
 

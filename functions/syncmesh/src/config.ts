@@ -41,6 +41,12 @@ export const DEFAULT_REQUEST_DEADLINE_MS = 20_000; // a whole request, fan-out i
 /** The local part of a request may take this long after the fan-out's deadline. */
 export const REQUEST_DEADLINE_MARGIN_MS = 5_000;
 export const DEFAULT_MAX_DELETE_RANGE_DAYS = 31; // widest deleteInTimeRange
+export const DEFAULT_MAX_QUERY_TOKENS = 2_000; // GraphQL tokens per document (graphql-js parse stops there)
+export const DEFAULT_MAX_SELECTIONS = 500; // field selections per operation, every fragment spread expanded
+export const DEFAULT_MAX_ANSWER_VALUES = 1_000_000; // values an answer may hold (leaves × the list limits above them)
+export const DEFAULT_MAX_INTROSPECTION_DEPTH = 20; // the standard introspection query (graphql-js getIntrospectionQuery) nests 15 deep
+export const DEFAULT_MAX_PREPARE_CPU_MS = 200; // CPU for parsing, analysing and validating one document
+export const DEFAULT_MAX_PENDING_ANSWER_BYTES = 64 * 1024 * 1024; // answers written but not yet read by their clients
 
 const list = (raw: string) =>
   raw
@@ -85,6 +91,12 @@ const envSchema = z.object({
   SYNCMESH_MAX_TOTAL_LIMIT: positiveInt(DEFAULT_MAX_TOTAL_LIMIT),
   SYNCMESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
   SYNCMESH_MAX_DELETE_RANGE_DAYS: z.coerce.number().positive().default(DEFAULT_MAX_DELETE_RANGE_DAYS),
+  SYNCMESH_MAX_QUERY_TOKENS: positiveInt(DEFAULT_MAX_QUERY_TOKENS),
+  SYNCMESH_MAX_SELECTIONS: positiveInt(DEFAULT_MAX_SELECTIONS),
+  SYNCMESH_MAX_ANSWER_VALUES: positiveInt(DEFAULT_MAX_ANSWER_VALUES),
+  SYNCMESH_MAX_INTROSPECTION_DEPTH: positiveInt(DEFAULT_MAX_INTROSPECTION_DEPTH),
+  SYNCMESH_MAX_PREPARE_CPU_MS: positiveInt(DEFAULT_MAX_PREPARE_CPU_MS),
+  SYNCMESH_MAX_PENDING_ANSWER_BYTES: positiveInt(DEFAULT_MAX_PENDING_ANSWER_BYTES),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SYNCMESH_AUTH_ACCEPT_V1: z
     .enum(['true', 'false', '1', '0'])
@@ -133,6 +145,18 @@ export interface Config {
   readonly maxTotalLimit: number;
   readonly requestDeadlineMs: number;
   readonly maxDeleteRangeMs: number;
+  /** GraphQL tokens per document. */
+  readonly maxQueryTokens: number;
+  /** Field selections per operation, fragments expanded where they are spread. */
+  readonly maxSelections: number;
+  /** Values an answer may hold (estimated before anything runs). */
+  readonly maxAnswerValues: number;
+  /** Nesting of an operation that selects only __schema, __type and __typename. */
+  readonly maxIntrospectionDepth: number;
+  /** CPU ms one document may take to parse, analyse and validate; beyond, it is refused (and remembered). */
+  readonly maxPrepareCpuMs: number;
+  /** Bytes of answers not yet read by their clients; beyond, new queries are refused (503). */
+  readonly maxPendingAnswerBytes: number;
 }
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
@@ -213,6 +237,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxTotalLimit: e.SYNCMESH_MAX_TOTAL_LIMIT,
     requestDeadlineMs,
     maxDeleteRangeMs: e.SYNCMESH_MAX_DELETE_RANGE_DAYS * 24 * 3600 * 1000,
+    maxQueryTokens: e.SYNCMESH_MAX_QUERY_TOKENS,
+    maxSelections: e.SYNCMESH_MAX_SELECTIONS,
+    maxAnswerValues: e.SYNCMESH_MAX_ANSWER_VALUES,
+    maxIntrospectionDepth: e.SYNCMESH_MAX_INTROSPECTION_DEPTH,
+    maxPrepareCpuMs: e.SYNCMESH_MAX_PREPARE_CPU_MS,
+    maxPendingAnswerBytes: e.SYNCMESH_MAX_PENDING_ANSWER_BYTES,
   });
 }
 

@@ -12,6 +12,8 @@ import { SyncmeshError } from './errors.js';
 export interface Reply {
   status: number;
   body: Record<string, unknown>;
+  /** Sent instead of `body` as JSON (a downloaded SDL file). */
+  raw?: { contentType: string; text: string };
 }
 
 export interface ErrorBody {

@@ -15,6 +15,7 @@ import type { SensorStore } from './data/sensors.js';
 import { SensorStores } from './data/stores.js';
 import { withDeadline } from './deadline.js';
 import { SyncmeshError } from './errors.js';
+import { DocumentCache } from './graphql/documents.js';
 import { Preparer, type Prepared } from './graphql/prepare.js';
 import { dataSchema, metaSchema } from './graphql/schema.js';
 import { askNodes, forwardBody, type Answers } from './mesh/ask.js';
@@ -48,10 +49,15 @@ export interface ServiceDeps {
 
 const round = (x: number) => Math.round(x * 100) / 100;
 
+/** The operation's cost as checked (graphql/cost.ts), for the client: what its limits were compared with. */
+const costOf = (p: Prepared) => ({ values: p.cost.values, selections: p.cost.selections, depth: p.cost.depth, readings: p.cost.readings });
+
 export class SyncmeshService {
   readonly stores: SensorStores;
   private readonly seen = new SeenRequests();
   private readonly preparer: Preparer;
+  /** Answers of introspection queries by request_type, operation, variables and text. */
+  private readonly introspection = new DocumentCache<ExecutionResult>(32);
 
   constructor(private readonly deps: ServiceDeps) {
     this.preparer = new Preparer(deps.config);
@@ -79,7 +85,8 @@ export class SyncmeshService {
       );
     }
     if (p.operation.operation !== 'mutation') assertMayRead(caller, config);
-    this.preparer.preflight(p, metaSchema, false);
+    if (p.introspection) return this.introspect(p, req, metaSchema);
+    this.preparer.preflight(p, metaSchema);
     const onSubscribed = async (nodeId: string) => {
       for (const db of config.databases) for (const coll of config.collections) await replication.snapshot(db, coll, [nodeId]);
     };
@@ -93,7 +100,8 @@ export class SyncmeshService {
     const p = this.preparer.prepare(req, dataSchema);
     if (p.operation.operation === 'mutation') assertMayWrite(caller, config);
     else assertMayRead(caller, config);
-    this.preparer.preflight(p, dataSchema, req.requestType === 'collect');
+    if (p.introspection) return this.introspect(p, req, dataSchema);
+    this.preparer.preflight(p, dataSchema);
     const onBehalfOf = req.mesh?.on_behalf_of;
     const store = onBehalfOf ? this.stores.replicasOf(req.database, req.collection, onBehalfOf) : this.stores.own(req.database, req.collection);
 
@@ -139,6 +147,7 @@ export class SyncmeshService {
       request_id: requestId,
       request_type: req.requestType,
       timing,
+      cost: costOf(p),
       nodes: outcomes,
       asked: outcomes.length + 1,
       answered: outcomes.filter((o) => o.status === 'ok').length + 1,
@@ -146,6 +155,20 @@ export class SyncmeshService {
       ...(failed.length > 0 ? { failed: failed.map((o) => ({ node: o.node, code: o.code, reason: o.reason })) } : {}),
       ...(covered.length > 0 ? { failover: covered } : {}),
     });
+  }
+
+  /**
+   * An operation that selects only __schema, __type and __typename: answered from the schema
+   * alone (never forwarded, no database), and cached by its text and variables.
+   */
+  private introspect(p: Prepared, req: SyncmeshRequest, schema: typeof dataSchema): Reply {
+    const key = `${req.requestType}\n${req.operationName ?? ''}\n${JSON.stringify(req.variables)}\n${req.query}`;
+    let result = this.introspection.get(key);
+    if (!result) {
+      result = execute({ schema, document: p.document, variableValues: p.variables, operationName: req.operationName }) as ExecutionResult;
+      if (!result.errors) this.introspection.set(key, result);
+    }
+    return this.shape(result, { node: this.deps.config.nodeId, request_type: req.requestType, introspection: true, cost: costOf(p) });
   }
 
   private failoverDeps(req: SyncmeshRequest, p: Prepared) {
@@ -164,6 +187,7 @@ export class SyncmeshService {
 
   private newContext(req: SyncmeshRequest, store: SensorStore, remote: DataContext['remote']): DataContext {
     return {
+      nodeId: this.deps.config.nodeId,
       store,
       requestType: req.requestType === 'aggregate' ? 'aggregate' : 'collect',
       maxLimit: this.deps.config.maxLimit,

@@ -135,6 +135,8 @@ export class SensorStore {
 
   /** Readings in (timestamp, _id) order, projected to `fields` (all when undefined). */
   async find(f: SensorFilter, limit: number | null, fields?: readonly SensorField[]): Promise<SensorDoc[]> {
+    // MongoDB reads limit(0) as "no limit": `sensors(limit: 0)` asks for none
+    if (limit === 0) return [];
     const projection: Document | undefined = fields ? Object.fromEntries(fields.map((k) => [k, 1])) : undefined;
     // Sorting needs the timestamp even when the caller did not ask for it.
     if (projection) projection['timestamp'] = 1;

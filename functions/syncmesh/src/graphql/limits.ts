@@ -1,69 +1,40 @@
 /**
- * Guards that run before any resolver: query depth, and no MongoDB operators in inputs.
+ * Guards on a request's variables that run before any resolver: no MongoDB operators in inputs,
+ * and no nesting deeper than any input type of the schemas needs. Iterative: a client's JSON may
+ * nest as deep as its body allows, and a recursive walk would overflow the stack (a 500).
  */
-import { GraphQLError, Kind, type ASTVisitor, type FragmentDefinitionNode, type SelectionSetNode, type ValidationContext } from 'graphql';
 import { SyncmeshError } from '../errors.js';
 
-function depthOf(set: SelectionSetNode | undefined, fragments: Map<string, FragmentDefinitionNode>, seen: Set<string>): number {
-  if (!set) return 0;
-  let max = 0;
-  for (const sel of set.selections) {
-    let d = 0;
-    if (sel.kind === Kind.FIELD) d = sel.selectionSet ? 1 + depthOf(sel.selectionSet, fragments, seen) : 1;
-    else if (sel.kind === Kind.INLINE_FRAGMENT) d = depthOf(sel.selectionSet, fragments, seen);
-    else {
-      const name = sel.name.value;
-      const frag = fragments.get(name);
-      if (frag && !seen.has(name)) {
-        seen.add(name);
-        d = depthOf(frag.selectionSet, fragments, seen);
-        seen.delete(name);
-      }
-    }
-    max = Math.max(max, d);
-  }
-  return max;
-}
-
-/** A validation rule that rejects operations nested deeper than `maxDepth` fields. */
-export function depthLimitRule(maxDepth: number) {
-  return (context: ValidationContext): ASTVisitor => {
-    const doc = context.getDocument();
-    const fragments = new Map<string, FragmentDefinitionNode>();
-    for (const def of doc.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
-    return {
-      OperationDefinition(node) {
-        const depth = depthOf(node.selectionSet, fragments, new Set());
-        if (depth > maxDepth) {
-          context.reportError(
-            new GraphQLError(`query depth ${depth} exceeds the limit of ${maxDepth}`, {
-              nodes: [node],
-              extensions: { code: 'EDGE_SYNCMESH_QUERY_TOO_DEEP', allowed: `at most ${maxDepth} nested fields` },
-            }),
-          );
-        }
-      },
-    };
-  };
-}
+/** Deepest nesting of arrays and objects accepted in `variables` (the schemas' inputs need 3). */
+export const MAX_VARIABLES_DEPTH = 32;
 
 /**
- * Rejects any object key that starts with `$` anywhere in the variables. GraphQL's typed inputs
- * would reject most of these anyway; this names the problem plainly.
+ * Rejects variables nested deeper than MAX_VARIABLES_DEPTH, and any object key that starts with
+ * `$` anywhere in them. GraphQL's typed inputs would reject most of these anyway; this names the
+ * problem plainly.
  */
-export function assertNoOperators(value: unknown, path = 'variables'): void {
-  if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) assertNoOperators(v, `${path}[${i}]`);
-    return;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
+export function checkVariables(variables: unknown): void {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: variables, path: 'variables', depth: 0 }];
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_VARIABLES_DEPTH) {
+      throw new SyncmeshError('EDGE_SYNCMESH_BAD_REQUEST', `variables are nested more than ${MAX_VARIABLES_DEPTH} levels deep (at ${path})`, {
+        details: { allowed: `arrays and objects nested at most ${MAX_VARIABLES_DEPTH} levels deep in variables` },
+      });
+    }
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: `${path}[${i}]`, depth: depth + 1 });
+      continue;
+    }
+    const entries = Object.entries(value);
+    for (const [k] of entries) {
       if (k.startsWith('$')) {
         throw new SyncmeshError('EDGE_SYNCMESH_OPERATOR_INJECTION', `MongoDB operators are not accepted in inputs: '${k}' at ${path}`, {
           details: { allowed: 'plain values of the GraphQL input types (Int, Float, ID, DateTime, objects of them)' },
         });
       }
-      assertNoOperators(v, `${path}.${k}`);
     }
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], path: `${path}.${entries[i]![0]}`, depth: depth + 1 });
   }
 }

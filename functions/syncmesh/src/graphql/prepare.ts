@@ -1,33 +1,42 @@
 /**
- * Turning a request into an executable operation: parse and validate the document (cached by
- * query text per schema), coerce the variables, refuse operators and subscriptions, then check
- * every root field's arguments and the operation's cost before anything is forwarded. Every
- * problem is a coded 400.
+ * Turning a request into an executable operation: parse (at most SYNCMESH_MAX_QUERY_TOKENS
+ * tokens), check the variables, analyse the operation's cost (analysis.ts, linear, fragments
+ * memoised) and refuse it when it is over a limit (cost.ts), and only then validate the document
+ * with graphql-js (whose OverlappingFieldsCanBeMerged rule is quadratic in the fields of a
+ * selection set: the limits above bound it), coerce the variables, and check every root field's
+ * arguments before anything is forwarded. Parsing, analysis and validation of a new document
+ * are measured in CPU time; past SYNCMESH_MAX_PREPARE_CPU_MS the document is refused and
+ * remembered, so sending it again costs nothing. Valid documents are cached by query text per
+ * schema. Every problem is a coded 400.
  */
 import {
   getArgumentValues,
   getOperationAST,
   getVariableValues,
+  GraphQLError,
+  isAbstractType,
+  isEnumType,
+  isInputObjectType,
+  isInterfaceType,
+  isObjectType,
   Kind,
   parse,
   specifiedRules,
   validate,
+  type ArgumentNode,
   type DocumentNode,
   type FieldNode,
-  type FragmentDefinitionNode,
-  type GraphQLError,
   type GraphQLSchema,
   type OperationDefinitionNode,
-  type SelectionSetNode,
-  type ValidationRule,
 } from 'graphql';
 import type { Config } from '../config.js';
 import { SyncmeshError, type ErrorCode } from '../errors.js';
 import type { SyncmeshRequest } from '../request.js';
 import { validateDataArgs } from '../resolvers/data.js';
-import { checkCost, type RootField } from './cost.js';
+import { analyse, rootFieldNodes, type FieldAt, type Rules, type Summary } from './analysis.js';
+import { checkCost } from './cost.js';
 import { DocumentCache } from './documents.js';
-import { assertNoOperators, depthLimitRule } from './limits.js';
+import { checkVariables } from './limits.js';
 import { dataSchema, metaSchema } from './schema.js';
 
 function fail(code: ErrorCode, message: string, details?: Record<string, unknown>): SyncmeshError {
@@ -40,46 +49,123 @@ export interface Prepared {
   variables: Record<string, unknown>;
   /** The variables coerced to their GraphQL types (dates parsed, defaults applied). */
   coerced: Record<string, unknown>;
+  /** What the operation costs (analysis.ts). */
+  cost: Summary;
+  /** The operation selects only __schema, __type and __typename: answered from the schema alone. */
+  introspection: boolean;
 }
 
-/** Root fields of an operation, through fragments, with their response keys. */
-function rootFields(op: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>) {
-  const out: Array<{ key: string; node: FieldNode }> = [];
-  const walk = (set: SelectionSetNode, seen: Set<string>) => {
-    for (const sel of set.selections) {
-      if (sel.kind === Kind.FIELD) out.push({ key: sel.alias?.value ?? sel.name.value, node: sel });
-      else if (sel.kind === Kind.INLINE_FRAGMENT) walk(sel.selectionSet, seen);
-      else {
-        const frag = fragments.get(sel.name.value);
-        if (frag && !seen.has(frag.name.value)) walk(frag.selectionSet, new Set([...seen, frag.name.value]));
-      }
+/** A registry list (`nodes`) counts as this many nodes in the answer estimate. */
+export const REGISTRY_LIST_SIZE = 1_000;
+
+/** The longest list of each introspection field of a schema (`types`, `fields`, `args`, ...). */
+const introspectionSizes = new WeakMap<GraphQLSchema, Map<string, number>>();
+
+function introspectionSizesOf(schema: GraphQLSchema): Map<string, number> {
+  const sizes = introspectionSizes.get(schema);
+  if (sizes) return sizes;
+  const found = new Map<string, number>();
+  const most = (name: string, n: number) => found.set(name, Math.max(found.get(name) ?? 0, n));
+  const types = Object.values(schema.getTypeMap());
+  most('types', types.length);
+  most('directives', schema.getDirectives().length);
+  for (const d of schema.getDirectives()) {
+    most('args', d.args.length);
+    most('locations', d.locations.length);
+  }
+  for (const t of types) {
+    if (isObjectType(t) || isInterfaceType(t)) {
+      most('fields', Object.keys(t.getFields()).length);
+      most('interfaces', t.getInterfaces().length);
+      for (const f of Object.values(t.getFields())) most('args', f.args.length);
     }
-  };
-  walk(op.selectionSet, new Set());
-  return out;
+    if (isInputObjectType(t)) most('inputFields', Object.keys(t.getFields()).length);
+    if (isEnumType(t)) most('enumValues', t.getValues().length);
+    if (isAbstractType(t)) most('possibleTypes', schema.getPossibleTypes(t).length);
+  }
+  introspectionSizes.set(schema, found);
+  return found;
 }
+
+/** An Int argument given as a literal, a variable, or a variable's default; undefined otherwise. */
+function intArgument(node: FieldNode, name: string, variables: Record<string, unknown>, op: OperationDefinitionNode): number | undefined {
+  const arg: ArgumentNode | undefined = node.arguments?.find((a) => a.name.value === name);
+  if (!arg) return undefined;
+  const v = arg.value;
+  if (v.kind === Kind.INT) return Number(v.value);
+  if (v.kind !== Kind.VARIABLE) return undefined;
+  const given = variables[v.name.value];
+  if (typeof given === 'number' && Number.isInteger(given)) return given;
+  if (given !== undefined) return undefined;
+  const def = op.variableDefinitions?.find((d) => d.variable.name.value === v.name.value)?.defaultValue;
+  return def?.kind === Kind.INT ? Number(def.value) : undefined;
+}
+
+/** How many elements a list argument holds (a literal list, or a variable's array); undefined otherwise. */
+function listArgumentLength(node: FieldNode, name: string, variables: Record<string, unknown>): number | undefined {
+  const v = node.arguments?.find((a) => a.name.value === name)?.value;
+  if (v?.kind === Kind.LIST) return v.values.length;
+  if (v?.kind === Kind.VARIABLE) {
+    const given = variables[v.name.value];
+    return Array.isArray(given) ? given.length : undefined;
+  }
+  return undefined;
+}
+
+/** The list sizes of a request: `limit` (or the cap), the registry's size, introspection lists. */
+function rulesFor(schema: GraphQLSchema, req: SyncmeshRequest, op: OperationDefinitionNode, config: Config): Rules {
+  const collect = req.requestType === 'collect';
+  const clamp = (n: number | undefined) => Math.min(Math.max(n ?? config.maxLimit, 0), config.maxLimit);
+  const isSensors = (f: FieldAt) => schema === dataSchema && f.parent === schema.getQueryType() && f.node.name.value === 'sensors';
+  return {
+    sizeOf(f) {
+      const name = f.node.name.value;
+      if (f.parent?.name.startsWith('__')) return introspectionSizesOf(schema).get(name) ?? Object.keys(schema.getTypeMap()).length;
+      if (name === '__schema' || name === '__type') return 1;
+      // `sensors` in aggregate mode answers one element (the mesh-wide averages)
+      if (isSensors(f)) return collect ? clamp(intArgument(f.node, 'limit', req.variables, op)) : 1;
+      if (schema === dataSchema && f.node.name.value === 'addSensors')
+        return Math.min(listArgumentLength(f.node, 'sensors', req.variables) ?? config.maxSensorsPerMutation, config.maxSensorsPerMutation);
+      if (schema === metaSchema && f.node.name.value === 'nodes') return REGISTRY_LIST_SIZE;
+      return config.maxLimit;
+    },
+    readings(f) {
+      return collect && isSensors(f) ? clamp(intArgument(f.node, 'limit', req.variables, op)) : 0;
+    },
+  };
+}
+
+/** CPU time (user + system) of this process since `start`, in ms. */
+const cpuMsSince = (start: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+};
 
 export class Preparer {
-  private readonly rules: ValidationRule[];
   /** Valid documents per schema, by query text. */
   private readonly documents = new Map<GraphQLSchema, DocumentCache>([
     [dataSchema, new DocumentCache()],
     [metaSchema, new DocumentCache()],
   ]);
+  /** Documents refused for the CPU their parsing and validation took, per schema, by query text. */
+  private readonly refused = new Map<GraphQLSchema, DocumentCache<SyncmeshError>>([
+    [dataSchema, new DocumentCache(64)],
+    [metaSchema, new DocumentCache(64)],
+  ]);
 
-  constructor(private readonly config: Config) {
-    this.rules = [...specifiedRules, depthLimitRule(config.maxQueryDepth)];
-  }
+  constructor(private readonly config: Config) {}
 
-  /** Parses and validates the GraphQL document and variables; every problem is an HTTP 400. */
+  /** Parses, analyses and validates the GraphQL document and variables; every problem is an HTTP 400. */
   prepare(req: SyncmeshRequest, schema: GraphQLSchema): Prepared {
+    const config = this.config;
+    const remembered = this.refused.get(schema)?.get(req.query);
+    if (remembered) throw remembered;
+    checkVariables(req.variables);
+    const started = process.cpuUsage();
     const cache = this.documents.get(schema);
     let document = cache?.get(req.query);
-    if (!document) {
-      document = this.parseAndValidate(req.query, schema);
-      cache?.set(req.query, document);
-    }
-    assertNoOperators(req.variables);
+    const known = document !== undefined;
+    document ??= this.parse(req.query);
     const operation = getOperationAST(document, req.operationName);
     if (!operation) {
       throw fail(
@@ -87,51 +173,76 @@ export class Preparer {
         req.operationName ? `no operation named '${req.operationName}'` : 'the document has several operations; name one with operationName',
       );
     }
+    let cost: Summary;
+    try {
+      cost = analyse(schema, document, operation, rulesFor(schema, req, operation, config));
+    } catch (err) {
+      if (err instanceof GraphQLError) throw fail('EDGE_SYNCMESH_GRAPHQL_VALIDATION', err.message, err.locations ? { locations: err.locations } : undefined);
+      throw err;
+    }
+    checkCost(cost, req.requestType === 'collect', config);
+    if (!known) {
+      this.validate(document, schema);
+      const cpuMs = cpuMsSince(started);
+      if (cpuMs > config.maxPrepareCpuMs) {
+        const err = fail(
+          'EDGE_SYNCMESH_QUERY_TOO_COSTLY',
+          `parsing and validating the query took ${Math.round(cpuMs)} ms of CPU; at most ${config.maxPrepareCpuMs} ms are allowed`,
+          { allowed: `at most ${config.maxPrepareCpuMs} ms of CPU per new query document (SYNCMESH_MAX_PREPARE_CPU_MS): send a smaller document` },
+        );
+        this.refused.get(schema)?.set(req.query, err);
+        throw err;
+      }
+      cache?.set(req.query, document);
+    }
     if (operation.operation === 'subscription') {
       throw fail('EDGE_SYNCMESH_GRAPHQL_VALIDATION', 'subscriptions are not supported', { allowed: ['query', 'mutation'] });
     }
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], req.variables);
     if (coerced.errors) throw fail('EDGE_SYNCMESH_BAD_ARGUMENT', coerced.errors[0]!.message);
-    return { document, operation, variables: req.variables, coerced: coerced.coerced };
+    const introspection = cost.introspectionOnly && cost.rootFields > 0 && operation.operation === 'query';
+    return { document, operation, variables: req.variables, coerced: coerced.coerced, cost, introspection };
   }
 
-  /** Parses and validates a GraphQL document; every problem is an HTTP 400. */
-  private parseAndValidate(query: string, schema: GraphQLSchema): DocumentNode {
-    let document: DocumentNode;
+  private parse(query: string): DocumentNode {
     try {
-      document = parse(query, { maxTokens: 2000 });
+      return parse(query, { maxTokens: this.config.maxQueryTokens });
     } catch (err) {
       const e = err as GraphQLError;
-      throw fail('EDGE_SYNCMESH_GRAPHQL_SYNTAX', `GraphQL syntax error: ${e.message}`, e.locations ? { locations: e.locations } : undefined);
+      throw fail(
+        'EDGE_SYNCMESH_GRAPHQL_SYNTAX',
+        `GraphQL syntax error: ${e.message}`,
+        /contains more th\w+ \d+ tokens/.test(e.message)
+          ? { allowed: `at most ${this.config.maxQueryTokens} tokens per document (SYNCMESH_MAX_QUERY_TOKENS)` }
+          : e.locations
+            ? { locations: e.locations }
+            : undefined,
+      );
     }
-    const errors = validate(schema, document, this.rules);
+  }
+
+  /** graphql-js's validation; every problem is an HTTP 400. */
+  private validate(document: DocumentNode, schema: GraphQLSchema): void {
+    const errors = validate(schema, document, specifiedRules);
     if (errors.length > 0) {
       const first = errors[0]!;
-      const tooDeep = first.extensions['code'] === 'EDGE_SYNCMESH_QUERY_TOO_DEEP';
-      throw fail(tooDeep ? 'EDGE_SYNCMESH_QUERY_TOO_DEEP' : 'EDGE_SYNCMESH_GRAPHQL_VALIDATION', first.message, {
+      throw fail('EDGE_SYNCMESH_GRAPHQL_VALIDATION', first.message, {
         ...(first.locations ? { locations: first.locations } : {}),
-        ...(tooDeep ? { allowed: first.extensions['allowed'] } : {}),
         ...(errors.length > 1 ? { more: errors.slice(1, 5).map((e) => e.message) } : {}),
       });
     }
-    return document;
   }
 
-  /** Checks every root field's arguments and the operation's cost before anything is forwarded. */
-  preflight(p: Prepared, schema: GraphQLSchema, collect: boolean): void {
-    const config = this.config;
-    const fragments = new Map<string, FragmentDefinitionNode>();
-    for (const d of p.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  /** Checks every root field's arguments before anything is forwarded (the cost was checked by prepare). */
+  preflight(p: Prepared, schema: GraphQLSchema): void {
+    if (schema !== dataSchema) return;
     const rootType = p.operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
     if (!rootType) return;
-    const fields: RootField[] = [];
-    for (const { node } of rootFields(p.operation, fragments)) {
-      const def = rootType.getFields()[node.name.value];
-      fields.push({ name: node.name.value, args: def ? getArgumentValues(def, node, p.coerced) : {} });
-    }
-    checkCost(fields, collect, config);
-    if (schema !== dataSchema) return;
+    const config = this.config;
     const limits = { maxLimit: config.maxLimit, maxSensorsPerMutation: config.maxSensorsPerMutation, maxDeleteRangeMs: config.maxDeleteRangeMs };
-    for (const f of fields) validateDataArgs(f.name, f.args, limits);
+    for (const node of rootFieldNodes(p.document, p.operation)) {
+      const def = rootType.getFields()[node.name.value];
+      if (def) validateDataArgs(node.name.value, getArgumentValues(def, node, p.coerced), limits);
+    }
   }
 }

@@ -2,7 +2,7 @@
  * The two GraphQL schemas of the function. Names follow the original Syncmesh function so that
  * its clients keep working. Resolvers live in ../resolvers/.
  */
-import { buildSchema, type GraphQLSchema } from 'graphql';
+import { buildSchema, printSchema, type GraphQLSchema } from 'graphql';
 import { DateTimeScalar } from './datetime.js';
 
 export const DATA_SDL = /* GraphQL */ `
@@ -149,3 +149,12 @@ function withDateTime(schema: GraphQLSchema): GraphQLSchema {
 
 export const dataSchema: GraphQLSchema = withDateTime(buildSchema(DATA_SDL));
 export const metaSchema: GraphQLSchema = buildSchema(META_SDL);
+
+/**
+ * The schemas' SDL for download (GET /schema.graphql and /meta-schema.graphql): what
+ * graphql-codegen, Postman or an IDE plugin read instead of sending an introspection query.
+ */
+export const SDL_FILES: Readonly<Record<string, string>> = {
+  '/schema.graphql': printSchema(dataSchema),
+  '/meta-schema.graphql': printSchema(metaSchema),
+};

@@ -3,8 +3,9 @@
  * database and, on the node that received the client's query, merge the partials of the other
  * nodes before GraphQL shapes the result. Mutations only ever touch this node's database.
  */
-import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
-import { badArgument } from '../errors.js';
+import type { FieldNode, GraphQLResolveInfo } from 'graphql';
+import { badArgument, SyncmeshError } from '../errors.js';
+import { collectFieldNodes } from '../graphql/analysis.js';
 import {
   METRICS,
   finishAggregate,
@@ -18,6 +19,8 @@ import {
 import { SENSOR_FIELDS, type SensorField, type SensorFilter, type SensorStore, type StoredSensor } from '../data/sensors.js';
 
 export interface DataContext {
+  /** This node's id (named in errors). */
+  nodeId: string;
   store: SensorStore;
   requestType: 'collect' | 'aggregate';
   maxLimit: number;
@@ -135,19 +138,10 @@ export function validateDataArgs(field: string, args: Args, limits: Limits): voi
 
 const days = (ms: number) => Math.round((ms / 86_400_000) * 100) / 100;
 
-/** Names of the fields selected under a field, through fragments too. */
+/** Names of the fields selected under a field, through fragments too (each fragment once: no repeated walks). */
 function selectedNames(info: GraphQLResolveInfo): Set<string> {
-  const names = new Set<string>();
-  const walk = (set: SelectionSetNode | undefined) => {
-    if (!set) return;
-    for (const sel of set.selections) {
-      if (sel.kind === Kind.FIELD) names.add(sel.name.value);
-      else if (sel.kind === Kind.INLINE_FRAGMENT) walk(sel.selectionSet);
-      else walk(info.fragments[sel.name.value]?.selectionSet);
-    }
-  };
-  for (const node of info.fieldNodes as readonly FieldNode[]) walk(node.selectionSet);
-  return names;
+  const sets = (info.fieldNodes as readonly FieldNode[]).flatMap((n) => (n.selectionSet ? [n.selectionSet] : []));
+  return new Set(collectFieldNodes(sets, new Map(Object.entries(info.fragments))).map((f) => f.name.value));
 }
 
 /** Sensor fields selected under a field, so nodes only send what is asked. */
@@ -194,8 +188,21 @@ export const dataRoot = {
       return [{ _id: 'aggregate', temperature: r.average_temperature, humidity: r.average_humidity, pressure: r.average_pressure }];
     }
     const limit = limitOf(args, ctx.maxLimit);
-    const local: DocsPartial = { kind: 'docs', docs: await timed(ctx, () => ctx.store.find(filter, limit, requestedFields(info))) };
-    return ((await combine(ctx, key, local, limit)) as DocsPartial).docs;
+    // Without a limit a node reads at most SYNCMESH_MAX_LIMIT readings, as the cost check counted
+    // (graphql/cost.ts); one more tells that there were more, which is refused, never cut silently.
+    const docs = await timed(ctx, () => ctx.store.find(filter, limit ?? ctx.maxLimit + 1, requestedFields(info)));
+    if (limit === null && docs.length > ctx.maxLimit) {
+      throw new SyncmeshError(
+        'EDGE_SYNCMESH_QUERY_TOO_COSTLY',
+        `more than ${ctx.maxLimit} readings match a sensors field without limit on node ${ctx.nodeId}`,
+        {
+          details: {
+            allowed: `at most ${ctx.maxLimit} readings per node for a sensors field without limit (SYNCMESH_MAX_LIMIT): give a limit or a shorter time range`,
+          },
+        },
+      );
+    }
+    return ((await combine(ctx, key, { kind: 'docs', docs }, limit)) as DocsPartial).docs;
   },
 
   async sensorsAggregate(args: Args, ctx: DataContext, info: GraphQLResolveInfo) {

@@ -110,7 +110,7 @@ const CASES: Case[] = [
   },
   {
     name: 'query too deep',
-    body: q('{ __schema { types { fields { type { ofType { ofType { name } } } } } } }'),
+    body: q('{ sensors { a { b { c { d { e { f } } } } } } }'),
     status: 400,
     code: 'EDGE_SYNCMESH_QUERY_TOO_DEEP',
     message: /query depth 7 exceeds the limit of 6/,

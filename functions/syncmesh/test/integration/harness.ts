@@ -193,6 +193,25 @@ export async function startStandIn(
   };
 }
 
+/** A peer that must not be contacted: counts the connections it gets (and answers each request 500). */
+export async function startWatchedPeer(): Promise<{ url: string; readonly connections: number; close(): void }> {
+  let connections = 0;
+  const server = createServer((_req, res) => res.writeHead(500).end());
+  server.on('connection', () => connections++);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/function/syncmesh-fn`,
+    get connections() {
+      return connections;
+    },
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
 /** A URL where nothing listens. */
 export async function deadUrl(): Promise<string> {
   const s = createServer();
