@@ -3,7 +3,7 @@
  * phase 2, the node's stack use it). A specification (JSON, validated with zod) says what the
  * node is; the template below is the whole configuration. Two roles:
  *
- * - core: one of the 3-5 servers of the mesh's cluster. JetStream domain `mesh` (coordination
+ * - core: one of the 3-5 servers of the mesh's cluster (or the only one: no `cluster`). JetStream domain `mesh` (coordination
  *   buckets and streams, R3), routes to the other core servers over mutual TLS (each node's
  *   self-signed Ed25519 certificate, trusted through the bundle of every core node's
  *   certificate; see identity.ts), and a leaf node listener (TLS) for the other nodes.
@@ -76,7 +76,6 @@ export const NatsSpecSchema = z
   .superRefine((s, ctx) => {
     const issue = (message: string) => ctx.addIssue({ code: 'custom', message });
     if (s.role === 'core') {
-      if (!s.cluster) issue('a core server needs cluster (routes to the other core servers)');
       if (s.leafnodes?.remotes) issue('a core server accepts leaf nodes (leafnodes.listen); remotes are for role leaf');
     } else {
       if (s.cluster) issue('a leaf server has no cluster: it joins through leafnodes.remotes');
