@@ -22,10 +22,15 @@ export function buildStatusServer(worker: Pick<AsyncWorker, 'status' | 'ready'>)
     if (url.pathname.startsWith('/status/')) {
       const id = decodeURIComponent(url.pathname.slice('/status/'.length));
       if (!CALL_ID.test(id)) {
-        return json(res, 400, { code: ERROR_CODES.BAD_CALL_ID, error: `call id ${JSON.stringify(id.slice(0, 64))} is malformed`, allowed: '1 to 128 letters, digits, _ or - (the X-Call-Id the gateway answered)' });
+        return json(res, 400, {
+          code: ERROR_CODES.BAD_CALL_ID,
+          error: `call id ${JSON.stringify(id.slice(0, 64))} is malformed`,
+          allowed: '1 to 128 letters, digits, _ or - (the X-Call-Id the gateway answered)',
+        });
       }
       worker.status(id).then(
-        (s) => (s ? json(res, 200, s) : json(res, 404, { code: ERROR_CODES.UNKNOWN_CALL, error: `no call ${id} (unknown, or older than ASYNC_WORKER_STATUS_TTL_S)` })),
+        (s) =>
+          s ? json(res, 200, s) : json(res, 404, { code: ERROR_CODES.UNKNOWN_CALL, error: `no call ${id} (unknown, or older than ASYNC_WORKER_STATUS_TTL_S)` }),
         () => json(res, 503, { error: 'status bucket unavailable, try again' }),
       );
       return;

@@ -103,10 +103,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const c = r.data;
   if (c.ASYNC_WORKER_RETRY_BASE_MS > c.ASYNC_WORKER_RETRY_MAX_MS) {
-    throw new CoordinationComponentError(ERROR_CODES.CONFIG, 'invalid async worker configuration: ASYNC_WORKER_RETRY_BASE_MS must not exceed ASYNC_WORKER_RETRY_MAX_MS');
+    throw new CoordinationComponentError(
+      ERROR_CODES.CONFIG,
+      'invalid async worker configuration: ASYNC_WORKER_RETRY_BASE_MS must not exceed ASYNC_WORKER_RETRY_MAX_MS',
+    );
   }
   if (c.ASYNC_WORKER_SUBJECT === c.ASYNC_WORKER_DLQ_SUBJECT) {
-    throw new CoordinationComponentError(ERROR_CODES.CONFIG, 'invalid async worker configuration: ASYNC_WORKER_DLQ_SUBJECT must differ from ASYNC_WORKER_SUBJECT');
+    throw new CoordinationComponentError(
+      ERROR_CODES.CONFIG,
+      'invalid async worker configuration: ASYNC_WORKER_DLQ_SUBJECT must differ from ASYNC_WORKER_SUBJECT',
+    );
   }
   const gateway = c.ASYNC_WORKER_GATEWAY_URL.replace(/\/+$/, '');
   const allow = (c.ASYNC_WORKER_CALLBACK_ALLOW ?? `${gateway}/function/`)
@@ -115,7 +121,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     .filter(Boolean);
   for (const a of allow) {
     if (!/^https?:\/\/[^\s/]+\/\S*$/.test(a)) {
-      throw new CoordinationComponentError(ERROR_CODES.CONFIG, `invalid async worker configuration: ASYNC_WORKER_CALLBACK_ALLOW entry ${JSON.stringify(a)} must be an http(s) URL prefix with a path (e.g. http://gateway:8080/function/)`);
+      throw new CoordinationComponentError(
+        ERROR_CODES.CONFIG,
+        `invalid async worker configuration: ASYNC_WORKER_CALLBACK_ALLOW entry ${JSON.stringify(a)} must be an http(s) URL prefix with a path (e.g. http://gateway:8080/function/)`,
+      );
     }
   }
   const [host, port] = [c.ASYNC_WORKER_STATUS_ADDR.slice(0, c.ASYNC_WORKER_STATUS_ADDR.lastIndexOf(':')), Number(c.ASYNC_WORKER_STATUS_ADDR.split(':').pop())];

@@ -11,7 +11,14 @@ import { AsyncWorker } from './worker.js';
 const cfg = loadConfig();
 const log = createLogger({ level: cfg.logLevel as 'info', svc: 'async-worker' });
 const authenticator = cfg.nkeySeedFile ? nkeyAuthenticator(new TextEncoder().encode(readFileSync(cfg.nkeySeedFile, 'utf8').trim())) : undefined;
-const nc = await connect({ servers: cfg.natsServers, name: 'async-worker', maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true, ...(authenticator ? { authenticator } : {}) });
+const nc = await connect({
+  servers: cfg.natsServers,
+  name: 'async-worker',
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: 500,
+  waitOnFirstConnect: true,
+  ...(authenticator ? { authenticator } : {}),
+});
 const worker = new AsyncWorker(nc, cfg, log.child({ module: 'worker' }));
 const server = buildStatusServer(worker);
 await new Promise<void>((r) => server.listen(cfg.statusPort, cfg.statusHost, r));

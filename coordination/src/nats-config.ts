@@ -40,7 +40,10 @@ export const NatsSpecSchema = z
         max_memory_store: size.default('64MB'),
         max_file_store: size.default('1GB'),
         /** How often JetStream fsyncs (Go duration), or "always" (every write: survives power loss, slower). */
-        sync_interval: z.string().regex(/^(always|\d+(ms|s|m))$/, '"always" or a duration like 2m').default('2m'),
+        sync_interval: z
+          .string()
+          .regex(/^(always|\d+(ms|s|m))$/, '"always" or a duration like 2m')
+          .default('2m'),
       })
       .strict(),
     users: z.array(nkeyUser).min(1, 'at least one client nkey'),
@@ -53,7 +56,10 @@ export const NatsSpecSchema = z
         routes: z.array(hostPort).min(1).max(4),
         tls,
         /** A route that answers no ping for ping_interval x ping_max is closed: a cut link is noticed in seconds (nats-server's default: 2 min x 2). */
-        ping_interval: z.string().regex(/^\d+(ms|s|m)$/, 'a duration like 1s').default('1s'),
+        ping_interval: z
+          .string()
+          .regex(/^\d+(ms|s|m)$/, 'a duration like 1s')
+          .default('1s'),
         ping_max: z.number().int().min(1).max(10).default(3),
       })
       .strict()
@@ -98,8 +104,15 @@ export function parseNatsSpec(spec: unknown): z.output<typeof NatsSpecSchema> {
 }
 
 const q = (s: string) => JSON.stringify(s);
-const tlsBlock = (t: { cert_file: string; key_file: string; ca_file: string }, indent: string) =>
-  [`${indent}tls {`, `${indent}  cert_file: ${q(t.cert_file)}`, `${indent}  key_file: ${q(t.key_file)}`, `${indent}  ca_file: ${q(t.ca_file)}`, `${indent}  verify: true`, `${indent}  timeout: 3`, `${indent}}`];
+const tlsBlock = (t: { cert_file: string; key_file: string; ca_file: string }, indent: string) => [
+  `${indent}tls {`,
+  `${indent}  cert_file: ${q(t.cert_file)}`,
+  `${indent}  key_file: ${q(t.key_file)}`,
+  `${indent}  ca_file: ${q(t.ca_file)}`,
+  `${indent}  verify: true`,
+  `${indent}  timeout: 3`,
+  `${indent}}`,
+];
 
 /** The nats-server configuration of a specification. */
 export function renderNatsConfig(spec: unknown): string {

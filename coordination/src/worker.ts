@@ -75,7 +75,18 @@ export interface CallStatus {
 const FUNCTION_NAME = /^[-a-zA-Z_0-9.]{1,253}$/;
 /** A call ID the status bucket can use as a key (the gateway's are UUIDs). */
 export const CALL_ID = /^[A-Za-z0-9_-]{1,128}$/;
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-connection', 'host', 'content-length']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-connection',
+  'host',
+  'content-length',
+]);
 /** Extends the ack deadline of a call in progress this often. */
 const WORKING_EVERY_MS = 10_000;
 const ACK_WAIT_MS = 30_000;
@@ -251,7 +262,14 @@ export class AsyncWorker {
     const callId = fromHeader && CALL_ID.test(fromHeader) ? fromHeader : `seq-${m.seq}`;
     const base = { call_id: callId, function: req?.Function ?? '', delivery };
     if (!req) {
-      await this.deadLetter(m, { ...base, attempts: 0, state: 'dead', dead_reason: 'bad_message', last_error: `${ERROR_CODES.BAD_MESSAGE}: not a gateway queue request`, updated_at: new Date().toISOString() });
+      await this.deadLetter(m, {
+        ...base,
+        attempts: 0,
+        state: 'dead',
+        dead_reason: 'bad_message',
+        last_error: `${ERROR_CODES.BAD_MESSAGE}: not a gateway queue request`,
+        updated_at: new Date().toISOString(),
+      });
       return;
     }
     const prev = await this.status(callId);
@@ -263,7 +281,14 @@ export class AsyncWorker {
     if (prev?.state === 'running' && prev.delivery < delivery) {
       this.log.warn({ callId, fn: req.Function, attempts }, 'call interrupted by a worker restart');
       if (this.cfg.interrupted === 'dead-letter') {
-        await this.deadLetter(m, { ...prev, ...base, state: 'dead', dead_reason: 'interrupted', last_error: 'the worker stopped during the call; it may have run', updated_at: new Date().toISOString() });
+        await this.deadLetter(m, {
+          ...prev,
+          ...base,
+          state: 'dead',
+          dead_reason: 'interrupted',
+          last_error: 'the worker stopped during the call; it may have run',
+          updated_at: new Date().toISOString(),
+        });
         return;
       }
     }
@@ -283,17 +308,42 @@ export class AsyncWorker {
       const lastError = outcome.error ?? `HTTP ${outcome.status}`;
       if (attempts >= this.cfg.maxAttempts) {
         this.log.warn({ callId, fn: req.Function, attempts, lastError, code: ERROR_CODES.DEAD_LETTERED }, 'call dead-lettered');
-        await this.deadLetter(m, { ...base, state: 'dead', attempts, dead_reason: 'failed', last_error: lastError, ...(outcome.status ? { status_code: outcome.status } : {}), duration_ms: duration, updated_at: new Date().toISOString() });
+        await this.deadLetter(m, {
+          ...base,
+          state: 'dead',
+          attempts,
+          dead_reason: 'failed',
+          last_error: lastError,
+          ...(outcome.status ? { status_code: outcome.status } : {}),
+          duration_ms: duration,
+          updated_at: new Date().toISOString(),
+        });
         return;
       }
       const delay = backoffDelayMs(attempts - 1, this.cfg.retry);
       this.log.info({ callId, fn: req.Function, attempts, lastError, delayMs: delay, code: ERROR_CODES.CALL_FAILED }, 'call failed, retrying');
-      await this.putStatus({ ...base, state: 'retrying', attempts, last_error: lastError, next_attempt_in_ms: delay, ...(outcome.status ? { status_code: outcome.status } : {}), updated_at: new Date().toISOString() });
+      await this.putStatus({
+        ...base,
+        state: 'retrying',
+        attempts,
+        last_error: lastError,
+        next_attempt_in_ms: delay,
+        ...(outcome.status ? { status_code: outcome.status } : {}),
+        updated_at: new Date().toISOString(),
+      });
       m.nak(delay);
       return;
     }
     const callbackUrl = header(req, 'X-Callback-Url');
-    const done: CallStatus = { ...base, state: 'done', attempts, status_code: outcome.status!, duration_ms: duration, callback: callbackUrl ? (callbackAllowed(callbackUrl, this.cfg.callbackAllow) ? 'failed' : 'refused') : 'none', updated_at: new Date().toISOString() };
+    const done: CallStatus = {
+      ...base,
+      state: 'done',
+      attempts,
+      status_code: outcome.status!,
+      duration_ms: duration,
+      callback: callbackUrl ? (callbackAllowed(callbackUrl, this.cfg.callbackAllow) ? 'failed' : 'refused') : 'none',
+      updated_at: new Date().toISOString(),
+    };
     if (done.callback === 'failed' && callbackUrl) {
       done.callback = (await this.callback(callbackUrl, req, callId, outcome.status!, outcome.body ?? Buffer.alloc(0), duration)) ? 'sent' : 'failed';
     } else if (done.callback === 'refused') {
@@ -312,7 +362,12 @@ export class AsyncWorker {
     h.set('X-Call-Id', callId);
     const body = req.Body && req.Method !== 'GET' && req.Method !== 'HEAD' ? Buffer.from(req.Body, 'base64') : undefined;
     try {
-      const res = await fetch(functionUrl(this.cfg.gatewayUrl, req), { method: req.Method, headers: h, body, signal: AbortSignal.timeout(this.cfg.callTimeoutMs) });
+      const res = await fetch(functionUrl(this.cfg.gatewayUrl, req), {
+        method: req.Method,
+        headers: h,
+        body,
+        signal: AbortSignal.timeout(this.cfg.callTimeoutMs),
+      });
       return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
     } catch (err) {
       return { error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
@@ -324,7 +379,12 @@ export class AsyncWorker {
       try {
         const res = await fetch(url, {
           method: 'POST',
-          headers: { 'X-Call-Id': callId, 'X-Function-Status': String(status), 'X-Function-Name': req.Function, 'X-Duration-Seconds': (durationMs / 1000).toFixed(3) },
+          headers: {
+            'X-Call-Id': callId,
+            'X-Function-Status': String(status),
+            'X-Function-Name': req.Function,
+            'X-Duration-Seconds': (durationMs / 1000).toFixed(3),
+          },
           body,
           signal: AbortSignal.timeout(10_000),
           redirect: 'manual',

@@ -161,7 +161,12 @@ export class AtomicReference<T> {
     const bytes = encodeJson(update);
     const r = await this.store.modify<boolean>(this.key, Date.now() + this.timeoutMs, (cur) => {
       if (want !== null && cur.value === null) {
-        return { error: new CoordinationError(COORDINATION_ERROR_CODES.KEY_MISSING, `${this.where} is not set: compare-and-set needs an existing value (expect null to set it first)`) };
+        return {
+          error: new CoordinationError(
+            COORDINATION_ERROR_CODES.KEY_MISSING,
+            `${this.where} is not set: compare-and-set needs an existing value (expect null to set it first)`,
+          ),
+        };
       }
       return sameBytes(cur.value, want) ? { write: bytes, result: true } : { result: false };
     });
@@ -203,7 +208,9 @@ export class AtomicMap<V> {
     const key = this.key(k);
     const bytes = encodeJson(value);
     return (
-      await this.store.modify(key, Date.now() + this.timeoutMs, (cur) => (cur.value === null ? { write: bytes, result: null } : { result: this.decode(cur, k) }))
+      await this.store.modify(key, Date.now() + this.timeoutMs, (cur) =>
+        cur.value === null ? { write: bytes, result: null } : { result: this.decode(cur, k) },
+      )
     ).result;
   }
   /** Removes the key and returns its value (null: it was absent). */
@@ -224,7 +231,12 @@ export class AtomicMap<V> {
     return (
       await this.store.modify<boolean>(key, Date.now() + this.timeoutMs, (cur) => {
         if (cur.value === null) {
-          return { error: new CoordinationError(COORDINATION_ERROR_CODES.KEY_MISSING, `${this.where(k)} does not exist: compare-and-set needs an existing key (create it with putIfAbsent)`) };
+          return {
+            error: new CoordinationError(
+              COORDINATION_ERROR_CODES.KEY_MISSING,
+              `${this.where(k)} does not exist: compare-and-set needs an existing key (create it with putIfAbsent)`,
+            ),
+          };
         }
         return sameBytes(cur.value, want) ? { write: bytes, result: true } : { result: false };
       })

@@ -18,7 +18,10 @@ function canonical(v: unknown): unknown {
 export function canonicalJson(v: unknown): string {
   const check = (x: unknown): void => {
     if (x === undefined || typeof x === 'function' || typeof x === 'symbol' || typeof x === 'bigint' || (typeof x === 'number' && !Number.isFinite(x))) {
-      throw new CoordinationError(COORDINATION_ERROR_CODES.BAD_ARGUMENT, `value ${String(x)} cannot be stored: use JSON values (null, booleans, finite numbers, strings, arrays, plain objects)`);
+      throw new CoordinationError(
+        COORDINATION_ERROR_CODES.BAD_ARGUMENT,
+        `value ${String(x)} cannot be stored: use JSON values (null, booleans, finite numbers, strings, arrays, plain objects)`,
+      );
     }
     if (Array.isArray(x)) x.forEach(check);
     else if (x !== null && typeof x === 'object') Object.values(x).forEach(check);

@@ -69,7 +69,12 @@ export async function openFromEnv(env: Record<string, string | undefined> = proc
   const cfg = loadConfig(env);
   const nc = await connectNats(cfg);
   try {
-    const coordination = await Coordination.open(nc, { namespace: cfg.namespace, replicas: cfg.replicas, timeoutMs: cfg.timeoutMs, ...(cfg.domain ? { domain: cfg.domain } : {}) });
+    const coordination = await Coordination.open(nc, {
+      namespace: cfg.namespace,
+      replicas: cfg.replicas,
+      timeoutMs: cfg.timeoutMs,
+      ...(cfg.domain ? { domain: cfg.domain } : {}),
+    });
     return { nc, coordination };
   } catch (err) {
     await nc.close();

@@ -246,11 +246,7 @@ export class Store {
    * (`write`: bytes, null to delete, undefined to write nothing) and the result. A result that
    * writes nothing was decided on a value proven current, and so was a thrown error.
    */
-  async modify<T>(
-    key: string,
-    deadline: number,
-    step: (current: Versioned) => Step<T>,
-  ): Promise<{ result: T; revision: number }> {
+  async modify<T>(key: string, deadline: number, step: (current: Versioned) => Step<T>): Promise<{ result: T; revision: number }> {
     let fromLeader = false;
     for (let i = 0; ; i++) {
       const cur = await this.fetch(key, deadline, fromLeader);
@@ -302,7 +298,10 @@ export class Store {
       h.set('Nats-Incr', delta >= 0n ? `+${delta}` : `${delta}`);
       const ack = (await this.js.publish(subject, Empty, { timeout, msgID, headers: h })) as { val?: string };
       if (typeof ack.val !== 'string') {
-        throw new CoordinationError(COORDINATION_ERROR_CODES.CORRUPT, `counter ${this.namespace}/${name}: the server's acknowledgement has no value (is ${this.counterStream} a counter stream?)`);
+        throw new CoordinationError(
+          COORDINATION_ERROR_CODES.CORRUPT,
+          `counter ${this.namespace}/${name}: the server's acknowledgement has no value (is ${this.counterStream} a counter stream?)`,
+        );
       }
       return BigInt(ack.val);
     });

@@ -23,7 +23,14 @@ function timeout(what: string, ms: number): CoordinationError {
 }
 
 /** Reads `key` until `done` returns a result or `timeoutMs` passes. */
-async function waitUntil<T>(store: Store, key: string, timeoutMs: number, opTimeoutMs: number, what: string, done: (v: Versioned) => T | undefined): Promise<T> {
+async function waitUntil<T>(
+  store: Store,
+  key: string,
+  timeoutMs: number,
+  opTimeoutMs: number,
+  what: string,
+  done: (v: Versioned) => T | undefined,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await store.read(key, Math.max(until, Date.now() + opTimeoutMs));
@@ -160,7 +167,9 @@ export class CyclicBarrier {
         };
       }
       if (s.arrived.includes(this.party)) {
-        return { error: new CoordinationError(E.BARRIER_DOUBLE_AWAIT, `party ${JSON.stringify(this.party)} already awaits round ${s.generation} of ${this.where}`) };
+        return {
+          error: new CoordinationError(E.BARRIER_DOUBLE_AWAIT, `party ${JSON.stringify(this.party)} already awaits round ${s.generation} of ${this.where}`),
+        };
       }
       const arrived = [...s.arrived, this.party];
       const index = s.parties - arrived.length;

@@ -119,7 +119,9 @@ export class NatsCluster {
       }
       const ports: { client: number; monitor: number; route: number }[] = [];
       for (let i = 0; i < n; i++) {
-        ports.push(opts.netns ? { client: 4222, monitor: 8222, route: 6222 } : { client: await freePort(), monitor: await freePort(), route: await freePort() });
+        ports.push(
+          opts.netns ? { client: 4222, monitor: 8222, route: 6222 } : { client: await freePort(), monitor: await freePort(), route: await freePort() },
+        );
       }
       // identities: one Ed25519 key per node, its certificate, and the bundle of all of them
       const certs: string[] = [];
@@ -142,13 +144,17 @@ export class NatsCluster {
           monitor: { host: opts.netns ? '0.0.0.0' : '127.0.0.1', port: p.monitor },
           jetstream: { store_dir: join(opts.dir, `store-${i}`), domain: 'mesh' },
           users,
-          cluster: {
-            name: 'syncmesh',
-            host: hosts[i]!,
-            port: p.route,
-            routes: hosts.flatMap((h, j) => (j === i ? [] : [`${h}:${ports[j]!.route}`])),
-            tls: { cert_file: certs[i]!, key_file: join(opts.dir, `node-${i}.key.pem`), ca_file: bundle },
-          },
+          ...(n > 1
+            ? {
+                cluster: {
+                  name: 'syncmesh',
+                  host: hosts[i]!,
+                  port: p.route,
+                  routes: hosts.flatMap((h, j) => (j === i ? [] : [`${h}:${ports[j]!.route}`])),
+                  tls: { cert_file: certs[i]!, key_file: join(opts.dir, `node-${i}.key.pem`), ca_file: bundle },
+                },
+              }
+            : {}),
         };
         const config = join(opts.dir, `node-${i}.conf`);
         writeFileSync(config, renderNatsConfig(spec));
@@ -183,9 +189,14 @@ export class NatsCluster {
   async waitReady(timeoutMs = 60_000): Promise<void> {
     for (const [i, svc] of this.procs) {
       const node = this.nodes[i]!;
-      await waitFor(`${node.name} healthz`, () => httpOk(`http://${node.host}:${node.monitorPort}/healthz`), timeoutMs, () => {
-        if (svc.exited()) throw new Error(`${node.name} exited: ${tail(svc.log, 10)}`);
-      });
+      await waitFor(
+        `${node.name} healthz`,
+        () => httpOk(`http://${node.host}:${node.monitorPort}/healthz`),
+        timeoutMs,
+        () => {
+          if (svc.exited()) throw new Error(`${node.name} exited: ${tail(svc.log, 10)}`);
+        },
+      );
     }
   }
 
@@ -238,4 +249,3 @@ export class NatsCluster {
     }
   }
 }
-

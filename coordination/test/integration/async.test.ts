@@ -18,7 +18,20 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { nkeyAuthenticator } from '@nats-io/nats-core';
 import { fromSeed } from '@nats-io/nkeys';
 import { connect } from '@nats-io/transport-node';
-import { attachNamespace, createBridge, deleteLink, deleteNamespace, freePort, httpOk, inNetns, listRoutes, type Service, startService, tail, waitFor } from '@syncmesh-edge/lab';
+import {
+  attachNamespace,
+  createBridge,
+  deleteLink,
+  deleteNamespace,
+  freePort,
+  httpOk,
+  inNetns,
+  listRoutes,
+  type Service,
+  startService,
+  tail,
+  waitFor,
+} from '@syncmesh-edge/lab';
 import { nkeyFromSeed } from '../../src/identity.js';
 import { renderNatsConfig } from '../../src/nats-config.js';
 import { GATEWAY_BIN, NATS_SERVER_BIN, isRoot, skipReason } from '../../src/testing/bins.js';
@@ -66,9 +79,14 @@ describe('coordination - async invocations on JetStream through the gateway', { 
       ASYNC_WORKER_STATUS_ADDR: `127.0.0.1:${statusPort}`,
       LOG_LEVEL: 'info',
     });
-    return waitFor('async worker ready', () => httpOk(`http://127.0.0.1:${statusPort}/readyz`), 30_000, () => {
-      if (worker?.exited()) throw new Error(`worker exited: ${tail(worker.log, 10)}`);
-    });
+    return waitFor(
+      'async worker ready',
+      () => httpOk(`http://127.0.0.1:${statusPort}/readyz`),
+      30_000,
+      () => {
+        if (worker?.exited()) throw new Error(`worker exited: ${tail(worker.log, 10)}`);
+      },
+    );
   };
   const status = async (id: string): Promise<CallStatus | null> => {
     const res = await fetch(`http://127.0.0.1:${statusPort}/status/${id}`);
@@ -92,7 +110,14 @@ describe('coordination - async invocations on JetStream through the gateway', { 
     net = `10.58.${y}`;
     nsHost = `${net}.11`;
     await createBridge(`${PREFIX}-br`, { address: `${net}.1/24` });
-    await attachNamespace({ netns: `${PREFIX}-n`, hostIf: `${PREFIX}-h`, peerIf: `${PREFIX}-p`, hostNetns: null, address: `${nsHost}/24`, bridge: `${PREFIX}-br` });
+    await attachNamespace({
+      netns: `${PREFIX}-n`,
+      hostIf: `${PREFIX}-h`,
+      peerIf: `${PREFIX}-p`,
+      hostNetns: null,
+      address: `${nsHost}/24`,
+      bridge: `${PREFIX}-br`,
+    });
     // the "provider": /function/<name> plays the functions
     provider = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -105,7 +130,11 @@ describe('coordination - async invocations on JetStream through the gateway', { 
           return;
         }
         if (url.pathname.startsWith('/callback/')) {
-          callbacks.push({ callId: String(req.headers['x-call-id']), status: String(req.headers['x-function-status']), body: Buffer.concat(chunks).toString() });
+          callbacks.push({
+            callId: String(req.headers['x-call-id']),
+            status: String(req.headers['x-function-status']),
+            body: Buffer.concat(chunks).toString(),
+          });
           res.end();
           return;
         }
@@ -150,13 +179,18 @@ describe('coordination - async invocations on JetStream through the gateway', { 
       faas_nats_channel: 'faas-request',
       faas_nats_nkey_seed_file: seedFile,
     });
-    await waitFor('gateway', async () => {
-      const r = await post('ok', 'warm-up');
-      if (r.status === 202 && r.callId) accepted.push({ fn: 'ok', id: r.callId });
-      return r.status === 202;
-    }, 30_000, () => {
-      if (gateway?.exited()) throw new Error(`gateway exited: ${tail(gateway.log, 10)}`);
-    });
+    await waitFor(
+      'gateway',
+      async () => {
+        const r = await post('ok', 'warm-up');
+        if (r.status === 202 && r.callId) accepted.push({ fn: 'ok', id: r.callId });
+        return r.status === 202;
+      },
+      30_000,
+      () => {
+        if (gateway?.exited()) throw new Error(`gateway exited: ${tail(gateway.log, 10)}`);
+      },
+    );
   });
 
   after(async () => {
@@ -187,23 +221,31 @@ describe('coordination - async invocations on JetStream through the gateway', { 
     await nats!.stop(0);
     await submit(5); // NATS down: the gateway refuses (503), nothing is accepted
     await startNats();
-    await waitFor('gateway publishes again', async () => {
-      const r = await post('slow', `call-${accepted.length}`);
-      if (r.status === 202 && r.callId) accepted.push({ fn: 'slow', id: r.callId });
-      return r.status === 202;
-    }, 30_000);
+    await waitFor(
+      'gateway publishes again',
+      async () => {
+        const r = await post('slow', `call-${accepted.length}`);
+        if (r.status === 202 && r.callId) accepted.push({ fn: 'slow', id: r.callId });
+        return r.status === 202;
+      },
+      30_000,
+    );
     await submit(10);
     await submit(1, 'flaky');
     await submit(1, 'broken');
     const finals = new Map<string, CallStatus>();
-    await waitFor(`${accepted.length} calls done or dead`, async () => {
-      for (const a of accepted) {
-        if (finals.has(a.id)) continue;
-        const s = await status(a.id);
-        if (s && (s.state === 'done' || s.state === 'dead')) finals.set(a.id, s);
-      }
-      return finals.size === accepted.length;
-    }, 90_000);
+    await waitFor(
+      `${accepted.length} calls done or dead`,
+      async () => {
+        for (const a of accepted) {
+          if (finals.has(a.id)) continue;
+          const s = await status(a.id);
+          if (s && (s.state === 'done' || s.state === 'dead')) finals.set(a.id, s);
+        }
+        return finals.size === accepted.length;
+      },
+      90_000,
+    );
     const js = await jetstreamManager(await connect({ servers: `nats://${nsHost}:4222`, authenticator: nkeyAuthenticator(new TextEncoder().encode(seed)) }));
     const dlq = (await js.streams.info('FAAS_ASYNC_DLQ')).state.messages;
     const done = [...finals.values()].filter((s) => s.state === 'done');
@@ -211,12 +253,17 @@ describe('coordination - async invocations on JetStream through the gateway', { 
     const twice = accepted.filter((a) => (runs.get(a.id)?.ok ?? 0) > 1);
     const doneButNotRun = done.filter((s) => (runs.get(s.call_id)?.ok ?? 0) !== 1);
     const reasons = dead.map((s) => s.dead_reason).join(',');
-    console.log(`# accepted ${accepted.length}, refused ${refused} (NATS down: 503); done ${done.length}, dead ${dead.length} (${reasons}); dead-letter stream ${dlq} messages`);
+    console.log(
+      `# accepted ${accepted.length}, refused ${refused} (NATS down: 503); done ${done.length}, dead ${dead.length} (${reasons}); dead-letter stream ${dlq} messages`,
+    );
     assert.ok(refused >= 5, 'calls sent while NATS was down are refused, not accepted');
     assert.deepEqual(twice, [], 'no call succeeded twice');
     assert.deepEqual(doneButNotRun, [], 'every done call ran successfully exactly once');
     assert.equal(dlq, dead.length, 'every dead call is in the dead-letter stream, once');
-    assert.ok(dead.every((s) => s.dead_reason === 'interrupted' || s.function === 'broken'), `only interrupted calls and the broken function are dead: ${reasons}`);
+    assert.ok(
+      dead.every((s) => s.dead_reason === 'interrupted' || s.function === 'broken'),
+      `only interrupted calls and the broken function are dead: ${reasons}`,
+    );
     const flaky = done.find((s) => s.function === 'flaky')!;
     assert.equal(flaky.attempts, 3, 'the flaky call succeeded at its third attempt');
     const at = runs.get(flaky.call_id)!.at;

@@ -142,7 +142,9 @@ describe('coordination - linearizability on a 3-server cluster', { skip, timeout
     const minorityTried = count((o) => o.node === PART && o.call > ps + 1e9 && (o.ret ?? 0) < pe);
     const majorityOkInPartition = count((o) => o.node !== PART && o.status === 'ok' && o.call > ps + 1e9 && (o.ret ?? 0) < pe);
     const { status, verdict } = lincheck(history, join(dir, 'history.html'));
-    console.log(`# ops ${rec.ops.length}: ok ${ok}, unknown ${unknown}, failed ${failed}; minority side during the partition: ${minorityTried} tried, ${minorityOk} answered; majority side answered ${majorityOkInPartition}`);
+    console.log(
+      `# ops ${rec.ops.length}: ok ${ok}, unknown ${unknown}, failed ${failed}; minority side during the partition: ${minorityTried} tried, ${minorityOk} answered; majority side answered ${majorityOkInPartition}`,
+    );
     console.log(`# lincheck: ${JSON.stringify(verdict)} (history ${history})`);
     assert.equal(status, 0, `not linearizable: ${JSON.stringify(verdict)}; see ${verdict['visualization'] ?? history}`);
     assert.equal(verdict['result'], 'Ok');
@@ -179,11 +181,7 @@ describe('coordination - linearizability on a 3-server cluster', { skip, timeout
         [r, r, r],
         `round ${r}: every party takes part in generation ${r}`,
       );
-      assert.deepEqual(
-        round.map((a) => a.index).sort(),
-        [0, 1, 2],
-        `round ${r}: arrival indexes 2, 1, 0: exactly one party released it`,
-      );
+      assert.deepEqual(round.map((a) => a.index).sort(), [0, 1, 2], `round ${r}: arrival indexes 2, 1, 0: exactly one party released it`);
       const lastCall = Math.max(...calls.map((c) => c[r]!));
       assert.ok(Math.min(...round.map((a) => a.at)) >= lastCall, `round ${r}: no party left before the last one arrived`);
     }
