@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { Coordination } from '@syncmesh-edge/coordination-sdk';
-import { delay } from '@syncmesh-edge/lab';
+import { delay, Prng } from '@syncmesh-edge/lab';
 import { isRoot, lincheck, NATS_SERVER_BIN, skipReason } from '../../src/testing/bins.js';
 import { NatsCluster } from '../../src/testing/cluster.js';
 import { HistoryRecorder } from '../../src/testing/history.js';
@@ -23,17 +23,6 @@ const PREFIX = `${process.env['COORDINATION_TEST_PREFIX'] ?? 'sco'}${process.pid
 const SEED = Number(process.env['COORDINATION_TEST_SEED'] ?? Date.now() % 100000);
 const CLIENTS_PER_NODE = 2;
 
-/** A small seeded PRNG (mulberry32): the same seed gives the same choices. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('coordination - linearizability on a 3-server cluster', { skip, timeout: 240_000 }, () => {
   let cluster: NatsCluster;
@@ -70,7 +59,8 @@ describe('coordination - linearizability on a 3-server cluster', { skip, timeout
     rec.init['long.a'] = 0;
     rec.init['counter.c'] = 0;
     await rec.record(99, 0, 'ref.r', 'write', 0, () => setup.atomicReference<number>('r').set(0), true);
-    const rand = rng(SEED);
+    const prng = new Prng(SEED);
+    const rand = () => prng.next();
     let running = true;
     const PART = 1;
     const KILL = 2;
