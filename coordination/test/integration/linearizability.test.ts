@@ -23,7 +23,6 @@ const PREFIX = `${process.env['COORDINATION_TEST_PREFIX'] ?? 'sco'}${process.pid
 const SEED = Number(process.env['COORDINATION_TEST_SEED'] ?? Date.now() % 100000);
 const CLIENTS_PER_NODE = 2;
 
-
 describe('coordination - linearizability on a 3-server cluster', { skip, timeout: 240_000 }, () => {
   let cluster: NatsCluster;
   const conns: NatsConnection[] = [];
