@@ -13,7 +13,7 @@ const core: NatsSpec = {
   jetstream: { store_dir: '/var/lib/nats', domain: 'mesh' },
   users: [USER],
   cluster: { name: 'syncmesh', host: '192.168.1.11', port: 6222, routes: ['192.168.1.12:6222', '192.168.1.13:6222'], tls },
-  leafnodes: { listen: { host: '192.168.1.11', port: 7422, tls } },
+  leafnodes: { listen: { host: '192.168.1.11', port: 7422, tls: { cert_file: tls.cert_file, key_file: tls.key_file } } },
 };
 
 test('nats-config - a core server: JetStream domain mesh, nkey users, mutual-TLS routes, leaf node listener', () => {

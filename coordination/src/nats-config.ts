@@ -26,6 +26,8 @@ const hostPort = z.string().regex(/^[^\s/"]+:\d{1,5}$/, 'host:port');
 const nkeyUser = z.string().regex(/^U[A-Z2-7]{55}$/, 'a public user nkey (U followed by 55 base32 characters)');
 const size = z.string().regex(/^\d+(KB|MB|GB|TB)?$/, 'bytes, or a size like 64MB or 1GB');
 const tls = z.object({ cert_file: path, key_file: path, ca_file: path }).strict();
+/** The leaf node listener proves the core to the leaf; the leaf proves itself with its nkey. */
+const serverTls = z.object({ cert_file: path, key_file: path }).strict();
 
 export const NatsSpecSchema = z
   .object({
@@ -67,7 +69,7 @@ export const NatsSpecSchema = z
     leafnodes: z
       .object({
         /** core: accept leaf nodes here */
-        listen: z.object({ host, port, tls }).strict().optional(),
+        listen: z.object({ host, port, tls: serverTls }).strict().optional(),
         /** leaf: connect to these core servers' leaf node ports */
         remotes: z.array(hostPort).min(1).optional(),
         /** leaf: file beside the configuration that sets NODE_SEED (the node's nkey seed); mode 0600 */
@@ -104,12 +106,12 @@ export function parseNatsSpec(spec: unknown): z.output<typeof NatsSpecSchema> {
 }
 
 const q = (s: string) => JSON.stringify(s);
-const tlsBlock = (t: { cert_file: string; key_file: string; ca_file: string }, indent: string) => [
+/** A TLS block; with a ca_file the peer must present a certificate it signs (mutual TLS). */
+const tlsBlock = (t: { cert_file: string; key_file: string; ca_file?: string }, indent: string) => [
   `${indent}tls {`,
   `${indent}  cert_file: ${q(t.cert_file)}`,
   `${indent}  key_file: ${q(t.key_file)}`,
-  `${indent}  ca_file: ${q(t.ca_file)}`,
-  `${indent}  verify: true`,
+  ...(t.ca_file ? [`${indent}  ca_file: ${q(t.ca_file)}`, `${indent}  verify: true`] : []),
   `${indent}  timeout: 3`,
   `${indent}}`,
 ];

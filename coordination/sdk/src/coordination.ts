@@ -1,4 +1,4 @@
-/** One namespace of shared objects: its bucket and counter stream, and the objects in it. */
+/** One namespace of shared objects: its object and counter streams, and the objects in it. */
 import type { NatsConnection } from '@nats-io/nats-core';
 import { AtomicLong, AtomicMap, AtomicReference, Counter } from './atomic.js';
 import { checkInteger, checkNamespace, checkObjectName } from './names.js';
@@ -7,7 +7,7 @@ import { CountDownLatch, CyclicBarrier, Future, Semaphore } from './sync.js';
 
 /** Deadline of one operation (all its retries) when nothing else is given. */
 export const DEFAULT_TIMEOUT_MS = 5_000;
-/** Replicas of a namespace's bucket and counter stream: R3 over the 3-5 core nodes. */
+/** Replicas of a namespace's streams: R3 over the 3-5 core nodes. */
 export const DEFAULT_REPLICAS = 3;
 /** Longest single request before it is retried. */
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 2_000;
@@ -15,7 +15,7 @@ export const DEFAULT_ATTEMPT_TIMEOUT_MS = 2_000;
 export const DEFAULT_MAX_VALUE_BYTES = 256 * 1024;
 
 export interface CoordinationOptions {
-  /** Namespace: letters, digits, _ and - (becomes bucket crucial_<namespace>). */
+  /** Namespace: letters, digits, _ and - (streams CRUCIAL_<namespace> and CRUCIAL_<namespace>_COUNTERS). */
   readonly namespace: string;
   /** 1, 3 or 5 (default 3). Used when the namespace is created; an existing one keeps its own. */
   readonly replicas?: number;
@@ -38,7 +38,7 @@ export class Coordination {
     this.timeoutMs = timeoutMs;
   }
 
-  /** Creates the namespace's bucket and counter stream if they do not exist, and binds to them. */
+  /** Creates the namespace's streams if they do not exist, and binds to them. */
   static async open(nc: NatsConnection, opts: CoordinationOptions): Promise<Coordination> {
     const namespace = checkNamespace(opts.namespace);
     const replicas = opts.replicas ?? DEFAULT_REPLICAS;

@@ -26,7 +26,7 @@ export const COORDINATION_ERROR_CODES = {
   ALREADY_SET: 'EDGE_COORDINATION_SDK_ALREADY_SET',
   /** A Semaphore released more permits than this holder holds. */
   NOT_HELD: 'EDGE_COORDINATION_SDK_NOT_HELD',
-  /** A value is larger than the bucket accepts (after JSON encoding). */
+  /** A value is larger than the namespace accepts (after JSON encoding). */
   VALUE_TOO_LARGE: 'EDGE_COORDINATION_SDK_VALUE_TOO_LARGE',
   /** A stored value is not what this object expects (written by something else). */
   CORRUPT: 'EDGE_COORDINATION_SDK_CORRUPT',

@@ -8,7 +8,7 @@ export type { CoordinationOptions } from './coordination.js';
 export { COORDINATION_ERROR_CODES, CoordinationError } from './errors.js';
 export type { CoordinationErrorCode } from './errors.js';
 export { checkNamespace, checkObjectName, decodeMapKey, encodeMapKey, NAME_PATTERN } from './names.js';
-export { bucketName, counterStreamName, isTransient, READ_MARKER_KEY, Store } from './store.js';
+export { counterStreamName, objectStreamName, isTransient, READ_MARKER_KEY, Store } from './store.js';
 export type { StoreOptions, Versioned } from './store.js';
 export { CountDownLatch, CyclicBarrier, Future, Semaphore } from './sync.js';
 export type { BarrierArrival } from './sync.js';

@@ -1,7 +1,7 @@
 /**
- * Names the SDK accepts, checked before anything is sent. A namespace becomes a JetStream
- * key-value bucket and a stream (`crucial_<namespace>`, `CRUCIAL_<namespace>_COUNTERS`), an object
- * name a key inside them: both are letters, digits, `_` and `-` (what JetStream allows in a bucket
+ * Names the SDK accepts, checked before anything is sent. A namespace becomes two JetStream
+ * streams (`CRUCIAL_<namespace>`, `CRUCIAL_<namespace>_COUNTERS`), an object name a subject token
+ * inside them: both are letters, digits, `_` and `-` (what JetStream allows in a stream or bucket
  * name, and no `.`, which would split a subject). Map keys are any non-empty string up to
  * 1024 characters; they are stored base64url-encoded.
  */
@@ -23,7 +23,7 @@ function check(kind: string, name: unknown): string {
 export const checkNamespace = (name: unknown): string => check('namespace (bucket)', name);
 export const checkObjectName = (name: unknown): string => check('object', name);
 
-/** A map key as a KV key token: base64url (letters, digits, - and _ only). */
+/** A map key as a subject token: base64url (letters, digits, - and _ only). */
 export function encodeMapKey(key: unknown): string {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_MAP_KEY_CHARS) {
     throw new CoordinationError(

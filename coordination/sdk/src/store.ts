@@ -1,6 +1,11 @@
 /**
- * The linearizable register operations every object is built from, on one JetStream key-value
- * bucket per namespace (and one counter stream for `Counter`). Why they are linearizable:
+ * The linearizable register operations every object is built from, on one JetStream stream per
+ * namespace used as a key-value store (`CRUCIAL_<namespace>`: one subject per key,
+ * `crucial.<namespace>.obj.<key>`, only the last message of each kept; a delete is a message
+ * with the `KV-Operation: DEL` header, as in JetStream's KV) and one counter stream for
+ * `Counter`. Not a `$KV.` bucket: a leaf node with its own JetStream domain may not publish to
+ * `$KV.>` on the core (nats-server denies it on domain-crossing leaf links), while these
+ * subjects and the domain-mapped API reach the core from any node. Why they are linearizable:
  *
  * - A write is a publish to the key's subject with `Nats-Expected-Last-Subject-Sequence` set to
  *   the revision it was computed from (compare-and-set). JetStream orders it through the
@@ -8,7 +13,7 @@
  *   key is still at that revision. Retries after a timeout reuse the message ID, so a write that
  *   did commit is recognised as a duplicate, never applied twice.
  * - A read fetches the key (from any replica, possibly stale), then proves it current: it
- *   publishes an empty marker to `$KV.<bucket>._read` that the stream accepts only if the key's
+ *   publishes an empty marker to the key `_read` that the stream accepts only if the key's
  *   last revision is still the one read (`Nats-Expected-Last-Subject-Sequence-Subject`). The
  *   marker goes through Raft like a write, so a read that returns was current at the marker's
  *   commit; a stale follower or a deposed leader in a minority partition can never make it
@@ -29,7 +34,6 @@ import {
   jetstreamManager,
   type StoredMsg,
 } from '@nats-io/jetstream';
-import { type KV, Kvm } from '@nats-io/kv';
 import { Empty, errors, headers, type NatsConnection, nuid, RequestError } from '@nats-io/nats-core';
 import { COORDINATION_ERROR_CODES, CoordinationError } from './errors.js';
 
@@ -48,8 +52,8 @@ export interface StoreOptions {
   readonly attemptTimeoutMs: number;
 }
 
-/** The KV bucket of a namespace. */
-export const bucketName = (namespace: string): string => `crucial_${namespace}`;
+/** The stream holding a namespace's objects (one subject per key). */
+export const objectStreamName = (namespace: string): string => `CRUCIAL_${namespace}`;
 /** The counter stream of a namespace (allow_msg_counter). */
 export const counterStreamName = (namespace: string): string => `CRUCIAL_${namespace}_COUNTERS`;
 /** The key the read markers are published to. */
@@ -86,7 +90,6 @@ function unavailable(what: string, timeoutMs: number, cause: unknown, indetermin
 export type Step<T> = { write?: Uint8Array | null; result: T } | { error: Error };
 
 export class Store {
-  readonly bucket: string;
   readonly stream: string;
   readonly counterStream: string;
   readonly namespace: string;
@@ -94,7 +97,6 @@ export class Store {
   private readonly nc: NatsConnection;
   private readonly js: JetStreamClient;
   private readonly jsm: JetStreamManager;
-  private kv: KV | undefined;
 
   private constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, namespace: string, opts: StoreOptions) {
     this.nc = nc;
@@ -102,24 +104,29 @@ export class Store {
     this.jsm = jsm;
     this.namespace = namespace;
     this.opts = opts;
-    this.bucket = bucketName(namespace);
-    this.stream = `KV_${this.bucket}`;
+    this.stream = objectStreamName(namespace);
     this.counterStream = counterStreamName(namespace);
   }
 
-  /** Creates (or binds to) the namespace's bucket and counter stream. */
+  /** Creates (or binds to) the namespace's object stream and counter stream. */
   static async open(nc: NatsConnection, namespace: string, opts: StoreOptions, domain?: string): Promise<Store> {
     const jsOpts = domain ? { domain } : {};
     const js = jetstream(nc, { ...jsOpts, timeout: opts.attemptTimeoutMs });
     const jsm = await jetstreamManager(nc, { ...jsOpts, timeout: opts.attemptTimeoutMs });
     const store = new Store(nc, js, jsm, namespace, opts);
-    const kvm = new Kvm(js);
     try {
-      store.kv = await kvm.create(store.bucket, { replicas: opts.replicas, history: 1, storage: 'file', allow_direct: true });
+      await jsm.streams.add({
+        name: store.stream,
+        subjects: [`crucial.${namespace}.obj.>`],
+        num_replicas: opts.replicas,
+        max_msgs_per_subject: 1,
+        storage: 'file' as never,
+        allow_direct: true,
+        max_msg_size: opts.maxValueBytes + 1024,
+      });
     } catch (err) {
+      // exists (perhaps with other settings, e.g. replicas): use it as it is
       if (!(err instanceof JetStreamApiError && err.code === API.NAME_IN_USE)) throw err;
-      // exists with other settings (replicas): bind to it as it is
-      store.kv = await kvm.open(store.bucket, { bindOnly: true });
     }
     try {
       await jsm.streams.add({
@@ -137,16 +144,21 @@ export class Store {
     return store;
   }
 
-  /** The keys starting with `prefix` now (one replica's view: a snapshot, not linearizable), without the prefix. */
+  /** The keys starting with `prefix` now, without the prefix (one replica's view: a snapshot, not linearizable). */
   async keys(prefix: string): Promise<string[]> {
+    const filter = `${this.subject(prefix)}>`;
+    const info = await this.jsm.streams.info(this.stream, { subjects_filter: filter });
     const out: string[] = [];
-    if (!this.kv) return out;
-    for await (const k of await this.kv.keys(`${prefix}>`)) out.push(k.slice(prefix.length));
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const key = subject.slice(this.subject('').length);
+      const v = await this.fetch(key, Date.now() + this.opts.attemptTimeoutMs);
+      if (v.value !== null) out.push(key.slice(prefix.length));
+    }
     return out.sort();
   }
 
   subject(key: string): string {
-    return `$KV.${this.bucket}.${key}`;
+    return `crucial.${this.namespace}.obj.${key}`;
   }
 
   /** Runs `attempt` until it succeeds, fails for good, or the deadline passes (then UNAVAILABLE). */

@@ -1,6 +1,6 @@
 /**
  * CRUCIAL's synchronization objects: CountDownLatch, CyclicBarrier, Semaphore and Future, each
- * one key of the namespace's bucket changed only by compare-and-set (store.ts), so every state
+ * one key of the namespace's object stream changed only by compare-and-set (store.ts), so every state
  * change is linearizable: a barrier round is released exactly once, by the last party's write;
  * a semaphore's holders never add up to more than its permits. A waiter re-reads the key when
  * it changes (or every half second) until its condition holds or its timeout passes
