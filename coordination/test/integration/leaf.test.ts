@@ -72,11 +72,18 @@ describe('coordination - a leaf node joins the core with its node key', { skip: 
     await waitFor('core', () => httpOk(`http://127.0.0.1:${core.monitor}/healthz`), 20_000);
 
     const good = await leaf('node-7', leafSeed, core, cert, clientPub);
-    await waitFor('the leaf link', async () => {
-      const res = await fetch(`http://127.0.0.1:${core.monitor}/leafz`);
-      return ((await res.json()) as { leafnodes: number }).leafnodes === 1;
-    }, 20_000);
-    const nc = await connect({ servers: `nats://127.0.0.1:${good.port}`, authenticator: (await import('@nats-io/nats-core')).nkeyAuthenticator(new TextEncoder().encode(clientSeed)) });
+    await waitFor(
+      'the leaf link',
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${core.monitor}/leafz`);
+        return ((await res.json()) as { leafnodes: number }).leafnodes === 1;
+      },
+      20_000,
+    );
+    const nc = await connect({
+      servers: `nats://127.0.0.1:${good.port}`,
+      authenticator: (await import('@nats-io/nats-core')).nkeyAuthenticator(new TextEncoder().encode(clientSeed)),
+    });
     try {
       const coord = await Coordination.open(nc, { namespace: 'leafy', replicas: 1, domain: 'mesh' });
       assert.equal(await coord.atomicLong('n').incrementAndGet(), 1);

@@ -127,19 +127,19 @@ def plot_miso(data, out):
 
 def plot_coordination(data, out):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-    kinds = [("counter", "Counter.add(1)"), ("atomic_long", "AtomicLong.incrementAndGet()")]
-    wheres = [("one_node", "clients on 1 server"), ("three_nodes", "clients on 3 servers")]
+    kinds = [("counter", "Counter"), ("atomic_long", "AtomicLong")]
+    wheres = [("one_node", "1 server"), ("three_nodes", "3 servers")]
     xs = [f"{label}\n{wl}" for _, label in kinds for _, wl in wheres]
     rates = [data[k][w]["ops_per_s"] for k, _ in kinds for w, _ in wheres]
     axes[0].bar(xs, rates, color=["C0", "C0", "C1", "C1"])
     axes[0].set_ylabel("increments/s")
-    axes[0].tick_params(axis="x", labelsize=7)
+    axes[0].tick_params(axis="x", labelsize=8)
     axes[0].set_title("throughput")
     width = 0.35
     idx = range(len(xs))
     axes[1].bar([i - width / 2 for i in idx], [data[k][w]["latency_ms"]["p50"] for k, _ in kinds for w, _ in wheres], width, label="p50")
     axes[1].bar([i + width / 2 for i in idx], [data[k][w]["latency_ms"]["p99"] for k, _ in kinds for w, _ in wheres], width, label="p99")
-    axes[1].set_xticks(list(idx), xs, fontsize=7)
+    axes[1].set_xticks(list(idx), xs, fontsize=8)
     axes[1].set_ylabel("latency (ms)")
     axes[1].set_title("latency")
     axes[1].legend()
@@ -149,7 +149,10 @@ def plot_coordination(data, out):
     axes[2].set_ylabel("round time (ms)")
     axes[2].set_title("CyclicBarrier round")
     axes[2].legend()
-    fig.suptitle(f"bench-coordination: 3 nats-server, R3 ({data['params']['clients']} clients)")
+    fig.suptitle(
+        f"bench-coordination: 3 nats-server, R3; {data['params']['clients']} clients on 1 or spread over 3 servers"
+        " (Counter: server-side add; AtomicLong: compare-and-set)"
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
