@@ -114,33 +114,41 @@ export class Store {
     const js = jetstream(nc, { ...jsOpts, timeout: opts.attemptTimeoutMs });
     const jsm = await jetstreamManager(nc, { ...jsOpts, timeout: opts.attemptTimeoutMs });
     const store = new Store(nc, js, jsm, namespace, opts);
-    try {
-      await jsm.streams.add({
-        name: store.stream,
-        subjects: [`crucial.${namespace}.obj.>`],
-        num_replicas: opts.replicas,
-        max_msgs_per_subject: 1,
-        storage: 'file' as never,
-        allow_direct: true,
-        max_msg_size: opts.maxValueBytes + 1024,
-      });
-    } catch (err) {
-      // exists (perhaps with other settings, e.g. replicas): use it as it is
-      if (!(err instanceof JetStreamApiError && err.code === API.NAME_IN_USE)) throw err;
-    }
-    try {
-      await jsm.streams.add({
-        name: store.counterStream,
-        subjects: [`crucial.${namespace}.counter.*`],
-        allow_msg_counter: true,
-        num_replicas: opts.replicas,
-        max_msgs_per_subject: 1,
-        storage: 'file' as never,
-        allow_direct: false,
-      });
-    } catch (err) {
-      if (!(err instanceof JetStreamApiError && err.code === API.NAME_IN_USE)) throw err;
-    }
+    const ensure = async (cfg: Parameters<JetStreamManager['streams']['add']>[0]) => {
+      try {
+        await jsm.streams.add(cfg);
+      } catch (err) {
+        // exists (perhaps with other settings, e.g. replicas): use it as it is
+        if (err instanceof JetStreamApiError && err.code === API.NAME_IN_USE) return;
+        if (err instanceof JetStreamApiError) {
+          throw new CoordinationError(
+            COORDINATION_ERROR_CODES.UNAVAILABLE,
+            `namespace ${namespace}: JetStream refused stream ${cfg.name} with ${opts.replicas} replicas (${err.message}); a cluster of fewer servers takes replicas 1 (COORDINATION_REPLICAS)`,
+            { cause: err },
+          );
+        }
+        if (isTransient(err)) throw unavailable(`namespace ${namespace}: create stream ${cfg.name}`, opts.attemptTimeoutMs, err, false);
+        throw err;
+      }
+    };
+    await ensure({
+      name: store.stream,
+      subjects: [`crucial.${namespace}.obj.>`],
+      num_replicas: opts.replicas,
+      max_msgs_per_subject: 1,
+      storage: 'file' as never,
+      allow_direct: true,
+      max_msg_size: opts.maxValueBytes + 1024,
+    });
+    await ensure({
+      name: store.counterStream,
+      subjects: [`crucial.${namespace}.counter.*`],
+      allow_msg_counter: true,
+      num_replicas: opts.replicas,
+      max_msgs_per_subject: 1,
+      storage: 'file' as never,
+      allow_direct: false,
+    });
     return store;
   }
 

@@ -84,6 +84,7 @@ describe('coordination - shared objects on one nats-server', { skip: skipReason(
   test('coordination - bad input: clear errors, nothing written', async () => {
     await assert.rejects(Coordination.open(nc, { namespace: 'bad.bucket' }), code('EDGE_COORDINATION_SDK_BAD_NAME'));
     await assert.rejects(Coordination.open(nc, { namespace: 'bad bucket*' }), code('EDGE_COORDINATION_SDK_BAD_NAME'));
+    await assert.rejects(Coordination.open(nc, { namespace: 'r3', replicas: 3 }), code('EDGE_COORDINATION_SDK_UNAVAILABLE'), 'R3 on one server: a clear error');
     assert.throws(() => coord.atomicLong('a.b'), code('EDGE_COORDINATION_SDK_BAD_NAME'));
     // a CAS on a missing key
     await assert.rejects(coord.atomicMap('m').compareAndSet('nope', 1, 2), code('EDGE_COORDINATION_SDK_KEY_MISSING'));
