@@ -316,7 +316,15 @@ export class Store {
     return this.retrying(`counter ${this.namespace}/${name}`, deadline, delta !== 0n, async (timeout) => {
       const h = headers();
       h.set('Nats-Incr', delta >= 0n ? `+${delta}` : `${delta}`);
-      const ack = (await this.js.publish(subject, Empty, { timeout, msgID, headers: h })) as { val?: string };
+      const ack = (await this.js.publish(subject, Empty, { timeout, msgID, headers: h })) as { val?: string; duplicate?: boolean };
+      if (ack.duplicate && typeof ack.val !== 'string') {
+        // a retry found the increment already stored: it happened, but its resulting value is not known
+        throw new CoordinationError(
+          COORDINATION_ERROR_CODES.UNAVAILABLE,
+          `counter ${this.namespace}/${name}: the increment was applied (a retry after a timeout found it stored), its resulting value is unknown`,
+          { indeterminate: true },
+        );
+      }
       if (typeof ack.val !== 'string') {
         throw new CoordinationError(
           COORDINATION_ERROR_CODES.CORRUPT,

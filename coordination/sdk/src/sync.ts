@@ -22,7 +22,7 @@ function timeout(what: string, ms: number): CoordinationError {
   return new CoordinationError(E.TIMEOUT, `${what}: not done within ${ms} ms`);
 }
 
-/** Reads `key` until `done` returns a result or `timeoutMs` passes. */
+/** Reads `key` until `done` returns a result (for a condition that, once true, stays true) or `timeoutMs` passes. */
 async function waitUntil<T>(
   store: Store,
   key: string,
@@ -33,7 +33,10 @@ async function waitUntil<T>(
 ): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const v = await store.read(key, Math.max(until, Date.now() + opTimeoutMs));
+    // Every condition waited for is monotonic (a round released, a latch at 0, a future set)
+    // and every replica holds only committed state, so a condition seen true on any replica
+    // has happened: no proof through Raft is needed to return (it is while it is false).
+    const v = await store.fetch(key, Math.max(until, Date.now() + opTimeoutMs));
     const r = done(v);
     if (r !== undefined) return r;
     if (Date.now() >= until) throw timeout(what, timeoutMs);
