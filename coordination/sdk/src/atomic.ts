@@ -32,20 +32,30 @@ function checkSum(where: string, a: number, b: number): number {
   return s;
 }
 
-/** A linearizable 64-bit-style integer (JS safe integers) with compare-and-set; starts at 0. */
-export class AtomicLong {
-  readonly name: string;
-  private readonly key: string;
+/**
+ * What every shared object has: its namespace's store, its name, the deadline of one operation,
+ * its key (`<kind prefix>.<name>`) and how errors name it.
+ */
+export abstract class SharedObject {
+  protected readonly key: string;
   constructor(
-    private readonly store: Store,
-    name: string,
-    private readonly timeoutMs: number,
+    protected readonly store: Store,
+    readonly name: string,
+    protected readonly timeoutMs: number,
+    private readonly kind: string,
+    prefix: string,
   ) {
-    this.name = name;
-    this.key = `long.${name}`;
+    this.key = `${prefix}.${name}`;
   }
-  private get where(): string {
-    return `AtomicLong ${this.store.namespace}/${this.name}`;
+  protected get where(): string {
+    return `${this.kind} ${this.store.namespace}/${this.name}`;
+  }
+}
+
+/** A linearizable 64-bit-style integer (JS safe integers) with compare-and-set; starts at 0. */
+export class AtomicLong extends SharedObject {
+  constructor(store: Store, name: string, timeoutMs: number) {
+    super(store, name, timeoutMs, 'AtomicLong', 'long');
   }
   async get(): Promise<number> {
     return longOf(await this.store.read(this.key, Date.now() + this.timeoutMs), this.where);
@@ -94,14 +104,9 @@ export class AtomicLong {
  * stream, `Nats-Incr`), so concurrent increments never conflict or retry (AtomicLong's
  * compare-and-set loop does under contention). No set or compare-and-set.
  */
-export class Counter {
-  readonly name: string;
-  constructor(
-    private readonly store: Store,
-    name: string,
-    private readonly timeoutMs: number,
-  ) {
-    this.name = name;
+export class Counter extends SharedObject {
+  constructor(store: Store, name: string, timeoutMs: number) {
+    super(store, name, timeoutMs, 'Counter', 'counter');
   }
   /** Adds `delta` (any safe integer, negative too) and returns the new value. */
   async add(delta: number): Promise<number> {
@@ -122,19 +127,9 @@ export class Counter {
 }
 
 /** A linearizable reference to a JSON value (null: unset). Compare-and-set compares canonical JSON. */
-export class AtomicReference<T> {
-  readonly name: string;
-  private readonly key: string;
-  constructor(
-    private readonly store: Store,
-    name: string,
-    private readonly timeoutMs: number,
-  ) {
-    this.name = name;
-    this.key = `ref.${name}`;
-  }
-  private get where(): string {
-    return `AtomicReference ${this.store.namespace}/${this.name}`;
+export class AtomicReference<T> extends SharedObject {
+  constructor(store: Store, name: string, timeoutMs: number) {
+    super(store, name, timeoutMs, 'AtomicReference', 'ref');
   }
   async get(): Promise<T | null> {
     const v = await this.store.read(this.key, Date.now() + this.timeoutMs);
@@ -175,37 +170,32 @@ export class AtomicReference<T> {
 }
 
 /** A linearizable map of string keys to JSON values; each key is one register. */
-export class AtomicMap<V> {
-  readonly name: string;
-  constructor(
-    private readonly store: Store,
-    name: string,
-    private readonly timeoutMs: number,
-  ) {
-    this.name = name;
+export class AtomicMap<V> extends SharedObject {
+  constructor(store: Store, name: string, timeoutMs: number) {
+    super(store, name, timeoutMs, 'AtomicMap', 'map');
   }
-  private key(k: string): string {
+  private keyOf(k: string): string {
     return `map.${this.name}.${encodeMapKey(k)}`;
   }
-  private where(k: string): string {
+  private whereOf(k: string): string {
     return `AtomicMap ${this.store.namespace}/${this.name}[${JSON.stringify(k)}]`;
   }
   private decode(v: Versioned, k: string): V | null {
-    return v.value === null ? null : decodeJson<V>(v.value, this.where(k));
+    return v.value === null ? null : decodeJson<V>(v.value, this.whereOf(k));
   }
   async get(k: string): Promise<V | null> {
-    const key = this.key(k);
+    const key = this.keyOf(k);
     return this.decode(await this.store.read(key, Date.now() + this.timeoutMs), k);
   }
   /** Sets the key and returns its previous value (null: absent). */
   async put(k: string, value: V): Promise<V | null> {
-    const key = this.key(k);
+    const key = this.keyOf(k);
     const bytes = encodeJson(value);
     return (await this.store.modify(key, Date.now() + this.timeoutMs, (cur) => ({ write: bytes, result: this.decode(cur, k) }))).result;
   }
   /** Sets the key only when absent; returns the value it already had, or null when it set it. */
   async putIfAbsent(k: string, value: V): Promise<V | null> {
-    const key = this.key(k);
+    const key = this.keyOf(k);
     const bytes = encodeJson(value);
     return (
       await this.store.modify(key, Date.now() + this.timeoutMs, (cur) =>
@@ -215,7 +205,7 @@ export class AtomicMap<V> {
   }
   /** Removes the key and returns its value (null: it was absent). */
   async remove(k: string): Promise<V | null> {
-    const key = this.key(k);
+    const key = this.keyOf(k);
     return (
       await this.store.modify(key, Date.now() + this.timeoutMs, (cur) => (cur.value === null ? { result: null } : { write: null, result: this.decode(cur, k) }))
     ).result;
@@ -225,7 +215,7 @@ export class AtomicMap<V> {
    * that does not exist is EDGE_COORDINATION_SDK_KEY_MISSING (use putIfAbsent to create it).
    */
   async compareAndSet(k: string, expect: V, update: V): Promise<boolean> {
-    const key = this.key(k);
+    const key = this.keyOf(k);
     const want = encodeJson(expect);
     const bytes = encodeJson(update);
     return (
@@ -234,7 +224,7 @@ export class AtomicMap<V> {
           return {
             error: new CoordinationError(
               COORDINATION_ERROR_CODES.KEY_MISSING,
-              `${this.where(k)} does not exist: compare-and-set needs an existing key (create it with putIfAbsent)`,
+              `${this.whereOf(k)} does not exist: compare-and-set needs an existing key (create it with putIfAbsent)`,
             ),
           };
         }

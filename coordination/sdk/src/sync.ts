@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { decodeJson, encodeJson } from './codec.js';
 import { COORDINATION_ERROR_CODES, CoordinationError } from './errors.js';
 import { checkInteger, checkTimeout } from './names.js';
+import { SharedObject } from './atomic.js';
 import type { Store, Versioned } from './store.js';
 
 const E = COORDINATION_ERROR_CODES;
@@ -50,21 +51,15 @@ interface LatchState {
 }
 
 /** Counts down from `count` to 0; await() returns once it is 0. Counting below 0 is an error. */
-export class CountDownLatch {
-  readonly name: string;
-  private readonly key: string;
+export class CountDownLatch extends SharedObject {
   constructor(
-    private readonly store: Store,
+    store: Store,
     name: string,
     readonly initial: number,
-    private readonly timeoutMs: number,
+    timeoutMs: number,
   ) {
+    super(store, name, timeoutMs, 'CountDownLatch', 'latch');
     checkInteger('count', initial, 0, 1_000_000_000);
-    this.name = name;
-    this.key = `latch.${name}`;
-  }
-  private get where(): string {
-    return `CountDownLatch ${this.store.namespace}/${this.name}`;
   }
   private state(v: Versioned): LatchState {
     if (v.value === null) return { initial: this.initial, count: this.initial };
@@ -119,27 +114,21 @@ export interface BarrierArrival {
  * the generation: exactly one write per round. A party that times out withdraws its arrival
  * unless the round was released meanwhile.
  */
-export class CyclicBarrier {
-  readonly name: string;
+export class CyclicBarrier extends SharedObject {
   readonly party: string;
-  private readonly key: string;
   constructor(
-    private readonly store: Store,
+    store: Store,
     name: string,
     readonly parties: number,
-    private readonly timeoutMs: number,
+    timeoutMs: number,
     party?: string,
   ) {
+    super(store, name, timeoutMs, 'CyclicBarrier', 'barrier');
     checkInteger('parties', parties, 1, 10_000);
-    this.name = name;
-    this.key = `barrier.${name}`;
     this.party = party ?? randomUUID();
     if (this.party.length === 0 || this.party.length > 128) {
       throw new CoordinationError(E.BAD_ARGUMENT, `party id must be 1 to 128 characters, not ${JSON.stringify(this.party.slice(0, 40))}`);
     }
-  }
-  private get where(): string {
-    return `CyclicBarrier ${this.store.namespace}/${this.name}`;
   }
   private state(v: Versioned): BarrierState {
     if (v.value === null) return { parties: this.parties, generation: 0, arrived: [], members: [] };
@@ -217,24 +206,18 @@ interface SemaphoreState {
  * A counting semaphore of `permits` permits. Each handle is one holder (its `holder` id). A
  * holder that dies keeps its permits until someone calls forceRelease(holder).
  */
-export class Semaphore {
-  readonly name: string;
+export class Semaphore extends SharedObject {
   readonly holder: string;
-  private readonly key: string;
   constructor(
-    private readonly store: Store,
+    store: Store,
     name: string,
     readonly permits: number,
-    private readonly timeoutMs: number,
+    timeoutMs: number,
     holder?: string,
   ) {
+    super(store, name, timeoutMs, 'Semaphore', 'sem');
     checkInteger('permits', permits, 1, 1_000_000);
-    this.name = name;
-    this.key = `sem.${name}`;
     this.holder = holder ?? randomUUID();
-  }
-  private get where(): string {
-    return `Semaphore ${this.store.namespace}/${this.name}`;
   }
   private state(v: Versioned): SemaphoreState {
     if (v.value === null) return { permits: this.permits, holders: {} };
@@ -304,19 +287,9 @@ export class Semaphore {
 }
 
 /** A value set once; get() waits for it. */
-export class Future<T> {
-  readonly name: string;
-  private readonly key: string;
-  constructor(
-    private readonly store: Store,
-    name: string,
-    private readonly timeoutMs: number,
-  ) {
-    this.name = name;
-    this.key = `future.${name}`;
-  }
-  private get where(): string {
-    return `Future ${this.store.namespace}/${this.name}`;
+export class Future<T> extends SharedObject {
+  constructor(store: Store, name: string, timeoutMs: number) {
+    super(store, name, timeoutMs, 'Future', 'future');
   }
   /** Completes the future; EDGE_COORDINATION_SDK_ALREADY_SET if it was. */
   async complete(value: T): Promise<void> {
