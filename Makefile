@@ -537,3 +537,25 @@ test-full: ## make test, then the appliance, Terraform interrupted-run and local
 	$(MAKE) test-tf-local
 	$(MAKE) test-pi
 	$(MAKE) test-lab
+
+################################################################################
+# Coordination on NATS JetStream (coordination/; see coordination/README.md)
+################################################################################
+# The Porcupine checker of the linearizability test, built from coordination/lincheck (go.sum pins it).
+LINCHECK := $(TOOLS_BIN)/lincheck
+
+$(LINCHECK): coordination/lincheck/go.mod coordination/lincheck/go.sum coordination/lincheck/main.go | toolchain
+	mkdir -p $(TOOLS_BIN)
+	cd coordination/lincheck && GOFLAGS=-mod=mod go build -trimpath -o $(LINCHECK) .
+
+.PHONY: coordination-tools
+coordination-tools: $(LINCHECK) ## nats-server 2.15.3 and the patched gateway for this architecture (faasd-bins' script), lincheck (Porcupine): what the coordination tests need.
+	FAASD_ARCHES=$(HOST_ARCH) FAASD_BINS="nats-server gateway" images/faasd/build-bins.sh
+
+# the coordination tests in `make test` need them
+test: coordination-tools
+
+.PHONY: bench-coordination
+bench-coordination: build coordination-tools scenarios-venv ## Counter increments/s and p50/p99 from 1 and 3 servers, barrier rounds of 3 and 9 parties, on a 3-server cluster (BENCH_ARGS="--duration-ms 3000"); table, JSON and PNG.
+	node coordination/dist/bench/bench-coordination.js $(BENCH_ARGS)
+	$(VENV)/bin/python $(BENCH_PLOTS) coordination bench-results/coordination.json bench-results/coordination.png

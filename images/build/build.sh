@@ -17,7 +17,7 @@ set -o errexit -o nounset -o pipefail
 # shellcheck source=images/build/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-ALL_IMAGES=(gateway queue-worker nats-streaming prometheus syncmesh-fn listener miso-agent miso-counter mongo-test-server)
+ALL_IMAGES=(gateway queue-worker nats-streaming nats-server prometheus syncmesh-fn listener miso-agent miso-counter async-worker mongo-test-server)
 FAASD_BIN="$REPO/.cache/faasd/bin"
 FAASD_LICENSES="$REPO/.cache/faasd/licenses"
 BUNDLES="$OUT/bundles"
@@ -74,7 +74,7 @@ faasd_bin() {
 # compiled dist/ of the workspaces and the lockfile.
 BUNDLE_KEY=$(hash_inputs "$REPO/package-lock.json" "$IMAGES_DIR/build/bundle.mjs" "$IMAGES_DIR/build/package-lock.json" \
   "$REPO/functions/syncmesh/dist/src" "$REPO/functions/miso-counter/dist/src" "$REPO/listeners/dist/src" \
-  "$REPO/miso-agent/dist/src" "$REPO/miso-agent/sdk/dist/src" "$REPO/miso-agent/proto" \
+  "$REPO/miso-agent/dist/src" "$REPO/miso-agent/sdk/dist/src" "$REPO/miso-agent/proto" "$REPO/coordination/dist/src" \
   "$REPO/lib/backoff/dist/src" "$REPO/lib/log/dist/src" "$REPO/lib/mesh-auth/dist/src")
 bundle() {
   local name=$1 dir="$BUNDLES/$1"

@@ -1,5 +1,6 @@
 /** @syncmesh-edge/lab: the lab's shared code for scenarios/mesh and scenarios/measure (never shipped). */
 export { LabError } from './errors.js';
+export { Prng } from './prng.js';
 export type { LabErrorCode } from './errors.js';
 export {
   DEFAULT_RUN_TIMEOUT_MS,
