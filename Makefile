@@ -429,11 +429,11 @@ provision: ansible-venv ## Run syncmesh.edge.site against .lab/inventory.yml (PR
 		&& python3 hack/lab/topology.py .lab/inventory.json $(CURDIR)/.lab/.secrets/mesh-secret .mesh/topology.json; fi
 
 .PHONY: test-lab
-test-lab: ansible-venv faasd-bins images ## Lab tier (root; 34 min here, mostly quiet): bundle, 4 nspawn hosts, site.yml twice (changed=0), verify with data, add-node, remove-node, rolling upgrade, lab-down.
+test-lab: ansible-venv faasd-bins images ## Lab tier (root; 34 min here, mostly quiet): bundle, 4 nspawn hosts, site twice (changed=0), verify with data, add-node, remove-node, rolling upgrade, lab-down.
 	hack/lab/test-lab.sh
 
 .PHONY: test-lab-ci
-test-lab-ci: ansible-venv ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site.yml, again (changed=0), verify with data, lab-down.
+test-lab-ci: ansible-venv ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site, again (changed=0), verify with data, lab-down.
 	$(MAKE) faasd-bins images FAASD_ARCHES=amd64
 	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 hack/lab/test-lab.sh
 
