@@ -34,7 +34,9 @@ except Exception as e:
 systemctl is-active --quiet syncmesh-metadata-block.service || fail "syncmesh-metadata-block.service is not active"
 iptables -w -t raw -C "${rule[@]}" 2>/dev/null || fail "the rule is missing: iptables -t raw ${rule[*]}"
 
-# the emulated metadata server
+# the emulated metadata server (anything a failed earlier run left removed first)
+systemctl stop smmeta-listener.service 2>/dev/null || true
+systemctl reset-failed smmeta-listener.service 2>/dev/null || true
 ip link del smmd0 2>/dev/null || true
 ip netns del smmeta 2>/dev/null || true
 ip netns add smmeta
