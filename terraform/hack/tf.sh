@@ -313,7 +313,7 @@ gcp_image() {
   for t in zstd tar; do command -v "$t" >/dev/null || die "$t is missing (apt: zstd, tar)"; done
   mkdir -p "$(dirname "$out")"
   tmp=$(mktemp -d "$(dirname "$out")/.gcp-image.XXXXXX")
-  trap 'rm -rf "$tmp"' RETURN
+  trap 'rm -rf "$tmp"' EXIT  # gcp-image is a command of its own: the script ends after it
   if [[ "$raw" == *.zst ]]; then zstd -q -d -c "$raw" > "$tmp/disk.raw"; else cp --sparse=always "$raw" "$tmp/disk.raw"; fi
   size=$(stat -c %s "$tmp/disk.raw")
   gib=$(((size + 1073741823) / 1073741824))
