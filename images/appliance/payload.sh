@@ -108,6 +108,13 @@ for unit in ("faasd-provider", "faasd"):
     open(f"{dest}/{unit}.service", "w").write(env.get_template(f"{unit}.service.j2").render(**values))
 PY
 
+# faasd's containers never reach the cloud metadata server: the faasd role's unit, required by both
+install -m 0644 "$role_dir/roles/faasd/files/syncmesh-metadata-block.service" "$root/etc/systemd/system/syncmesh-metadata-block.service"
+for unit in faasd-provider faasd; do
+  mkdir -p "$root/etc/systemd/system/$unit.service.requires"
+  ln -sfn /etc/systemd/system/syncmesh-metadata-block.service "$root/etc/systemd/system/$unit.service.requires/syncmesh-metadata-block.service"
+done
+
 # --- slimming: what a node never runs (the packages stay in manifest.json's list) ---------------
 # faasd's CNI network uses bridge + host-local + firewall (and loopback, portmap); runc v2 shim only
 for plugin in "$root"/usr/lib/cni/*; do

@@ -54,7 +54,7 @@ key=$(
     sha256sum "$PI_REPO/images/NOTICE"
     sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/roles/mongodb/{files/rs-init.js,templates/compose-official.yml.j2,defaults/main.yml}
     sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/*.py
-    sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/{templates/*,defaults/main.yml}
+    sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/{templates/*,files/*,defaults/main.yml}
     cat "${IMAGES_DIR:-$PI_REPO/.cache/images}"/*.digest "${IMAGES_DIR:-$PI_REPO/.cache/images}"/*.ref
     sha256sum "${FAASD_DIR:-$PI_REPO/.cache/faasd}/bin/arm64/faasd"
   } | sha256sum | cut -c1-16
