@@ -33,7 +33,10 @@ import json
 import re
 import sys
 
-import yaml
+try:
+    import yaml
+except ImportError:  # the controller and the nodes have PyYAML; ansible-test's import check runs without it
+    yaml = None
 
 # the header of every rendered compose file (the same bytes through every consumer)
 COMPOSE_HEADER = (
@@ -81,10 +84,17 @@ class NodeStackError(ValueError):
 # the description
 
 
+def _yaml():
+    """PyYAML, or a NodeStackError saying it is missing."""
+    if yaml is None:
+        raise NodeStackError(["PyYAML is needed to read and write node descriptions (Debian: python3-yaml)"])
+    return yaml
+
+
 def load(text: str) -> dict:
     """Parses and checks a description; every problem at once (NodeStackError)."""
     try:
-        desc = yaml.safe_load(text)
+        desc = _yaml().safe_load(text)
     except yaml.YAMLError as err:
         raise NodeStackError([f"the description is not YAML: {' '.join(str(err).split())}"]) from err
     if not isinstance(desc, dict):
@@ -171,7 +181,7 @@ def _check_service(desc: dict, name, svc) -> list[str]:
         problems += _check_names(f"{where}.depends_on", svc["depends_on"], desc["services"], "services")
     for i, vol in enumerate(svc.get("volumes") or []):
         if isinstance(vol, str):
-            source, _, target = vol.partition(":")
+            source, _colon, target = vol.partition(":")
             if source not in desc["volumes"] or not target.startswith("/"):
                 problems.append(f"{where}.volumes.{i}: '{vol}': the short form is <a folder of volumes>:<absolute target>")
         elif not isinstance(vol, dict) or vol.get("type") != "bind":
@@ -312,7 +322,7 @@ def compose_doc(desc: dict, values: dict, overrides: list | None = None) -> dict
         mounts = [{"type": "bind", "source": f"./secrets/{s}", "target": f"/run/secrets/{s}"} for s in svc.get("secrets") or []]
         for vol in svc.get("volumes") or []:
             if isinstance(vol, str):
-                source, _, target = vol.partition(":")
+                source, _colon, target = vol.partition(":")
                 vol = {"type": "bind", "source": f"./{source}", "target": target}
             mounts.append(vol)
         out = {}
@@ -332,7 +342,7 @@ def compose_doc(desc: dict, values: dict, overrides: list | None = None) -> dict
 
 def compose(desc: dict, values: dict, overrides: list | None = None) -> str:
     """faasd's docker-compose.yaml as text (see compose_doc)."""
-    body = yaml.safe_dump(compose_doc(desc, values, overrides), sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
+    body = _yaml().safe_dump(compose_doc(desc, values, overrides), sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
     return COMPOSE_HEADER + body
 
 
@@ -408,24 +418,24 @@ def main(argv: list[str]) -> int:
             overrides = []
             for path in args.override or []:
                 with open(path, encoding="utf-8") as f:
-                    overrides.append(yaml.safe_load(f) or {})
+                    overrides.append(_yaml().safe_load(f) or {})
             sys.stdout.write(compose(desc, _values(args), overrides))
         elif args.what == "functions":
             sys.stdout.write(functions_json(functions(desc, _values(args))))
         elif args.what == "secrets":
             for s in secrets(desc):
-                print(s["name"], s["owner"], s["mode"], s["file"] or "-", s["min_bytes"])
+                sys.stdout.write(f"{s['name']} {s['owner']} {s['mode']} {s['file'] or '-'} {s['min_bytes']}\n")
         else:
             for v in volumes(desc):
-                print(v["name"], v["owner"], v["mode"])
+                sys.stdout.write(f"{v['name']} {v['owner']} {v['mode']}\n")
     except NodeStackError as err:
-        print(f"node_stack: {err}", file=sys.stderr)  # every problem, on one line
+        sys.stderr.write(f"node_stack: {err}\n")  # every problem, on one line
         return 1
     except (OSError, ValueError) as err:
-        print(f"node_stack: {err}", file=sys.stderr)
+        sys.stderr.write(f"node_stack: {err}\n")
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))
