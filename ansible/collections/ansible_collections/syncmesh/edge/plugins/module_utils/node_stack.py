@@ -342,7 +342,9 @@ def compose_doc(desc: dict, values: dict, overrides: list | None = None) -> dict
 
 def compose(desc: dict, values: dict, overrides: list | None = None) -> str:
     """faasd's docker-compose.yaml as text (see compose_doc)."""
-    body = _yaml().safe_dump(compose_doc(desc, values, overrides), sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
+    body = _yaml().safe_dump(
+        compose_doc(desc, values, overrides), sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True
+    )
     return COMPOSE_HEADER + body
 
 
