@@ -67,7 +67,7 @@ export const meshDescriptionSchema = z
     secret_file: z.string().min(1).describe('a file holding the mesh secret (mode 0600): registry changes are signed with it'),
     write_key_file: z.string().min(1).describe('a file holding the write key (mode 0600): data writes send Authorization: Bearer <key>'),
     logs_dir: z.string().nullable().optional().describe("emulated mesh: the folder of the node processes' logs (<node>.<role>.log); absent elsewhere"),
-    created_at: z.string().describe('when it was written (ISO 8601)'),
+    created_at: z.string().optional().describe('when it was written (ISO 8601); Terraform writes none (its files change only when the mesh does)'),
     nodes: z
       .array(meshNodeSchema)
       .min(1)

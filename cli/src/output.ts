@@ -17,7 +17,7 @@ export function num(n: number, digits = 0): string {
 }
 
 export function ms(n: number): string {
-  return `${num(n, n < 10 ? 1 : 0)} ms`;
+  return `${num(n, Math.abs(n) < 10 ? 1 : 0)} ms`;
 }
 
 export function bytes(n: number): string {

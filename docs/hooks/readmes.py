@@ -23,6 +23,7 @@ READMES = {
     "miso-agent/INTERNALS.md": "miso-agent-internals",
     "miso-agent/sdk/README.md": "miso-sdk",
     "scenarios/mesh/README.md": "mesh",
+    "cli/README.md": "cli",
     "scenarios/measure/README.md": "scenarios",
     "scenarios/k6/README.md": "k6",
     "tools/mongo-test-server/README.md": "mongo-test-server",

@@ -143,7 +143,7 @@ export const logsVerb: Verb = {
     });
     const problems = read
       .filter((r) => 'error' in r)
-      .map((r) => `${r.node}: ${String(r.error!['message'])} (${String(r.error!['code'])}); ${String(r.error!['hint'])}`);
+      .map((r) => `${String(r.error!['message'])} (${String(r.error!['code'])}); what to do: ${String(r.error!['hint'])}`);
     const many = nodes.length > 1;
     const text = read
       .filter((r) => 'lines' in r)

@@ -37,7 +37,7 @@ export const meshVerb: Verb = {
       n.agent_address ?? '-',
     ]);
     const text = [
-      `mesh ${mesh.mesh} (${mesh.runtime ?? 'process'} runtime, ${mesh.isolation}) from ${mesh.path}, written ${mesh.created_at}`,
+      `mesh ${mesh.mesh} (${mesh.runtime ?? 'process'} runtime, ${mesh.isolation}) from ${mesh.path}${mesh.created_at ? `, written ${mesh.created_at}` : ''}`,
       `secret_file ${mesh.secret_file}; write_key_file ${mesh.write_key_file}${mesh.logs_dir ? `; logs ${mesh.logs_dir}` : ''}`,
       '',
       table(['NODE', 'FUNCTION', 'LAT, LON', 'GATEWAY', 'LISTENER', 'AGENT'], rows),

@@ -74,7 +74,10 @@ async function applyEverywhere(
   });
   const problems = results
     .filter((r) => r.result === 'failed')
-    .map((r) => `${r.node}: ${String(r.error?.['message'])} (${String(r.error?.['code'])})${r.error?.['hint'] ? `; ${String(r.error['hint'])}` : ''}`);
+    .map((r) => {
+      const message = String(r.error?.['message']);
+      return `${message.startsWith(`${r.node} `) ? '' : `${r.node}: `}${message} (${String(r.error?.['code'])})${r.error?.['hint'] ? `; what to do: ${String(r.error['hint'])}` : ''}`;
+    });
   const text = table(
     ['NODE', 'RESULT', 'ENTRY'],
     results.map((r) => [
@@ -82,7 +85,7 @@ async function applyEverywhere(
       r.result,
       r.entry
         ? `${r.entry.id} ${r.entry.address} (${r.entry.lat}, ${r.entry.lon})${r.entry.subscribed ? ' subscribed' : ''}${r.entry.own_node ? ' own' : ''}`
-        : '',
+        : String(r.error?.['remote_code'] ?? r.error?.['code'] ?? ''),
     ]),
   );
   return { code: problems.length ? 1 : 0, result: { verb, id, targets: results }, text, problems };
@@ -123,7 +126,11 @@ export const nodesVerb: Verb = {
         return { node: t.id, registry: null, error: err.toJSON() };
       }
     });
-    const problems = read.filter((r) => r.error).map((r) => `${r.node}: ${String(r.error!['message'])} (${String(r.error!['code'])})`);
+    const problems = read
+      .filter((r) => r.error)
+      .map(
+        (r) => `${r.node}: ${String(r.error!['message'])} (${String(r.error!['code'])})${r.error!['hint'] ? `; what to do: ${String(r.error!['hint'])}` : ''}`,
+      );
     const text = read
       .map((r) =>
         r.registry

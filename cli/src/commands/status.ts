@@ -19,9 +19,13 @@ import { metricValue, parseMetrics, selectSamples, type Sample } from '@syncmesh
 import type { VerbSpec } from '../args.js';
 import { functionPath, jsonOf, meta, pool, request, type HttpResult } from '../client.js';
 import type { Context, Verb } from '../context.js';
-import { CliError } from '../errors.js';
+import { CliError, type CliErrorCode } from '../errors.js';
 import { findNode, type MeshNode } from '../mesh-file.js';
 import { ms, num, table, type VerbOutcome } from '../output.js';
+
+/** The codes of status's problem lines (they are lines, not thrown: every node is reported). */
+const UNREACHABLE: CliErrorCode = 'EDGE_CLI_UNREACHABLE';
+const UNHEALTHY: CliErrorCode = 'EDGE_CLI_UNHEALTHY';
 
 /** A clock further off than this is a problem: signed requests fail beyond the replay window (30 s by default). */
 export const CLOCK_PROBLEM_MS = 15_000;
@@ -368,8 +372,8 @@ export const statusVerb: Verb = {
     const statuses = checked.map((c) => c.status);
     const problems: string[] = [];
     for (const { status: s, problems: own } of checked) {
-      if (!s.reachable) problems.push(`${s.id}: unreachable (EDGE_CLI_UNREACHABLE): ${own.join('; ')}`);
-      else for (const p of own) problems.push(`${s.id}: ${p} (EDGE_CLI_UNHEALTHY)`);
+      if (!s.reachable) problems.push(`${s.id}: unreachable (${UNREACHABLE}): ${own.join('; ')}`);
+      else for (const p of own) problems.push(`${s.id}: ${p} (${UNHEALTHY})`);
     }
     return {
       code: problems.length ? 1 : 0,
