@@ -33,7 +33,8 @@ function whyNoAnswer(err: unknown, timeoutMs: number): string {
   if (cause?.code === 'EHOSTUNREACH' || cause?.code === 'ENETUNREACH') return `${cause.code}: no route to the node`;
   if (cause?.code === 'ENOTFOUND' || cause?.code === 'EAI_AGAIN') return `${cause.code}: the host name does not resolve`;
   if (cause?.code) return `${cause.code}${cause.message ? `: ${cause.message}` : ''}`;
-  return (err as Error).message;
+  // fetch's own refusals carry only a message (e.g. "bad port": a port fetch never connects to)
+  return cause?.message ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
 }
 
 /** One HTTP request with a deadline; throws EDGE_CLI_UNREACHABLE when no answer arrives. */

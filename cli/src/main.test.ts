@@ -22,6 +22,35 @@ async function run(argv: string[], env: Record<string, string> = {}): Promise<{ 
   return { code, out, err };
 }
 
+/** A mesh description whose nodes are `nodes` (each: id, function URL, more fields). */
+function meshOf(mesh: string, nodes: Array<{ id: string; url: string; [k: string]: unknown }>): Record<string, unknown> {
+  return {
+    mesh,
+    isolation: 'loopback',
+    subnet: null,
+    host_address: '127.0.0.1',
+    latency: 'none',
+    forward_mode: 'parallel',
+    toxiproxy_api: null,
+    secret_file: join(dir, 'secret'),
+    write_key_file: join(dir, 'write-key'),
+    created_at: new Date().toISOString(),
+    nodes: nodes.map(({ id, url, ...more }) => ({
+      id,
+      function_url: url,
+      mongodb_uri: null,
+      agent_address: null,
+      lat: null,
+      lon: null,
+      namespace: null,
+      address: '127.0.0.1',
+      host_interface: null,
+      peers: {},
+      ...more,
+    })),
+  };
+}
+
 async function deadPort(): Promise<number> {
   const s = createServer().listen(0, '127.0.0.1');
   await once(s, 'listening');
@@ -73,31 +102,15 @@ test('cli - a missing or bad mesh file: exit 2, the file and what to do, as JSON
 
 test('cli - status of nodes nobody answers for: exit 1, one line per node, within the deadline', async () => {
   const ports = [await deadPort(), await deadPort()];
-  const mesh = {
-    mesh: 'dead',
-    isolation: 'loopback',
-    subnet: null,
-    host_address: '127.0.0.1',
-    latency: 'none',
-    forward_mode: 'parallel',
-    toxiproxy_api: null,
-    secret_file: join(dir, 'secret'),
-    write_key_file: join(dir, 'write-key'),
-    created_at: new Date().toISOString(),
-    nodes: ports.map((p, i) => ({
+  const mesh = meshOf(
+    'dead',
+    ports.map((p, i) => ({
       id: `node-${i + 1}`,
-      function_url: `http://127.0.0.1:${p}/function/syncmesh-fn`,
-      mongodb_uri: null,
+      url: `http://127.0.0.1:${p}/function/syncmesh-fn`,
       agent_address: `127.0.0.1:${p}`,
-      lat: null,
-      lon: null,
-      namespace: null,
-      address: '127.0.0.1',
-      host_interface: null,
-      peers: {},
       listener_url: `http://127.0.0.1:${p}`,
     })),
-  };
+  );
   writeFileSync(join(dir, 'dead.json'), JSON.stringify(mesh));
   const t0 = performance.now();
   const r = await run(['status', '--mesh', join(dir, 'dead.json'), '--json', '--timeout-ms', '2000']);
@@ -148,30 +161,12 @@ test('cli - the bash completion script completes verbs, options, kinds and node 
   writeFileSync(join(dir, 'completion.bash'), script);
   writeFileSync(
     join(dir, 'ids.json'),
-    JSON.stringify({
-      mesh: 'ids',
-      isolation: 'loopback',
-      subnet: null,
-      host_address: null,
-      latency: 'none',
-      forward_mode: 'parallel',
-      toxiproxy_api: null,
-      secret_file: 's',
-      write_key_file: 'w',
-      created_at: 'now',
-      nodes: ['alpha', 'beta'].map((id) => ({
-        id,
-        function_url: 'http://127.0.0.1:1/',
-        mongodb_uri: null,
-        agent_address: null,
-        lat: null,
-        lon: null,
-        namespace: null,
-        address: '127.0.0.1',
-        host_interface: null,
-        peers: {},
-      })),
-    }),
+    JSON.stringify(
+      meshOf(
+        'ids',
+        ['alpha', 'beta'].map((id) => ({ id, url: 'http://127.0.0.1:1/' })),
+      ),
+    ),
   );
   const launcher = join(dir, 'syncmesh');
   writeFileSync(launcher, `#!/usr/bin/env bash\nexec node ${JSON.stringify(join(import.meta.dirname, 'main.js'))} "$@"\n`, { mode: 0o755 });

@@ -148,7 +148,7 @@ function stoppedAt(err: CliError, stored: number, skip: number): CliError {
   const unsure =
     err.code === 'EDGE_CLI_UNREACHABLE' ? ' (the batch without an answer may have been stored too: syncmesh query stats --local shows the count)' : '';
   return new CliError(err.code, `${err.message}; ${num(stored)} readings were stored before this${unsure}`, {
-    hint: `${err.hint ? `${err.hint}; then ` : ''}load the rest with --skip ${skip + stored}`,
+    hint: `${err.hint ? `${err.hint}; then ` : ''}${skip + stored > 0 ? `load the rest with --skip ${skip + stored}` : 'load it again'}`,
     ...(err.remoteCode ? { remoteCode: err.remoteCode } : {}),
     cause: err,
   });

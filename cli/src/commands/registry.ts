@@ -14,16 +14,10 @@ import { CliError } from '../errors.js';
 import { findNode, findNodes, type MeshDescription, type MeshNode } from '../mesh-file.js';
 import { num, table, type VerbOutcome } from '../output.js';
 import { credentialFor, type Credential } from '../signing.js';
+import type { MeshNode as MeshNodeEntry } from '@syncmesh-edge/syncmesh-fn';
 
-export interface RegistryEntry {
-  id: string;
-  address: string;
-  lat: number;
-  lon: number;
-  distance: number | null;
-  own_node: boolean;
-  subscribed: boolean;
-}
+/** A node as a registry answers it (the function's own type; a type only, nothing of the function is loaded). */
+export type RegistryEntry = MeshNodeEntry;
 
 const FIELDS = 'id address lat lon distance own_node subscribed';
 const ADD = `mutation($n: NodeInput!) { addNode(node: $n) { ${FIELDS} } }`;
