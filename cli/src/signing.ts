@@ -42,6 +42,19 @@ export function readKeyFile(file: string, what: string): string {
   return value;
 }
 
+/**
+ * The credential when it can be read, else undefined: for reads, which nodes answer unsigned
+ * unless they require a key (signed reads pass that check too).
+ */
+export function credentialIfReadable(mesh: MeshDescription): Credential | undefined {
+  try {
+    return credentialFor(mesh);
+  } catch (err) {
+    if (err instanceof CliError && err.code === 'EDGE_CLI_CREDENTIALS') return undefined;
+    throw err;
+  }
+}
+
 /** The credential of the mesh: today its secret (v2). */
 export function credentialFor(mesh: MeshDescription): Credential {
   const keys = new MeshKeys(readKeyFile(mesh.secret_file, 'mesh secret'));

@@ -11,9 +11,9 @@ import { numberOption } from '../args.js';
 import { meta, pool } from '../client.js';
 import type { Context, Verb } from '../context.js';
 import { CliError } from '../errors.js';
-import { findNode, findNodes, type MeshDescription, type MeshNode } from '../mesh-file.js';
+import { findNode, findNodes, type MeshNode } from '../mesh-file.js';
 import { num, table, type VerbOutcome } from '../output.js';
-import { credentialFor, type Credential } from '../signing.js';
+import { credentialFor, credentialIfReadable } from '../signing.js';
 import type { MeshNode as MeshNodeEntry } from '@syncmesh-edge/syncmesh-fn';
 
 /** A node as a registry answers it (the function's own type; a type only, nothing of the function is loaded). */
@@ -33,16 +33,6 @@ export interface TargetResult {
 }
 
 const targetsOption = (description: string) => ({ type: 'string' as const, value: 'NODES', description, complete: 'node' as const });
-
-/** The credential, read before anything is sent (a bad secret file changes nothing). */
-function credentialOrNothing(mesh: MeshDescription): Credential | undefined {
-  try {
-    return credentialFor(mesh);
-  } catch (err) {
-    if (err instanceof CliError && err.code === 'EDGE_CLI_CREDENTIALS') return undefined; // reads are open: list unsigned
-    throw err;
-  }
-}
 
 /** Where `target` reaches `id`: its registry's URL for it in the description, else the node's own function URL. */
 function addressAt(target: MeshNode, peer: MeshNode): string {
@@ -110,7 +100,7 @@ export const nodesVerb: Verb = {
     if (args.values['all'] && args.values['node'])
       throw new CliError('EDGE_CLI_USAGE', 'syncmesh nodes: give --node or --all, not both', { hint: 'syncmesh nodes --help' });
     const targets = args.values['all'] ? mesh.nodes : [findNode(mesh, (args.values['node'] as string | undefined) ?? mesh.nodes[0]!.id)];
-    const credential = credentialOrNothing(mesh);
+    const credential = credentialIfReadable(mesh);
     const read = await pool(targets, ctx.config.concurrency, async (t) => {
       try {
         const data = await meta(t, `{ nodes { ${FIELDS} } }`, {}, { timeoutMs: ctx.timeoutMs, credential });

@@ -22,6 +22,7 @@ import type { Context, Verb } from '../context.js';
 import { CliError, type CliErrorCode } from '../errors.js';
 import { findNode, type MeshNode } from '../mesh-file.js';
 import { ms, num, table, type VerbOutcome } from '../output.js';
+import { credentialIfReadable, type Credential } from '../signing.js';
 
 /** The codes of status's problem lines (they are lines, not thrown: every node is reported). */
 const UNREACHABLE: CliErrorCode = 'EDGE_CLI_UNREACHABLE';
@@ -133,7 +134,7 @@ function notReadyDetail(body: Record<string, unknown>): string {
   return 'not ready';
 }
 
-async function checkNode(node: MeshNode, timeoutMs: number): Promise<{ status: NodeStatus; problems: string[] }> {
+async function checkNode(node: MeshNode, timeoutMs: number, credential: Credential | undefined): Promise<{ status: NodeStatus; problems: string[] }> {
   const t0 = performance.now();
   const get = (url: string, headers: Record<string, string> = {}) => request(url, { timeoutMs, headers });
   const wallAtStart = Date.now();
@@ -150,7 +151,7 @@ async function checkNode(node: MeshNode, timeoutMs: number): Promise<{ status: N
     settle(get(functionPath(node, '/healthz'))),
     settle(get(functionPath(node, '/readyz'))),
     settle(get(functionPath(node, '/metrics'))),
-    settle(meta(node, '{ nodes { id address subscribed own_node } }', {}, { timeoutMs })),
+    settle(meta(node, '{ nodes { id address subscribed own_node } }', {}, { timeoutMs, credential })),
     node.listener_url ? settle(get(`${node.listener_url.replace(/\/+$/, '')}/readyz`)) : undefined,
     node.listener_url ? settle(get(`${node.listener_url.replace(/\/+$/, '')}/metrics`)) : undefined,
     node.agent_address ? settle(tcpOpen(node.agent_address, timeoutMs)) : undefined,
@@ -367,7 +368,8 @@ export const statusVerb: Verb = {
     const mesh = ctx.mesh();
     const nodes = args.positionals.length ? args.positionals.map((r) => findNode(mesh, r)) : mesh.nodes;
     const t0 = performance.now();
-    const checked = await pool(nodes, ctx.config.concurrency, (n) => checkNode(n, ctx.timeoutMs));
+    const credential = credentialIfReadable(mesh);
+    const checked = await pool(nodes, ctx.config.concurrency, (n) => checkNode(n, ctx.timeoutMs, credential));
     const elapsedMs = Math.round(performance.now() - t0);
     const statuses = checked.map((c) => c.status);
     const problems: string[] = [];
