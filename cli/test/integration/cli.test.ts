@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cut, down, loadConfig, REPO_ROOT, restore, up, type MeshConfig } from '@syncmesh-edge/mesh';
@@ -71,8 +71,9 @@ before(async () => {
 });
 
 after(async () => {
-  if (skip) return;
-  await down(stateRoot, name);
+  if (!skip) await down(stateRoot, name);
+  rmSync(stateRoot, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true });
 });
 
 test("cli - mesh: the emulated mesh's description is read as written, with its listener URLs and logs", { skip }, async () => {
