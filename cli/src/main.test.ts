@@ -2,18 +2,19 @@
  * The CLI's own behaviour without a mesh: help, usage errors, a bad mesh file, unreachable nodes
  * (a description whose nodes are ports nothing listens on), the completion script in real bash.
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './main.js';
 import { VERBS } from './verbs.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'syncmesh-cli-main-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 async function run(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
   let out = '';

@@ -1,7 +1,7 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,7 @@ import { findNode, findNodes, meshJsonSchema, readMesh } from './mesh-file.js';
 
 const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const dir = mkdtempSync(join(tmpdir(), 'syncmesh-cli-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A description as scenarios/mesh writes it (process runtime, netns). */
 export const PROCESS_MESH = {
