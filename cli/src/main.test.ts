@@ -4,7 +4,7 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -155,6 +155,32 @@ test('cli - status of nodes nobody answers for: exit 1, one line per node, withi
   ]);
   assert.equal(add.code, 2);
   assert.equal(JSON.parse(add.out).error.code, 'EDGE_CLI_CREDENTIALS');
+});
+
+test('cli - a node that drops every packet costs the deadline, not more: the process exits right after (root: a private network namespace)', {
+  skip: process.getuid?.() !== 0 ? 'needs root (unshare -n)' : false,
+}, () => {
+  // 10.213.9.2 is on a veth of a namespace of this test alone, with a static neighbour entry: SYNs
+  // leave and nobody answers, as with a node cut off (a pending connect outlives the request)
+  const mesh = meshOf('hole', [
+    { id: 'node-1', url: 'http://10.213.9.2:8080/function/syncmesh-fn', agent_address: '10.213.9.2:7070', listener_url: 'http://10.213.9.2:8091' },
+  ]);
+  writeFileSync(join(dir, 'hole.json'), JSON.stringify(mesh));
+  const script = [
+    'ip link set lo up',
+    'ip link add h9a type veth peer name h9b',
+    'ip addr add 10.213.9.1/24 dev h9a',
+    'ip link set h9a up',
+    'ip link set h9b up',
+    'ip neigh add 10.213.9.2 lladdr 02:00:00:00:00:02 dev h9a',
+    `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(join(import.meta.dirname, 'main.js'))} status --mesh ${JSON.stringify(join(dir, 'hole.json'))} --timeout-ms 2000 --json`,
+  ].join(' && ');
+  const t0 = performance.now();
+  const r = spawnSync('unshare', ['-n', 'sh', '-c', script], { encoding: 'utf8', timeout: 30_000 });
+  const took = performance.now() - t0;
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /node-1: unreachable \(EDGE_CLI_UNREACHABLE\): function: GET \S+: no answer within 2000 ms/);
+  assert.ok(took < 7_000, `the process took ${Math.round(took)} ms for a 2000 ms deadline (a pending connect kept it up?)`);
 });
 
 test('cli - the bash completion script completes verbs, options, kinds and node ids (real bash)', async () => {

@@ -67,13 +67,12 @@ export async function runCli(argv: readonly string[], env: Record<string, string
 // Run when executed (bin/syncmesh, node dist/src/main.js), not when imported by the tests.
 const self = fileURLToPath(import.meta.url);
 if (process.argv[1] && realpathSync(process.argv[1]) === self) {
-  runCli(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      process.stderr.write(`syncmesh: ${String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
+  // Exit as soon as the output is written: a request given up at its deadline can leave a TCP
+  // connect pending (a node whose packets are dropped), which would keep the process up to the
+  // socket's own connect timeout (10 s in undici) after everything was said.
+  const exit = (code: number) => process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+  runCli(process.argv.slice(2)).then(exit, (err: unknown) => {
+    process.stderr.write(`syncmesh: ${String(err)}\n`);
+    exit(1);
+  });
 }

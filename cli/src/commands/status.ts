@@ -357,7 +357,16 @@ function render(nodes: NodeStatus[], mesh: string, elapsedMs: number): string {
   const head = ['NODE', 'UP', 'FUNCTION', 'LISTENER', 'AGENT', 'GATEWAY', 'VERSION', 'PEERS', 'REPLICATION (outbox, lag)', 'CLOCK', 'DISK', 'LAST ERROR'];
   const listeners = nodes.filter((s) => s.listener);
   const extra = listeners.length
-    ? `\n\nlistener: ${listeners.map((s) => `${s.id} ${num(s.listener!.events_acknowledged)}/${num(s.listener!.events_read)} events acknowledged, lag ${num(s.listener!.lag_s, 1)} s, ${s.listener!.resyncs} resyncs`).join('; ')}`
+    ? `\n\n${table(
+        ['NODE', 'LISTENER EVENTS (acknowledged / read)', 'QUEUED', 'LAG', 'RESYNCS'],
+        listeners.map((s) => [
+          s.id,
+          `${num(s.listener!.events_acknowledged)} / ${num(s.listener!.events_read)}`,
+          num(s.listener!.queued),
+          `${num(s.listener!.lag_s, 1)} s`,
+          num(s.listener!.resyncs),
+        ]),
+      )}`
     : '';
   return `${table(head, rows)}${extra}\n\nmesh ${mesh}: ${nodes.filter((s) => s.reachable).length} of ${nodes.length} nodes reachable, checked in ${ms(elapsedMs)}; disk: ${DISK_NOTE}`;
 }
