@@ -383,7 +383,7 @@ ANSIBLE_VENV := $(CURDIR)/.cache/ansible-venv
 ANSIBLE_VENV_STAMP := $(ANSIBLE_VENV)/.requirements-$(shell sha256sum ansible/requirements.txt | cut -c1-12)
 ANSIBLE_ENV := ANSIBLE_CONFIG=$(CURDIR)/ansible/ansible.cfg PATH=$(ANSIBLE_VENV)/bin:$$PATH
 LAB_INVENTORY := .lab/inventory.yml
-ANSIBLE_PLAYBOOKS := site add-node remove-node upgrade verify
+ANSIBLE_PLAYBOOKS := site add_node remove_node upgrade verify
 
 $(ANSIBLE_VENV_STAMP): ansible/requirements.txt
 	python3 -m venv $(ANSIBLE_VENV)
@@ -400,13 +400,17 @@ ansible-docs: ansible-venv ## Regenerate the roles' README variable tables from 
 .PHONY: ansible-lint
 ansible-lint: ansible-venv ## ansible-lint (production profile), --syntax-check of every playbook, README tables up to date.
 	cd ansible && $(ANSIBLE_ENV) ansible-lint --nocolor
-	cd ansible && for p in $(ANSIBLE_PLAYBOOKS); do $(ANSIBLE_ENV) ansible-playbook -i inventories/example/hosts.yml --syntax-check $$p.yml; done
+	cd ansible && for p in $(ANSIBLE_PLAYBOOKS); do $(ANSIBLE_ENV) ansible-playbook -i inventories/example/hosts.yml --syntax-check syncmesh.edge.$$p; done
 	$(ANSIBLE_VENV)/bin/python ansible/scripts/role_docs.py --check
 
 .PHONY: test-ansible
 test-ansible: ansible-venv ## Ansible without hosts: filter/signature unit tests, bad inventories fail before any change (--check, local).
 	$(ANSIBLE_VENV)/bin/python -m unittest discover -s ansible/tests/unit -t ansible/tests/unit -v
 	ANSIBLE_VENV=$(ANSIBLE_VENV) ansible/tests/preflight/run.sh
+
+.PHONY: test-collection
+test-collection: ansible-venv ## The collection as users get it (~3 min warm): ansible-galaxy collection build, the tarball installed into a fresh venv, playbooks by name, ansible-test sanity.
+	ANSIBLE_VENV=$(ANSIBLE_VENV) ansible/tests/collection/run.sh
 
 .PHONY: lab-tools
 lab-tools: ## Install systemd-nspawn (Debian's systemd-container) for the Ansible lab's hosts.
@@ -425,25 +429,26 @@ bundle: images-tools ## Offline bundle: collection + apt repos + faasd + images 
 	hack/bundle/build.sh
 
 .PHONY: provision
-provision: ansible-venv ## Run ansible/site.yml against .lab/inventory.yml (PROVISION_ARGS="--tags runtime"), then write .mesh/topology.json.
+provision: ansible-venv ## Run syncmesh.edge.site against .lab/inventory.yml (PROVISION_ARGS="--tags runtime"), then write .mesh/topology.json.
 	@test -f $(LAB_INVENTORY) || { echo "provision: no $(LAB_INVENTORY): run make lab-up first"; exit 1; }
-	$(ANSIBLE_ENV) ansible-playbook -i $(LAB_INVENTORY) ansible/site.yml $(PROVISION_ARGS)
+	$(ANSIBLE_ENV) ansible-playbook -i $(LAB_INVENTORY) syncmesh.edge.site $(PROVISION_ARGS)
 	@if [[ -z "$(PROVISION_ARGS)" ]]; then mkdir -p .mesh && $(ANSIBLE_ENV) ansible-inventory -i $(LAB_INVENTORY) --list > .lab/inventory.json \
 		&& python3 hack/lab/topology.py .lab/inventory.json $(CURDIR)/.lab/.secrets/mesh-secret .mesh/topology.json; fi
 
 .PHONY: test-lab
-test-lab: ansible-venv lab-tools faasd-bins images ## Lab tier (root; 34 min here, mostly quiet): bundle, 4 nspawn hosts, site.yml twice (changed=0), verify with data, add-node, remove-node, rolling upgrade, lab-down.
+test-lab: ansible-venv lab-tools faasd-bins images ## Lab tier (root; 34 min here, mostly quiet): bundle, 4 nspawn hosts, site twice (changed=0), verify with data, add-node, remove-node, rolling upgrade, lab-down.
 	hack/lab/test-lab.sh
 
 .PHONY: test-lab-ci
-test-lab-ci: ansible-venv lab-tools ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site.yml, again (changed=0), verify with data, lab-down.
+test-lab-ci: ansible-venv lab-tools ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site, again (changed=0), verify with data, lab-down.
 	$(MAKE) faasd-bins images FAASD_ARCHES=amd64
 	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 hack/lab/test-lab.sh
 
 # the Ansible tiers without hosts run in `make test` (about 2 min: lint of the collection and
-# playbooks, then the preflight checks against bad inventories); `make test` ends with the lab's CI
+# playbooks, then the preflight checks against bad inventories; then the collection built, installed
+# from its tarball and ansible-test sanity, about 3 min warm); `make test` ends with the lab's CI
 # tier (`make test-lab-ci`, about 6 min); the whole lab life (add-node, remove-node, upgrade) stays `make test-lab`
-test: ansible-lint test-ansible
+test: ansible-lint test-ansible test-collection
 
 ################################################################################
 # Appliance images (images/appliance; see images/appliance/README.md)
@@ -521,7 +526,7 @@ test-tf-interrupted: tf-tools ## A killed run (daemons and VMs SIGKILLed) does n
 	terraform/tests/interrupted.sh
 
 .PHONY: test-tf-local
-test-tf-local: build image-vm tf-tools ## Real libvirt apply of local-3 with the appliance image: first-boot mesh, exact aggregate through every node, tf-down leaves nothing (root).
+test-tf-local: build image-vm tf-tools ansible-venv ## Real libvirt apply of local-3 with the appliance image: first-boot mesh, exact aggregate through every node, metadata block, verify playbook, make scenario TARGET=terraform, tf-down leaves nothing (root).
 	terraform/tests/local-mesh.sh
 
 .PHONY: test-scale
@@ -537,3 +542,25 @@ test-full: ## make test, then the appliance, Terraform interrupted-run and local
 	$(MAKE) test-tf-local
 	$(MAKE) test-pi
 	$(MAKE) test-lab
+
+################################################################################
+# Coordination on NATS JetStream (coordination/; see coordination/README.md)
+################################################################################
+# The Porcupine checker of the linearizability test, built from coordination/lincheck (go.sum pins it).
+LINCHECK := $(TOOLS_BIN)/lincheck
+
+$(LINCHECK): coordination/lincheck/go.mod coordination/lincheck/go.sum coordination/lincheck/main.go | toolchain
+	mkdir -p $(TOOLS_BIN)
+	cd coordination/lincheck && GOFLAGS=-mod=mod go build -trimpath -o $(LINCHECK) .
+
+.PHONY: coordination-tools
+coordination-tools: $(LINCHECK) ## nats-server 2.15.3 and the patched gateway for this architecture (faasd-bins' script), lincheck (Porcupine): what the coordination tests need.
+	FAASD_ARCHES=$(HOST_ARCH) FAASD_BINS="nats-server gateway" images/faasd/build-bins.sh
+
+# the coordination tests in `make test` need them
+test: coordination-tools
+
+.PHONY: bench-coordination
+bench-coordination: build coordination-tools scenarios-venv ## Counter increments/s and p50/p99 from 1 and 3 servers, barrier rounds of 3 and 9 parties, on a 3-server cluster (BENCH_ARGS="--duration-ms 3000"); table, JSON and PNG.
+	node coordination/dist/bench/bench-coordination.js $(BENCH_ARGS)
+	$(VENV)/bin/python $(BENCH_PLOTS) coordination bench-results/coordination.json bench-results/coordination.png

@@ -9,6 +9,9 @@
 #   python        ruff check + ruff format --check (config: ruff.toml)
 #   errors table  hack/check-errors.mjs: docs/errors.md rows vs the EDGE_* codes in the code
 #   docs          mkdocs build --strict (broken links and missing pages fail; config: mkdocs.yml)
+#   docs paths    hack/check-doc-paths.py: no Markdown file quotes a build machine's path (/work/..., /root/...)
+#   tf locks      terraform/hack/check_locks.py: no committed Terraform lock file holds a hash of a
+#                 provider built here (users' tofu init would refuse the published providers)
 #
 # Needs node_modules (npm ci) and the tools venv (make tools-venv); `make verify` provides both.
 set -o errexit -o nounset -o pipefail
@@ -55,6 +58,8 @@ step lint+format lint_format
 step python python_checks
 step 'errors table' node hack/check-errors.mjs
 step docs docs_build
+step 'docs paths' python3 hack/check-doc-paths.py
+step 'tf locks' python3 terraform/hack/check_locks.py
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "verify: FAILED: ${failed[*]} ($((SECONDS - t_all)) s); \`make fmt\` fixes formatting and the safe lint fixes" >&2

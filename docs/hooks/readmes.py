@@ -22,6 +22,8 @@ READMES = {
     "miso-agent/README.md": "miso-agent",
     "miso-agent/INTERNALS.md": "miso-agent-internals",
     "miso-agent/sdk/README.md": "miso-sdk",
+    "coordination/README.md": "coordination",
+    "coordination/sdk/README.md": "coordination-sdk",
     "scenarios/mesh/README.md": "mesh",
     "cli/README.md": "cli",
     "scenarios/measure/README.md": "scenarios",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a copy of the lab inventory whose mesh group holds only some of the lab's hosts (test-lab:
-the mesh starts with three, the fourth joins with add-node.yml and leaves with remove-node.yml).
+the mesh starts with three, the fourth joins with syncmesh.edge.add_node and leaves with syncmesh.edge.remove_node).
 Hosts left out are not in the inventory at all. The copy sits beside the original, so both share
 inventory_dir/.secrets (one mesh secret and write key).
 

@@ -3,7 +3,7 @@
 second, until SIGTERM/SIGINT; then prints one JSON line: how many answers were full, partial
 (a node did not answer; the answering node names it) or failed (the node asked did not answer), per
 node asked, and the longest stretch in which no node gave a full answer. test-lab runs it while
-upgrade.yml restarts the nodes one at a time.
+syncmesh.edge.upgrade restarts the nodes one at a time.
 
     mesh-poll.py TOPOLOGY_JSON [INTERVAL_S (1.0)]
 """

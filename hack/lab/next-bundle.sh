@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test-lab's upgrade step: a "next release" of a bundle payload in which the function, the listener
 # and the MISO agent carry a new version (<version>-<suffix>): the same image content, re-tagged
-# (index.json's io.containerd.image.name and org.opencontainers.image.ref.name), so upgrade.yml
+# (index.json's io.containerd.image.name and org.opencontainers.image.ref.name), so the upgrade playbook
 # imports new image references, redeploys the function and restarts each node's services, one
 # node at a time. Everything else is hard-linked from the source payload (never modified: files
 # that change are removed and written anew). Prints the new payload's folder.

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # make test-lab: the whole life of a provisioned mesh on bare lab hosts, as one script.
-#   bundle tarball -> lab-up (4 hosts) -> site.yml on 3 of them from the unpacked bundle (the hosts
-#   reach nothing but this machine) -> site.yml again (changed=0 on every host) -> topology.json ->
-#   verify.yml with data -> add-node.yml (the 4th joins) -> verify with data on 4 + agents' peers ->
-#   remove-node.yml (it leaves) -> verify with data on 3 while nothing may reach the removed host ->
-#   upgrade.yml to a next bundle (new function, listener and agent versions), rolling, while a
+#   bundle tarball -> lab-up (4 hosts) -> syncmesh.edge.site on 3 of them from the unpacked bundle
+#   (the hosts reach nothing but this machine) -> site again (changed=0 on every host) ->
+#   topology.json -> verify with data -> add_node (the 4th joins) -> verify with data on 4 + agents'
+#   peers -> remove_node (it leaves) -> verify with data on 3 while nothing may reach the removed
+#   host -> upgrade to a next bundle (new function, listener and agent versions), rolling, while a
 #   poller asks the mesh through every node -> the new versions run, verify with data -> lab-down
-#   leaves nothing.
+#   leaves nothing. (The playbooks are the collection's: syncmesh.edge.site, .verify, ...)
 # Prints each step as it starts and its time when done, and a table of times at the end. Logs per
 # step in .cache/lab/test-lab/. Needs root, the bundle inputs (make faasd-bins images), the venv.
 #
-# LAB_TEST_TIER=ci (make test-lab-ci) stops after the first verify: bundle, 3 hosts, site.yml cold,
-# site.yml again (changed=0), topology.json, verify.yml with data, agents' peers, lab-down, nothing left.
+# LAB_TEST_TIER=ci (make test-lab-ci) stops after the first verify: bundle, 3 hosts, site cold,
+# site again (changed=0), topology.json, verify with data, agents' peers, lab-down, nothing left.
 #
 # Env: LAB_TEST_TIER (full, or ci), LAB_TEST_READINGS (20 readings per node per verify run),
 # LAB_TEST_KEEP (1: leave the lab up at the end or after a failure, for a look; make lab-down
@@ -64,9 +64,9 @@ recap_ok() {
     return 1
   fi
 }
-playbook() {  # playbook INVENTORY PLAYBOOK ARGS...: from the unpacked bundle, with its ansible.cfg
+playbook() {  # playbook INVENTORY PLAYBOOK ARGS...: the collection's playbook (site, verify, ...) from the unpacked bundle, with its ansible.cfg
   local inv=$1 pb=$2; shift 2
-  ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible-playbook -i "$inv" "$bundle/ansible/$pb" "$@"
+  ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible-playbook -i "$inv" "syncmesh.edge.$pb" "$@"
 }
 converge() {  # converge INVENTORY HOSTS WANT_CHANGED0 PLAYBOOK ARGS...
   local inv=$1 hosts=$2 unchanged=$3 log; shift 3
@@ -132,29 +132,29 @@ step "unpack the bundle" tar -xf "$tarball" -C "$(mkdir -p .lab/bundle && echo .
 python3() { "$venv/bin/python3" "$@"; }
 python3 hack/lab/inventory.py .lab/inventory.yml .lab/inventory-3.yml "${prefix}1,${prefix}2,${prefix}3"
 if [[ $tier == full ]]; then cp .lab/inventory.yml .lab/inventory-4.yml; fi
-step "site.yml cold on 3 hosts" converge .lab/inventory-3.yml 3 0 site.yml
-step "site.yml again (changed=0)" converge .lab/inventory-3.yml 3 1 site.yml
+step "site cold on 3 hosts" converge .lab/inventory-3.yml 3 0 site
+step "site again (changed=0)" converge .lab/inventory-3.yml 3 1 site
 step "topology.json (3 nodes)" topology .lab/inventory-3.yml
-step "verify.yml with data (3 nodes)" playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
+step "verify with data (3 nodes)" playbook .lab/inventory-3.yml verify -e verify_readings="$readings"
 step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
 if [[ $tier == full ]]; then
-step "add-node.yml (${prefix}4 joins)" converge .lab/inventory-4.yml 4 0 add-node.yml -e syncmesh_new_node="${prefix}4"
+step "add_node (${prefix}4 joins)" converge .lab/inventory-4.yml 4 0 add_node -e syncmesh_new_node="${prefix}4"
 step "topology.json (4 nodes)" topology .lab/inventory-4.yml
-step "verify.yml with data (4 nodes)" playbook .lab/inventory-4.yml verify.yml -e verify_readings="$readings"
+step "verify with data (4 nodes)" playbook .lab/inventory-4.yml verify -e verify_readings="$readings"
 step "agents: 3 connected peers each" agents_peers .lab/inventory-4.yml 4
-step "remove-node.yml (${prefix}4 leaves)" converge .lab/inventory-4.yml 4 0 remove-node.yml -e syncmesh_old_node="${prefix}4"
+step "remove_node (${prefix}4 leaves)" converge .lab/inventory-4.yml 4 0 remove_node -e syncmesh_old_node="${prefix}4"
 step "topology.json (3 nodes)" topology .lab/inventory-3.yml
-step "verify.yml with data (3 nodes), nothing reaches ${prefix}4" quiet_host "$subnet.14" "${prefix}4-h" \
-  playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
+step "verify with data (3 nodes), nothing reaches ${prefix}4" quiet_host "$subnet.14" "${prefix}4-h" \
+  playbook .lab/inventory-3.yml verify -e verify_readings="$readings"
 step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
 step "next bundle (new function, listener, agent versions)" hack/lab/next-bundle.sh "$bundle/payload" .lab/bundle-next
 "$venv/bin/python3" hack/lab/mesh-poll.py .mesh/topology.json 1 > "$logs/poll.json" 2> "$logs/poll.err" &
 poller=$!
-step "upgrade.yml (rolling, one node at a time)" converge .lab/inventory-3.yml 3 0 upgrade.yml -e syncmesh_bundle_dir="$PWD/.lab/bundle-next/payload"
+step "upgrade (rolling, one node at a time)" converge .lab/inventory-3.yml 3 0 upgrade -e syncmesh_bundle_dir="$PWD/.lab/bundle-next/payload"
 kill "$poller"; wait "$poller" || true; poller=""
 echo "  the mesh during the upgrade (a query every second, round robin over the nodes): $(cat "$logs/poll.json")"
 step "every node runs the new versions" upgraded .lab/inventory-3.yml 3 lab-next
-step "verify.yml with data after the upgrade" playbook .lab/inventory-3.yml verify.yml -e verify_readings="$readings"
+step "verify with data after the upgrade" playbook .lab/inventory-3.yml verify -e verify_readings="$readings"
 fi
 if [[ $keep != 1 ]]; then
   step "lab-down" hack/lab/lab-down.sh

@@ -7,7 +7,7 @@ set -o errexit -o nounset -o pipefail
 # shellcheck source=images/build/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-IMAGES=(gateway queue-worker nats-streaming prometheus syncmesh-fn listener miso-agent miso-counter mongo-test-server)
+IMAGES=(gateway queue-worker nats-streaming nats-server prometheus syncmesh-fn listener miso-agent miso-counter async-worker mongo-test-server)
 
 # replace_between FILE BEGIN END CONTENT-FILE: the lines between the two markers become CONTENT.
 replace_between() {

@@ -14,8 +14,8 @@ set -o errexit -o nounset -o pipefail
 # shellcheck source=images/build/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-IMAGES=(gateway queue-worker nats-streaming prometheus syncmesh-fn listener miso-agent miso-counter mongo-test-server)
-NODE_IMAGES=(syncmesh-fn listener miso-agent miso-counter)
+IMAGES=(gateway queue-worker nats-streaming nats-server prometheus syncmesh-fn listener miso-agent miso-counter async-worker mongo-test-server)
+NODE_IMAGES=(syncmesh-fn listener miso-agent miso-counter async-worker)
 # Longest a container may take to exit after SIGTERM: the listener drains for up to
 # LISTENER_DRAIN_TIMEOUT_MS (10 s) when MongoDB is unreachable.
 STOP_DEADLINE_S=15
@@ -134,6 +134,7 @@ if command -v qemu-aarch64-static >/dev/null; then
   check "syncmesh-fn/arm64 - fwatchdog runs" arm64_runs syncmesh-fn /usr/bin/fwatchdog --version
   check "gateway/arm64 - the binary is arm64 and static" bash -c "file -b '$(unpack_arch gateway arm64)/home/app/gateway' | grep -q 'ARM aarch64.*statically linked'"
   check "nats-streaming/arm64 - runs" arm64_runs nats-streaming /nats-streaming-server --version
+  check "nats-server/arm64 - runs" arm64_runs nats-server /nats-server --version
   check "prometheus/arm64 - runs" arm64_runs prometheus /bin/prometheus --version
 else
   fail "arm64 - qemu-aarch64-static is missing"

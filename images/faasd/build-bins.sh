@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Build every Go binary a faasd node runs, for amd64 and arm64, from the MIT source snapshots in
 # ../shared/third_party (faasd, gateway, of-watchdog, queue worker) and the Go module proxy
-# (NATS Streaming); Prometheus is taken from Debian's package.
+# (NATS Streaming, nats-server); Prometheus is taken from Debian's package.
 #
 # Output (never committed):
-#   .cache/faasd/bin/<arch>/{faasd,gateway,fwatchdog,queue-worker,nats-streaming-server,prometheus}
+#   .cache/faasd/bin/<arch>/{faasd,gateway,fwatchdog,queue-worker,nats-streaming-server,nats-server,prometheus}
 #   .cache/faasd/bin/<arch>/prometheus.NOTE   only when Debian's prometheus is not static
 #   .cache/faasd/licenses/<binary>/LICENSE
 #
@@ -13,6 +13,7 @@
 #
 # Env: THIRD_PARTY_DIR (default: ../shared/third_party beside the repo, else /work/shared/third_party)
 #      FAASD_ARCHES (default "amd64 arm64")
+#      FAASD_BINS (default: every binary; else the ones named, e.g. "nats-server gateway")
 set -o errexit -o nounset -o pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,6 +34,7 @@ GATEWAY_VER=0.27.5;    GATEWAY_COMMIT=5c13f1f01c6a9f596857d81c889d77bd04fbc5c1
 WATCHDOG_VER=0.10.0;   WATCHDOG_COMMIT=a7b8b445544451dab9a1f4457780e74b43966f63
 QWORKER_VER=0.14.1;    QWORKER_COMMIT=fa54e89c9db2eb4c11d141031850e171b9a073f9
 NATS_STREAMING_VER=0.25.6
+NATS_SERVER_VER=2.15.3
 PROMETHEUS_DEB_VER=${PROMETHEUS_DEB_VER:-}   # empty: the candidate apt offers
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false
@@ -40,6 +42,8 @@ go_version=$(go env GOVERSION)
 script_hash=$(sha256sum "$0" | cut -c1-16)
 
 log() { printf 'faasd-bins: %s\n' "$*" >&2; }
+# want BINARY: true when FAASD_BINS is empty (build everything) or names BINARY.
+want() { [[ -z ${FAASD_BINS:-} || " $FAASD_BINS " == *" $1 "* ]]; }
 
 # stamp_ok NAME ARCH HASH: true when the binary exists and was built from the same inputs.
 stamp_ok() {
@@ -109,35 +113,44 @@ build_vendored() {
   fi
 }
 
-build_vendored faasd-0.19.0 . faasd \
+want faasd && build_vendored faasd-0.19.0 . faasd \
   "-X main.Version=$FAASD_VER -X main.GitCommit=$FAASD_COMMIT" LICENSE "./pkg/ ./pkg/provider/handlers/"
-build_vendored faas-gateway-0.27.5 gateway gateway \
-  "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE "./scaling/ ./types/"
-build_vendored of-watchdog-0.10.0 . fwatchdog \
+want gateway && build_vendored faas-gateway-0.27.5 gateway gateway \
+  "-X github.com/openfaas/faas/gateway/version.GitCommitSHA=$GATEWAY_COMMIT -X github.com/openfaas/faas/gateway/version.Version=$GATEWAY_VER" LICENSE "./scaling/ ./types/ ./queue/ ./handlers/"
+want fwatchdog && build_vendored of-watchdog-0.10.0 . fwatchdog \
   "-X main.Version=$WATCHDOG_VER -X main.GitCommit=$WATCHDOG_COMMIT" LICENSE
-build_vendored nats-queue-worker-0.14.1 . queue-worker \
+want queue-worker && build_vendored nats-queue-worker-0.14.1 . queue-worker \
   "-X github.com/openfaas/nats-queue-worker/version.GitCommit=$QWORKER_COMMIT -X github.com/openfaas/nats-queue-worker/version.Version=$QWORKER_VER" LICENSE
 
-# NATS Streaming from the Go module proxy: download the module, build it in a writable copy.
-nats_hash=$(printf '%s %s %s' "$NATS_STREAMING_VER" "$script_hash" "$go_version" | sha256sum | cut -c1-32)
-for arch in $arches; do
-  stamp_ok nats-streaming-server "$arch" "$nats_hash" && continue
-  mod_dir=$(GOFLAGS=-mod=mod go mod download -json "github.com/nats-io/nats-streaming-server@v$NATS_STREAMING_VER" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
-  tree="$cache/src/nats-streaming-server-$NATS_STREAMING_VER"
-  if [[ ! -f "$tree/go.mod" ]]; then
-    rm -rf "$tree"; mkdir -p "$tree"; cp -r "$mod_dir/." "$tree"; chmod -R u+w "$tree"
-  fi
-  log "build nats-streaming-server ($arch) v$NATS_STREAMING_VER"
-  t0=$SECONDS
-  mkdir -p "$cache/bin/$arch"
-  (cd "$tree" && GOARCH=$arch go build -mod=mod -trimpath -ldflags "-s -w -buildid=" \
-    -o "$cache/bin/$arch/nats-streaming-server.new.$$" . && mv -f "$cache/bin/$arch/nats-streaming-server.new.$$" "$cache/bin/$arch/nats-streaming-server")
-  log "built nats-streaming-server ($arch) in $((SECONDS - t0)) s"
-  mkdir -p "$cache/licenses/nats-streaming-server"
-  install_new "$tree/LICENSE" "$cache/licenses/nats-streaming-server/LICENSE"
-  stamp_write nats-streaming-server "$arch" "$nats_hash"
-done
+# build_module BINARY MODULE VERSION [PKG]: a Go module from the Go module proxy (its go.sum pins
+# every dependency), downloaded once and built in a writable copy; PKG is the main package inside it.
+build_module() {
+  local binary=$1 module=$2 version=$3 pkg=${4:-.} arch hash mod_dir tree
+  hash=$(printf '%s %s %s %s' "$module@$version" "$script_hash" "$go_version" "$pkg" | sha256sum | cut -c1-32)
+  for arch in $arches; do
+    stamp_ok "$binary" "$arch" "$hash" && continue
+    mod_dir=$(GOFLAGS=-mod=mod go mod download -json "$module@$version" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+    tree="$cache/src/$binary-$version"
+    if [[ ! -f "$tree/go.mod" ]]; then
+      rm -rf "$tree"; mkdir -p "$tree"; cp -r "$mod_dir/." "$tree"; chmod -R u+w "$tree"
+    fi
+    log "build $binary ($arch) $version"
+    local t0=$SECONDS
+    mkdir -p "$cache/bin/$arch"
+    (cd "$tree" && GOARCH=$arch go build -mod=mod -trimpath -ldflags "-s -w -buildid=" \
+      -o "$cache/bin/$arch/$binary.new.$$" "$pkg" && mv -f "$cache/bin/$arch/$binary.new.$$" "$cache/bin/$arch/$binary")
+    log "built $binary ($arch) in $((SECONDS - t0)) s"
+    mkdir -p "$cache/licenses/$binary"
+    install_new "$tree/LICENSE" "$cache/licenses/$binary/LICENSE"
+    stamp_write "$binary" "$arch" "$hash"
+  done
+}
+
+# NATS Streaming (what the unpatched gateway's async path speaks) and nats-server with JetStream
+# (the mesh's NATS: coordination objects and, with gateway patch 0003, the async queue).
+want nats-streaming-server && build_module nats-streaming-server github.com/nats-io/nats-streaming-server "v$NATS_STREAMING_VER"
+want nats-server && build_module nats-server github.com/nats-io/nats-server/v2 "v$NATS_SERVER_VER"
 
 # Prometheus from Debian's package (amd64 + arm64), extracted.
 prom_fetch() { # ARCH -> path of the .deb
@@ -157,6 +170,7 @@ prom_fetch() { # ARCH -> path of the .deb
   printf '%s' "$deb"
 }
 for arch in $arches; do
+  want prometheus || break
   deb=$(prom_fetch "$arch")
   prom_hash=$(printf '%s %s' "$(sha256sum "$deb" | cut -c1-16)" "$script_hash" | sha256sum | cut -c1-32)
   stamp_ok prometheus "$arch" "$prom_hash" && continue
@@ -184,6 +198,8 @@ for arch in $arches; do
 done
 
 for arch in $arches; do
-  (cd "$cache/bin/$arch" && sha256sum faasd gateway fwatchdog queue-worker nats-streaming-server prometheus | put SHA256SUMS)
+  (cd "$cache/bin/$arch" && for b in faasd gateway fwatchdog queue-worker nats-streaming-server nats-server prometheus; do
+    if [[ -f $b ]]; then sha256sum "$b"; fi
+  done | put SHA256SUMS)
 done
 log "done: $(for a in $arches; do printf '%s ' "$cache/bin/$a"; done)"

@@ -34,8 +34,10 @@ import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
 process.env['MISO_TEST_DEADLINE_MS'] ??= '30000';
-const { freePort, spawnAgent, waitForEvery } = await import('@syncmesh-edge/lab');
-type AgentProc = import('@syncmesh-edge/lab').AgentProc;
+const { freePort, waitForEvery } = await import('@syncmesh-edge/lab');
+// imported after the deadline is set: the launcher reads MISO_TEST_DEADLINE_MS when it loads
+const { spawnAgent } = await import('@syncmesh-edge/miso-agent/testing');
+type AgentProc = import('@syncmesh-edge/miso-agent/testing').AgentProc;
 
 const args = process.argv.slice(2);
 const opt = (k: string) => {

@@ -6,8 +6,22 @@
 #   terraform/hack/tf.sh plan SCENARIO    gcp-*: tofu plan with TF_VAR_run from the environment or GCP_VARS
 #   terraform/hack/tf.sh test             fmt -check, validate and tofu test of every module, stack, scenario
 #   terraform/hack/tf.sh topology SCENARIO  print the topology.json tf-up wrote for it (make scenario TARGET=terraform)
+#   terraform/hack/tf.sh wait TOPOLOGY    poll every node of a topology.json until its health URL says ready
+#                                         (any mesh: local, or GCP's STATE_DIR/NAME/topology.json; needs no toolchain)
+#   terraform/hack/tf.sh gcp-image [OUT]  the appliance image as GCP imports it: disk.raw (a whole number of
+#                                         GiB) in an oldgnu .tar.gz (default .cache/terraform/gcp/syncmesh-edge-vm-amd64.tar.gz)
 #   terraform/hack/tf.sh memory SCENARIO    the host memory of its VMs (QEMU processes' PSS and RSS), one JSON line
 #   terraform/hack/tf.sh tofu DIR ARGS..  run tofu in DIR with the pinned toolchain (TF_DATA_DIR under .cache)
+#
+# SCENARIO is a preset of terraform/scenarios/presets.json (local-3, local-12, local-30,
+# gcp-regional-3, gcp-regional-12): its root (scenarios/local or scenarios/gcp) with TF_VAR_preset.
+#
+# Offline, here: tofu runs in a copy of terraform/ under .cache/terraform/src (refreshed on every
+# call), so the lock files `tofu init` writes for the providers built here (toolchain.sh: their
+# hashes are this machine's builds) stay under .cache and never beside the committed sources. The
+# repository holds no lock file: a user with internet runs plain `tofu init` in a root, which
+# downloads the pinned versions from the public registry and writes the published hashes
+# (docs/guides/terraform-scenarios.md; terraform/hack/check_locks.py keeps local hashes out).
 #
 # Env (documented defaults):
 #   TF_IMAGE        .cache/appliance/out/syncmesh-edge-vm-amd64.qcow2 (make image-vm)
@@ -42,17 +56,59 @@ die() { printf 'tf: ERROR: %s\n' "$*" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 
-# tofu in a configuration folder; its working data (providers, modules) under .cache
-tofu_in() {
-  local dir="$1"; shift
-  local rel="${dir#"$tfdir"/}"
-  TF_DATA_DIR="$cache/data/$rel" "$tofu_bin" -chdir="$dir" "$@"
+stage="$cache/src"
+
+# Refreshes the copy of terraform/ that tofu runs in (.cache/terraform/src/terraform): every file as
+# in the checkout, files the checkout no longer has removed, the lock files tofu wrote there kept
+# (a lock file in the checkout, e.g. a user's, is not copied). ansible/ is linked beside it: the
+# tests compare what Terraform writes with what the playbooks read.
+sync_stage() {
+  mkdir -p "$stage"
+  python3 - "$tfdir" "$stage/terraform" <<'PY'
+import filecmp, os, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+LOCK = ".terraform.lock.hcl"
+for d, dirs, files in os.walk(dst):
+    dirs[:] = [x for x in dirs if x != ".terraform"]
+    rel = os.path.relpath(d, dst)
+    if not os.path.isdir(os.path.join(src, rel)):
+        shutil.rmtree(d)
+        dirs[:] = []
+        continue
+    for f in files:
+        if f != LOCK and not os.path.isfile(os.path.join(src, rel, f)):
+            os.remove(os.path.join(d, f))
+for d, dirs, files in os.walk(src):
+    dirs[:] = [x for x in dirs if x != ".terraform"]
+    out = os.path.join(dst, os.path.relpath(d, src))
+    os.makedirs(out, exist_ok=True)
+    for f in files:
+        if f == LOCK:
+            continue
+        a, b = os.path.join(d, f), os.path.join(out, f)
+        if not os.path.isfile(b) or not filecmp.cmp(a, b, shallow=False):
+            shutil.copy2(a, b)
+PY
+  ln -sfn "$root/ansible" "$stage/ansible"
 }
 
+# tofu in a configuration folder of the checkout (run in its copy under .cache; see sync_stage);
+# its working data (providers, modules) under .cache too, one folder per preset for the roots
+tofu_in() {
+  local dir="$1"; shift
+  local rel="${dir#"$tfdir"/}" key
+  key="$rel"
+  [[ "$rel" == scenarios/* && -n "${TF_VAR_preset:-}" ]] && key="$rel/$TF_VAR_preset"
+  [[ -d "$stage/terraform/$rel" ]] || sync_stage
+  TF_DATA_DIR="$cache/data/$key" "$tofu_bin" -chdir="$stage/terraform/$rel" "$@"
+}
+
+# The root of a preset (terraform/scenarios/presets.json); exports TF_VAR_preset for it.
 scenario_dir() {
-  local s="${1:?SCENARIO (local-3, local-12, local-30, gcp-regional-3, gcp-regional-12)}"
-  [[ -d "$tfdir/scenarios/$s" ]] || die "no scenario $s (allowed: $(ls "$tfdir/scenarios" | tr '\n' ' '))"
-  echo "$tfdir/scenarios/$s"
+  local s="${1:?SCENARIO (a preset of terraform/scenarios/presets.json: local-3, local-12, local-30, gcp-regional-3, gcp-regional-12)}" target
+  target=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p[sys.argv[2]]["target"] if sys.argv[2] in p else "")' "$tfdir/scenarios/presets.json" "$s")
+  [[ -n "$target" ]] || die "no scenario $s (allowed: $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$tfdir/scenarios/presets.json"))"
+  echo "$tfdir/scenarios/$target"
 }
 
 sofia_dir() {
@@ -145,9 +201,11 @@ check_apply_env() {
 up() {
   local scenario="$1" dir work image t0 t1 bridge
   dir=$(scenario_dir "$scenario")
-  [[ "$scenario" == local-* ]] || die "tf-up applies local-* scenarios here; for $scenario see docs/guides/terraform-scenarios.md (tf.sh plan)"
+  [[ "$scenario" == local-* ]] || die "tf-up applies local-* scenarios here; for $scenario see docs/guides/terraform-scenarios.md (Google Cloud)"
+  export TF_VAR_preset="$scenario"
   check_apply_env
   "$root/terraform/hack/toolchain.sh" --no-google
+  sync_stage
   work="$cache/run/$scenario"
   if [[ "${TF_TINY:-0}" == 1 ]]; then
     image="$("$root/terraform/tests/tiny-image.sh" "$cache/tiny")/disk.raw"
@@ -169,7 +227,7 @@ up() {
   mkdir -p "$work/pool" "$work/logs"
   export TF_VAR_run
   TF_VAR_run=$(run_json "$scenario" "$work" "$image")
-  tofu_in "$dir" init -input=false -no-color -backend-config="path=$cache/state/$scenario.tfstate" >"$work/init.log" || { cat "$work/init.log" >&2; die "tofu init failed"; }
+  tofu_in "$dir" init -input=false -no-color -reconfigure -backend-config="path=$cache/state/$scenario.tfstate" >"$work/init.log" || { cat "$work/init.log" >&2; die "tofu init failed"; }
   t0=$(now)
   log "apply $scenario"
   timeout --kill-after=30 "${TF_APPLY_TIMEOUT:-1200}" "$tfdir/hack/tf.sh" tofu "$dir" apply -input=false -auto-approve -no-color -parallelism="${TF_PARALLELISM:-1}" >"$work/apply.log" 2>&1 ||
@@ -187,7 +245,9 @@ up() {
 down() {
   local scenario="$1" dir t0 left
   dir=$(scenario_dir "$scenario")
+  export TF_VAR_preset="$scenario"
   check_apply_env
+  sync_stage
   t0=$(now)
   if [[ -s "$cache/state/$scenario.tfstate" ]] && [[ -x "$tofu_bin" ]] && "$root/terraform/hack/libvirt.sh" status >/dev/null 2>&1 && virsh -q -c qemu:///system version >/dev/null 2>&1; then
     export TF_VAR_run
@@ -244,12 +304,35 @@ print(json.dumps({"mesh": mesh, "vms": len(vms), "pss_total_mb": total, "pss_per
 PY2
 }
 
+# The appliance's raw disk as Compute Engine imports one: a file named disk.raw whose size is a
+# multiple of 1 GiB (padded; GPT's backup header moved to the new end), in a gzip'd tar of the
+# oldgnu format. Input: TF_RAW_IMAGE (default the .raw.zst of make image-vm).
+gcp_image() {
+  local out="${1:-$cache/gcp/syncmesh-edge-vm-amd64.tar.gz}" raw="${TF_RAW_IMAGE:-$root/.cache/appliance/out/syncmesh-edge-vm-amd64.raw.zst}" tmp size gib
+  [[ -f "$raw" ]] || die "no raw image at $raw: run make image-vm (or set TF_RAW_IMAGE=)"
+  for t in zstd tar; do command -v "$t" >/dev/null || die "$t is missing (apt: zstd, tar)"; done
+  mkdir -p "$(dirname "$out")"
+  tmp=$(mktemp -d "$(dirname "$out")/.gcp-image.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT  # gcp-image is a command of its own: the script ends after it
+  if [[ "$raw" == *.zst ]]; then zstd -q -d -c "$raw" > "$tmp/disk.raw"; else cp --sparse=always "$raw" "$tmp/disk.raw"; fi
+  size=$(stat -c %s "$tmp/disk.raw")
+  gib=$(((size + 1073741823) / 1073741824))
+  truncate -s "${gib}G" "$tmp/disk.raw"
+  # the backup GPT header belongs at the (new) end of the disk (else the node's growfs moves it at boot)
+  if command -v sfdisk >/dev/null; then sfdisk --quiet --relocate gpt-bak-std "$tmp/disk.raw" 2>/dev/null || die "sfdisk could not move the backup GPT header of $tmp/disk.raw"; fi
+  tar --format=oldgnu -Sczf "$tmp/out.tar.gz" -C "$tmp" disk.raw
+  mv -f "$tmp/out.tar.gz" "$out"
+  log "gcp-image: $out (disk.raw $gib GiB, $(du -m "$out" | cut -f1) MiB compressed): set run.image_tarball to it"
+}
+
 plan() {
   local scenario="$1" dir
   dir=$(scenario_dir "$scenario")
+  export TF_VAR_preset="$scenario"
   [[ -n "${TF_VAR_run:-}" || -n "${GCP_VARS:-}" ]] || die "set GCP_VARS=file.tfvars (run = { project = ..., ... }) or TF_VAR_run; see docs/guides/terraform-scenarios.md"
   "$root/terraform/hack/toolchain.sh"
-  tofu_in "$dir" init -input=false -backend-config="path=$cache/state/$scenario.tfstate"
+  sync_stage
+  tofu_in "$dir" init -input=false -reconfigure -backend-config="path=$cache/state/$scenario.tfstate"
   tofu_in "$dir" plan -input=false ${GCP_VARS:+-var-file="$GCP_VARS"} "${@:2}"
 }
 
@@ -259,6 +342,9 @@ test_all() {
   "$root/terraform/hack/toolchain.sh"
   log "fmt -check"
   "$tofu_bin" fmt -check -recursive -diff "$tfdir" || die "tofu fmt -check failed: run $tofu_bin fmt -recursive terraform"
+  python3 "$tfdir/hack/module_docs.py" --check || failed=1
+  python3 "$tfdir/hack/check_locks.py" || failed=1
+  sync_stage
   for dir in "$tfdir"/modules/* "$tfdir"/stacks/* "$tfdir"/scenarios/* "$tfdir"/modules/*/examples/*; do
     [[ -d "$dir" ]] || continue
     ls "$dir"/*.tf >/dev/null 2>&1 || continue
@@ -306,8 +392,10 @@ case "${1:-}" in
   down) down "${2:-}" ;;
   plan) plan "${2:-}" "${@:3}" ;;
   topology) topology "${2:-}" ;;
+  gcp-image) gcp_image "${2:-}" ;;
+  wait) [[ -f "${2:-}" ]] || die "usage: $0 wait TOPOLOGY.json (e.g. .mesh/smg3/topology.json)"; wait_ready "$2" "$(now)" ;;
   memory) memory "${2:-}" ;;
   test) test_all ;;
-  tofu) shift; d="$1"; shift; tofu_in "$(cd "$d" && pwd)" "$@" ;;
-  *) die "usage: $0 up|down|plan|topology|memory SCENARIO | test | tofu DIR ARGS" ;;
+  tofu) shift; d="$1"; shift; sync_stage; tofu_in "$(cd "$d" && pwd)" "$@" ;;
+  *) die "usage: $0 up|down|plan|topology|memory SCENARIO | wait TOPOLOGY | gcp-image [OUT] | test | tofu DIR ARGS" ;;
 esac

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Builds the pinned Terraform toolchain offline: OpenTofu and every provider the modules use,
-# from the Go module proxy (and the google provider from its source snapshot in
-# ../shared/third_party), into a filesystem mirror under .cache/terraform. Cached: a run with
-# everything present takes seconds. A pinned version the proxy no longer serves fails the run
-# with its name; nothing falls back to another version.
+# Builds the pinned Terraform toolchain OFFLINE, for this project's machines without internet:
+# OpenTofu and every provider the modules use, from the Go module proxy (and the google provider
+# from its source snapshot in ../shared/third_party), into a filesystem mirror under
+# .cache/terraform. Cached: a run with everything present takes seconds. A pinned version the
+# proxy no longer serves fails the run with its name; nothing falls back to another version.
+#
+# A user with internet needs none of this: install OpenTofu (>= 1.9; the project pins 1.12.6) and
+# run `tofu init` in a root (terraform/scenarios/local or terraform/scenarios/gcp). It downloads
+# the same pinned provider versions (the `version = "..."` constraints are exact) from the public
+# registry, checks them against their published, signed checksums and writes those hashes into
+# that root's .terraform.lock.hcl. The builds here are not the published binaries (their hashes
+# differ), which is why the repository commits no lock file and this machine keeps its own under
+# .cache (terraform/hack/tf.sh; terraform/hack/check_locks.py fails on a committed lock file
+# holding a hash of a build from here).
 #
 #   terraform/hack/toolchain.sh            build what is missing (all of it)
 #   terraform/hack/toolchain.sh --no-google   skip the google provider (8.5 min, 1.9 GB cold)
@@ -14,7 +23,8 @@
 #   tofurc                          CLI config: the mirror only (TF_CLI_CONFIG_FILE points here)
 #
 # Binaries are built with CGO_ENABLED=0 -trimpath and the local Go toolchain, so the same Go
-# version gives the same bytes and the hashes in the committed .terraform.lock.hcl files hold.
+# version gives the same bytes, and the lock files tofu wrote under .cache/terraform/src keep
+# matching. A provider built again drops those lock files (they would pin the old build).
 set -o errexit -o nounset -o pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="${TF_CACHE:-$root/.cache/terraform}"
@@ -88,6 +98,7 @@ for spec in "${PROVIDERS[@]}"; do
   module_source "$modver" "$cache/tmp/$type"
   build "$cache/tmp/$type" . "$out"
   rm -rf "$cache/tmp/$type"
+  rebuilt=1
 done
 
 if [ "$with_google" = 1 ]; then
@@ -102,7 +113,13 @@ if [ "$with_google" = 1 ]; then
     src="$(dirname "$(find "$cache/tmp/google" -maxdepth 2 -name go.mod | head -n1)")"
     build "$src" . "$out"
     rm -rf "$cache/tmp/google"
+    rebuilt=1
   fi
+fi
+# the lock files of this machine's offline runs pin the hashes of the previous builds
+if [ "${rebuilt:-0}" = 1 ] && [ -d "$cache/src" ]; then
+  find "$cache/src" -name .terraform.lock.hcl -delete
+  log "providers built: dropped the lock files under $cache/src (tofu init writes new ones)"
 fi
 
 # The CLI config: providers come from the mirror and nowhere else, so a missing pinned provider
@@ -116,4 +133,4 @@ provider_installation {
 }
 RC
 mv -f "$cache/tofurc.tmp" "$cache/tofurc"
-log "done in $(($(date +%s) - start)) s: $tofu, mirror $cache/mirror, TF_CLI_CONFIG_FILE=$cache/tofurc"
+log "done in $(($(date +%s) - start)) s: $tofu, mirror $cache/mirror, TF_CLI_CONFIG_FILE=$cache/tofurc (offline builds; with internet, plain tofu init downloads the published providers instead)"

@@ -4,7 +4,12 @@
 # emulation) become a mesh on their first boot from the node files Terraform generates (NoCloud
 # seeds), then each node's database gets its sensor's readings, the mesh checks of the appliance
 # tier run against the Terraform-made topology (aggregate through every node equal to the value
-# computed from the CSVs, collect complete, health, gateway API), then tf-down and nothing left.
+# computed from the CSVs, collect complete, health, gateway API); then, on every node, that faasd's
+# containers cannot reach the cloud metadata address (emulated: a listener on 169.254.169.254 the
+# node itself reaches, routed as on GCE); the measurement `make scenario TARGET=terraform` with a
+# few requests (its report's numbers are printed); then tf-down and nothing left. Before the data
+# load, `syncmesh.edge.verify` with a few readings runs through the Terraform-written inventory
+# (SSH as root, the write key where the playbooks read it).
 # Root. Prints the time of each step, and one JSON line (`tf-local-result: {...}`: up, load,
 # checks, down, host memory of the VMs) that make test-scale collects.
 #
@@ -14,7 +19,9 @@
 # LOAD_DAYS (empty: node i gets Sofia sensor i's month from DATA; N: N generated days per node,
 # the expected value from the databases, and the aggregate over the first day: many nodes under
 # software emulation), MESH_TEST_WINDOW (week: the aggregate's window, month|week|day), TF_KEEP=1 (leave the mesh up for `make scenario TARGET=terraform`; then
-# `make tf-down`), and those of terraform/hack/tf.sh.
+# `make tf-down`), MESH_TEST_EXTRAS (1: the metadata, verify and scenario steps; test-scale's 12 nodes
+# set 0), VERIFY_READINGS (3 per node), SCENARIO_REQUESTS (5: the scenario cell's request count),
+# and those of terraform/hack/tf.sh.
 set -o errexit -o nounset -o pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -59,7 +66,9 @@ trap 'exit 130' INT TERM
 
 ssh-keygen -q -t ed25519 -N '' -C "$mesh-test" -f "$tmp/id_ed25519"
 # -n: ssh must not read the loop's node list from standard input (it took the rest of it: only node-1 got its password file)
-SSH=(ssh -n -i "$tmp/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR)
+ssh_opts=(-i "$tmp/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR)
+SSH=(ssh -n "${ssh_opts[@]}")
+SSH_IN=(ssh "${ssh_opts[@]}")  # the same, reading a script from standard input
 
 TF_SSH_PUBKEY_FILE="$tmp/id_ed25519.pub" "$tf" up "$SCENARIO"
 t_up=$(date +%s)
@@ -85,6 +94,18 @@ for n in topo["nodes"]:
 json.dump(topo, open(f"{state}/topology.checks.json", "w"), indent=2)
 PY
 
+# the Terraform-written inventory as the playbooks use it: SSH as root with the node files' key, the
+# write key from .secrets/write-key beside the inventory. Before the month of data: its mesh-wide
+# count scans every reading, which under software emulation outlasts the peer deadline; its own
+# readings are dated today, outside the checks' July 2017 windows.
+if [[ "${MESH_TEST_EXTRAS:-1}" == 1 ]]; then
+  t_verify=$(date +%s)
+  ANSIBLE_CONFIG="$root/ansible/ansible.cfg" ANSIBLE_PRIVATE_KEY_FILE="$tmp/id_ed25519" \
+    "$root/.cache/ansible-venv/bin/ansible-playbook" -i "$state/inventory.yml" syncmesh.edge.verify -e verify_readings="${VERIFY_READINGS:-3}" > "$tmp/verify.log" 2>&1 ||
+    { tail -n 40 "$tmp/verify.log" >&2; log "syncmesh.edge.verify on the Terraform inventory failed"; exit 1; }
+  log "syncmesh.edge.verify -e verify_readings=${VERIFY_READINGS:-3} on $state/inventory.yml: $(grep -cE ' failed=0 ' "$tmp/verify.log") host(s) failed=0 (SSH as root, the write key from .secrets/write-key) in $(($(date +%s) - t_verify)) s"
+fi
+
 # data: node-i gets sensor i (placement puts node-i at the Sofia sensor i); the nodes load at
 # the same time (each VM's one vCPU is the bottleneck under software emulation), each into its log
 loader=$root/functions/syncmesh/dist/src/load/cli.js
@@ -109,7 +130,26 @@ APPLIANCE_TOPOLOGY="$state/topology.checks.json" APPLIANCE_SSH_KEY="$tmp/id_ed25
   MESH_TEST_WINDOW="$window" node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/appliance.test.js
 t_done=$(date +%s)
 log "mesh checks passed in $((t_done - t_checks)) s; up $((t_up - t0)) s"
+extras_s=0
+if [[ "${MESH_TEST_EXTRAS:-1}" == 1 ]]; then
+  t_extras=$(date +%s)
+  # faasd's containers must not reach the metadata server (its user-data holds the node's secrets).
+  # Emulated on each VM as on GCE: 169.254.169.254 in a namespace of its own behind a veth, routed,
+  # with a listener; the node reaches it, the function's network namespace must not, and does
+  # once the node's rule is taken out (so the rule, not the set-up, is what stops it).
+  while read -r id addr; do
+    "${SSH_IN[@]}" "root@$addr" bash -s < "$root/terraform/tests/metadata-block.sh" || { log "$id: metadata block check failed"; exit 1; }
+  done < "$tmp/nodes"
+  # the measurement cell on these VMs (make scenario TARGET=terraform), a few requests
+  run_id="tf-$SCENARIO-$(date -u +%Y%m%dT%H%M%SZ)"
+  make -C "$root" --no-print-directory scenario TARGET=terraform SCENARIO="$SCENARIO" SYSTEM=syncmesh WORKLOAD=aggregate DAYS=1 \
+    REQUESTS="${SCENARIO_REQUESTS:-5}" RUN="$run_id" || { log "make scenario TARGET=terraform failed"; exit 1; }
+  log "make scenario TARGET=terraform SCENARIO=$SCENARIO: scenarios/results/$run_id/report.md"
+  sed -n '/^|/p' "$root/scenarios/results/$run_id/report.md" | head -n 12 >&2
+  extras_s=$(($(date +%s) - t_extras))
+  log "metadata block and scenario in $extras_s s"
+fi
 mem=$("$tf" memory "$SCENARIO")
 log "host memory of the VMs: $mem"
-result=$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); m.pop("per_vm"); print(json.dumps({"scenario": sys.argv[2], "kind": "appliance", "memory_mb_per_vm": int(sys.argv[3]), "up_s": int(sys.argv[4]), "load_s": int(sys.argv[5]), "checks_s": int(sys.argv[6]), "data": sys.argv[7], **m}))' \
-  "$mem" "$SCENARIO" "${TF_MEMORY_MB:-2048}" "$((t_up - t0))" "$((t_checks - t_load))" "$((t_done - t_checks))" "$data_desc")
+result=$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); m.pop("per_vm"); print(json.dumps({"scenario": sys.argv[2], "kind": "appliance", "memory_mb_per_vm": int(sys.argv[3]), "up_s": int(sys.argv[4]), "load_s": int(sys.argv[5]), "checks_s": int(sys.argv[6]), "extras_s": int(sys.argv[8]), "data": sys.argv[7], **m}))' \
+  "$mem" "$SCENARIO" "${TF_MEMORY_MB:-2048}" "$((t_up - t0))" "$((t_checks - t_load))" "$((t_done - t_checks))" "$data_desc" "$extras_s")

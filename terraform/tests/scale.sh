@@ -51,7 +51,7 @@ if [[ "${SCALE_TINY:-1}" == 1 ]]; then
   step tiny-local-30 terraform/tests/local.sh local-30
 fi
 if [[ "${SCALE_FULL:-1}" == 1 ]]; then
-  step full-local-12 env SCENARIO=local-12 TF_MEMORY_MB="${SCALE_FULL_MEMORY_MB:-1280}" LOAD_DAYS="${LOAD_DAYS:-1}" TF_BOOT_TIMEOUT="${SCALE_BOOT_TIMEOUT:-3600}" \
+  step full-local-12 env SCENARIO=local-12 MESH_TEST_EXTRAS=0 TF_MEMORY_MB="${SCALE_FULL_MEMORY_MB:-1280}" LOAD_DAYS="${LOAD_DAYS:-1}" TF_BOOT_TIMEOUT="${SCALE_BOOT_TIMEOUT:-3600}" \
     terraform/tests/local-mesh.sh
 fi
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test-ansible (preflight tier): every bad inventory here must fail in the preflight play, before
 # any host is changed, with the messages its "# expect:" lines give (naming the host and the
-# variable); good.yml (expect: PASS) must pass. Each runs site.yml with --check against a local connection.
+# variable); good.yml (expect: PASS) must pass. Each runs syncmesh.edge.site with --check against a local connection.
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,7 @@ for inv in "$here"/*.yml; do
   expect=${expects[0]}
   # A good inventory runs the preflight play only (tag always): nothing else may touch this machine.
   tags=(); [[ $expect == PASS ]] && tags=(--tags always)
-  out=$("$venv/bin/ansible-playbook" -i "$inv" "$ansible_dir/site.yml" --check "${tags[@]}" 2>&1) && rc=0 || rc=$?
+  out=$("$venv/bin/ansible-playbook" -i "$inv" syncmesh.edge.site --check "${tags[@]}" 2>&1) && rc=0 || rc=$?
   recap=$(grep -E '^[a-z-]+ +: ok=' <<<"$out" || true)
   problem=""
   if [[ $expect == PASS ]]; then

@@ -6,6 +6,7 @@ repo-local venv, `make scenarios-venv`).
     bench_plots.py mesh bench-results/mesh.json bench-results/mesh.png
     bench_plots.py replication bench-results/replication.json bench-results/replication.png
     bench_plots.py miso bench-results/miso.json bench-results/miso.png
+    bench_plots.py coordination bench-results/coordination.json bench-results/coordination.png
 """
 
 import json
@@ -124,7 +125,45 @@ def plot_miso(data, out):
     fig.savefig(out, dpi=110)
 
 
-PLOTS = {"function": plot_function, "mesh": plot_mesh, "replication": plot_replication, "miso": plot_miso}
+def plot_coordination(data, out):
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    kinds = [("counter", "Counter"), ("atomic_long", "AtomicLong")]
+    wheres = [("one_node", "1 server"), ("three_nodes", "3 servers")]
+    xs = [f"{label}\n{wl}" for _, label in kinds for _, wl in wheres]
+    rates = [data[k][w]["ops_per_s"] for k, _ in kinds for w, _ in wheres]
+    axes[0].bar(xs, rates, color=["C0", "C0", "C1", "C1"])
+    axes[0].set_ylabel("increments/s")
+    axes[0].tick_params(axis="x", labelsize=8)
+    axes[0].set_title("throughput")
+    width = 0.35
+    idx = range(len(xs))
+    axes[1].bar([i - width / 2 for i in idx], [data[k][w]["latency_ms"]["p50"] for k, _ in kinds for w, _ in wheres], width, label="p50")
+    axes[1].bar([i + width / 2 for i in idx], [data[k][w]["latency_ms"]["p99"] for k, _ in kinds for w, _ in wheres], width, label="p99")
+    axes[1].set_xticks(list(idx), xs, fontsize=8)
+    axes[1].set_ylabel("latency (ms)")
+    axes[1].set_title("latency")
+    axes[1].legend()
+    parties = sorted(data["barrier"], key=int)
+    axes[2].bar([f"{p} parties" for p in parties], [data["barrier"][p]["round_ms"]["p50"] for p in parties], label="p50")
+    axes[2].plot([f"{p} parties" for p in parties], [data["barrier"][p]["round_ms"]["p99"] for p in parties], "ro", label="p99")
+    axes[2].set_ylabel("round time (ms)")
+    axes[2].set_title("CyclicBarrier round")
+    axes[2].legend()
+    fig.suptitle(
+        f"bench-coordination: 3 nats-server, R3; {data['params']['clients']} clients on 1 or spread over 3 servers"
+        " (Counter: server-side add; AtomicLong: compare-and-set)"
+    )
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+PLOTS = {
+    "function": plot_function,
+    "mesh": plot_mesh,
+    "replication": plot_replication,
+    "miso": plot_miso,
+    "coordination": plot_coordination,
+}
 
 
 def main():

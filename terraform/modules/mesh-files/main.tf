@@ -14,7 +14,7 @@ locals {
     forward_mode   = "parallel"
     toxiproxy_api  = null
     secret_file    = abspath("${local.dir}/.secrets/mesh-secret")
-    write_key_file = abspath("${local.dir}/write-key")
+    write_key_file = abspath("${local.dir}/.secrets/write-key")
     nodes = [for n in var.nodes : {
       id              = n.id
       function_url    = "http://${n.address}:${var.gateway_port}/function/syncmesh-fn"
@@ -58,8 +58,10 @@ resource "local_sensitive_file" "mesh_secret" {
   directory_permission = "0700"
 }
 
+# Where the syncmesh.edge playbooks read it: <inventory folder>/.secrets/write-key (the preflight
+# role's syncmesh_write_key_file default), beside the mesh secret.
 resource "local_sensitive_file" "write_key" {
-  filename             = "${local.dir}/write-key"
+  filename             = "${local.dir}/.secrets/write-key"
   content              = var.write_key
   file_permission      = "0600"
   directory_permission = "0700"
@@ -67,7 +69,7 @@ resource "local_sensitive_file" "write_key" {
 
 resource "local_file" "inventory" {
   filename        = "${local.dir}/inventory.yml"
-  content         = "# Written by terraform/modules/mesh-files; the mesh secret is in .secrets/mesh-secret beside this file.\n${yamlencode(local.inventory)}"
+  content         = "# Written by terraform/modules/mesh-files; the mesh secret and the write key are in .secrets/ beside this file.\n${yamlencode(local.inventory)}"
   file_permission = "0644"
 }
 

@@ -14,8 +14,13 @@ output "inventory" {
 }
 
 output "inventory_path" {
-  description = "STATE_DIR/MESH_NAME/inventory.yml: ansible-playbook -i <this> ansible/site.yml."
+  description = "STATE_DIR/MESH_NAME/inventory.yml: ansible-playbook -i <this> syncmesh.edge.verify (or .site)."
   value       = local_file.inventory.filename
+}
+
+output "write_key_file" {
+  description = "File holding the write key (mode 0600): INVENTORY_FOLDER/.secrets/write-key, where the playbooks read it and what topology.json names."
+  value       = local_sensitive_file.write_key.filename
 }
 
 output "secret_file" {

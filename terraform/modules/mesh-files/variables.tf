@@ -48,7 +48,7 @@ variable "mesh_secret" {
 }
 
 variable "write_key" {
-  description = "The mesh's write key (at least 32 characters): data writes send Authorization: Bearer <key>. Written to STATE_DIR/MESH_NAME/write-key (mode 0600)."
+  description = "The mesh's write key (at least 32 characters): data writes send Authorization: Bearer <key>. Written to STATE_DIR/MESH_NAME/.secrets/write-key (mode 0600), where the Ansible playbooks read it (syncmesh_write_key_file's default); topology.json names it (write_key_file)."
   type        = string
   sensitive   = true
   validation {

@@ -12,7 +12,9 @@ locals {
     address = cidrhost(local.subnets[regex("^(.*)-[a-z]$", n.zone)[0]], 10 + n.index)
   })]
   by_id = { for n in local.placed : n.id => n }
-  ports = [tostring(var.gateway_port), tostring(var.agent_port), "22"]
+  # between members: what nodes use of each other; from the operator also the health URL
+  member_ports   = [tostring(var.gateway_port), tostring(var.agent_port), "22"]
+  operator_ports = concat(local.member_ports, [tostring(var.health_port)])
 }
 
 resource "random_id" "mesh_secret" {
@@ -46,7 +48,8 @@ resource "google_compute_subnetwork" "this" {
   ip_cidr_range = each.value
 }
 
-# Only the gateway, agent and SSH ports, between mesh members and from the operator. GCP denies
+# Only the gateway, agent and SSH ports between mesh members; the same plus the health port from the
+# operator's ranges (the health URL answers without auth, so it is open to nobody else). GCP denies
 # every other ingress by default.
 resource "google_compute_firewall" "members" {
   project     = var.project
@@ -57,7 +60,7 @@ resource "google_compute_firewall" "members" {
   target_tags = [local.tag]
   allow {
     protocol = "tcp"
-    ports    = local.ports
+    ports    = local.member_ports
   }
 }
 
@@ -70,7 +73,7 @@ resource "google_compute_firewall" "operator" {
   target_tags   = [local.tag]
   allow {
     protocol = "tcp"
-    ports    = local.ports
+    ports    = local.operator_ports
   }
 }
 
@@ -127,13 +130,20 @@ resource "google_compute_instance" "node" {
     access_config {}
   }
 
-  # cloud-init (NoCloud/GCE datasource) writes the node file; the appliance reads it at first boot.
+  # cloud-init (GCE datasource) writes the node file; the appliance reads it at first boot. SSH is
+  # root's, by the keys in the node file and the user-data (the image has no other user and no
+  # guest agent to make one from ssh-keys metadata); project-wide keys stay out.
+  # The user-data holds the node's secrets and every process of the instance can ask the metadata
+  # server for it: the node drops what its containers (faasd's bridge openfaas0) send to
+  # 169.254.169.254 (syncmesh-metadata-block.service of the faasd role, also in the appliance).
   metadata = {
     user-data              = module.config.user_data[each.key]
     block-project-ssh-keys = "true"
-    ssh-keys               = join("\n", [for k in var.ssh_authorized_keys : "syncmesh:${k}"])
     serial-port-enable     = "true"
   }
+
+  # No service_account block: the instances get no service account, so the metadata server has no
+  # access token to hand out to anything on them.
 
   shielded_instance_config {
     enable_secure_boot = false

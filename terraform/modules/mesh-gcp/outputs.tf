@@ -39,3 +39,8 @@ output "write_key" {
   value       = random_id.write_key.hex
   sensitive   = true
 }
+
+output "ssh_user" {
+  description = "The user SSH and the inventory use on every instance: root (the image has no other; keys from ssh_authorized_keys)."
+  value       = "root"
+}

@@ -91,7 +91,7 @@ variable "bucket_name" {
 }
 
 variable "operator_cidrs" {
-  description = "CIDRs allowed to reach the gateway, agent and SSH ports from outside the mesh (your own address, e.g. [\"203.0.113.7/32\"])."
+  description = "CIDRs allowed to reach the gateway, agent, SSH and health ports from outside the mesh (your own address, e.g. [\"203.0.113.7/32\"])."
   type        = list(string)
   validation {
     condition     = length(var.operator_cidrs) >= 1 && alltrue([for c in var.operator_cidrs : can(cidrhost(c, 0))])
@@ -104,12 +104,16 @@ variable "operator_cidrs" {
 }
 
 variable "subnet_base" {
-  description = "IPv4 /16 the per-region subnets are cut from (/24 each, region r gets cidrsubnet(base, 8, r))."
+  description = "IPv4 /16 the per-region subnets are cut from (/24 each, region r gets cidrsubnet(base, 8, r)); not 10.62.0.0/16, faasd's container network on every node."
   type        = string
-  default     = "10.62.0.0/16"
+  default     = "10.70.0.0/16"
   validation {
     condition     = can(cidrhost(var.subnet_base, 0)) && endswith(var.subnet_base, "/16")
-    error_message = "subnet_base must be an IPv4 /16 (e.g. 10.62.0.0/16)."
+    error_message = "subnet_base must be an IPv4 /16 (e.g. 10.70.0.0/16)."
+  }
+  validation {
+    condition     = !can(cidrhost(var.subnet_base, 0)) || try(cidrhost(var.subnet_base, 0) != "10.62.0.0", true)
+    error_message = "subnet_base must not be 10.62.0.0/16: that is faasd's container network (bridge openfaas0) on every node."
   }
 }
 
@@ -125,9 +129,12 @@ variable "mesh_secret" {
 }
 
 variable "ssh_authorized_keys" {
-  description = "SSH public keys for the image's admin user (also set as the instances' ssh-keys metadata for user syncmesh)."
+  description = "SSH public keys of root on every instance (the node file's and cloud-init's; the image has no other user). At least one: the inventory's playbooks and the checks log in as root."
   type        = list(string)
-  default     = []
+  validation {
+    condition     = length(var.ssh_authorized_keys) >= 1
+    error_message = "ssh_authorized_keys must hold at least one OpenSSH public key line (root's; e.g. the content of ~/.ssh/id_ed25519.pub): without one no playbook can reach the instances."
+  }
 }
 
 variable "gateway_port" {
@@ -140,6 +147,12 @@ variable "agent_port" {
   description = "Port of each node's MISO agent."
   type        = number
   default     = 7070
+}
+
+variable "health_port" {
+  description = "Port of each node's health URL (GET /health, no auth): open to operator_cidrs only."
+  type        = number
+  default     = 8099
 }
 
 variable "labels" {

@@ -150,7 +150,7 @@ variable "log_dir" {
 }
 
 variable "ssh_authorized_keys" {
-  description = "SSH public keys for the image's admin user."
+  description = "SSH public keys of root, the image's only user."
   type        = list(string)
   default     = []
 }

@@ -41,7 +41,7 @@ variable "write_key" {
 }
 
 variable "ssh_authorized_keys" {
-  description = "SSH public keys allowed to log in as the image's admin user (key only; the image has no password)."
+  description = "SSH public keys of root, the image's only user (key only; the image has no password)."
   type        = list(string)
   default     = []
   validation {

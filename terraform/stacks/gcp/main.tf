@@ -1,5 +1,5 @@
 # A GCP mesh: placement + mesh-gcp + the shared outputs (inventory, topology.json).
-# Every scenarios/gcp-* root is this stack with its own node count and zones.
+# scenarios/gcp instantiates it with a preset's (or the operator's) node count and zones.
 terraform {
   required_version = ">= 1.8.0"
   required_providers {
@@ -34,7 +34,7 @@ variable "zones" {
 }
 
 variable "run" {
-  description = "What the operator provides (TF_VAR_run, JSON, or a .tfvars file): project, image, bucket, operator CIDRs; optional fields have the defaults shown."
+  description = "What the operator provides (TF_VAR_run, JSON, or a .tfvars file): project, image, bucket, operator CIDRs, root's SSH keys (at least one: Ansible and the checks log in as root with them); optional fields have the defaults shown."
   type = object({
     project             = string
     image_tarball       = string
@@ -44,7 +44,7 @@ variable "run" {
     machine_type        = optional(string, "e2-small")
     placement           = optional(string, "sofia")
     sofia_dir           = optional(string)
-    ssh_authorized_keys = optional(list(string), [])
+    ssh_authorized_keys = list(string)
   })
 }
 
@@ -79,7 +79,7 @@ module "files" {
     address  = n.external_address
     lat      = n.lat
     lon      = n.lon
-    ssh_user = "syncmesh"
+    ssh_user = module.mesh.ssh_user
   }]
 }
 
@@ -94,6 +94,16 @@ output "topology_path" {
 }
 
 output "inventory_path" {
-  description = "Ansible inventory of this mesh."
+  description = "Ansible inventory of this mesh (ansible-playbook -i <this> syncmesh.edge.verify)."
   value       = module.files.inventory_path
+}
+
+output "inventory" {
+  description = "The inventory's text (hosts, addresses, SSH user; no secret)."
+  value       = module.files.inventory
+}
+
+output "write_key_file" {
+  description = "The write key's file: .secrets/write-key beside the inventory, where the playbooks read it."
+  value       = module.files.write_key_file
 }

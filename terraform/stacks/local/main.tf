@@ -1,5 +1,5 @@
 # A local mesh: placement + mesh-libvirt + the shared outputs (inventory, topology.json).
-# Every scenarios/local-* root is this stack with its own node count.
+# scenarios/local instantiates it with a preset's (or the operator's) node count.
 terraform {
   required_version = ">= 1.8.0"
   required_providers {
@@ -115,6 +115,16 @@ output "topology_path" {
 }
 
 output "inventory_path" {
-  description = "Ansible inventory of this mesh."
+  description = "Ansible inventory of this mesh (ansible-playbook -i <this> syncmesh.edge.verify)."
   value       = module.files.inventory_path
+}
+
+output "inventory" {
+  description = "The inventory's text (hosts, addresses, SSH user; no secret)."
+  value       = module.files.inventory
+}
+
+output "write_key_file" {
+  description = "The write key's file: .secrets/write-key beside the inventory, where the playbooks read it."
+  value       = module.files.write_key_file
 }

@@ -13,6 +13,11 @@ variable "project" {
   type        = string
 }
 
+variable "ssh_authorized_keys" {
+  description = "Your SSH public key line(s): root's on every instance."
+  type        = list(string)
+}
+
 provider "google" {
   project = var.project
 }
@@ -32,6 +37,8 @@ module "mesh" {
   image_tarball  = "syncmesh-edge-vm-amd64.tar.gz"
   bucket_name    = "${var.project}-syncmesh-images"
   operator_cidrs = ["203.0.113.7/32"]
+
+  ssh_authorized_keys = var.ssh_authorized_keys
 }
 
 output "nodes" {

@@ -23,7 +23,6 @@ options:
     description: The mesh secret (at least 32 bytes).
     type: str
     required: true
-    no_log: true
   signed_path:
     description: Request path as the function routes it (signed); the gateway strips C(/function/NAME).
     type: str
@@ -47,12 +46,11 @@ options:
   basic_auth:
     description: C(user:password) for the gateway, when the route needs it.
     type: str
-    no_log: true
   timeout_s:
     description: Deadline of each request.
     type: int
     default: 10
-author: Syncmesh Edge contributors
+author: Syncmesh Edge contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -121,9 +119,9 @@ def main():
     current = call(module, {"request_type": "meta", "query": LIST_QUERY}, sign=False).get("nodes", [])
     actions = plan_actions(current, module.params["nodes"], module.params["prune"])
     if not module.check_mode:
-        for _, _, body in actions:
+        for _action, _node, body in actions:
             call(module, dict(body, request_type="meta"), sign=True)
-    module.exit_json(changed=bool(actions), actions=[f"{a} {i}" for a, i, _ in actions])
+    module.exit_json(changed=bool(actions), actions=[f"{action} {node}" for action, node, _body in actions])
 
 
 if __name__ == "__main__":

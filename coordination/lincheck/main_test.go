@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+func check(t *testing.T, js string) porcupine.CheckResult {
+	t.Helper()
+	var h history
+	if err := json.Unmarshal([]byte(js), &h); err != nil {
+		t.Fatal(err)
+	}
+	ops, _, _, err := convert(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return porcupine.CheckOperationsTimeout(model.ToModel(), ops, 10*time.Second)
+}
+
+func TestLinearizableHistories(t *testing.T) {
+	ok := []string{
+		// two concurrent increments, both seen
+		`{"ops":[{"client":0,"key":"a","op":"add","arg":1,"out":1,"status":"ok","call":0,"ret":10},
+		         {"client":1,"key":"a","op":"add","arg":1,"out":2,"status":"ok","call":1,"ret":9},
+		         {"client":2,"key":"a","op":"read","out":2,"status":"ok","call":11,"ret":12}]}`,
+		// an unknown write that took effect later
+		`{"ops":[{"client":0,"key":"r","op":"write","arg":{"b":1,"a":2},"status":"unknown","call":0},
+		         {"client":1,"key":"r","op":"read","out":null,"status":"ok","call":1,"ret":2},
+		         {"client":1,"key":"r","op":"read","out":{"a":2,"b":1},"status":"ok","call":3,"ret":4}]}`,
+		// an unknown write that never happened
+		`{"ops":[{"client":0,"key":"r","op":"write","arg":5,"status":"unknown","call":0},
+		         {"client":1,"key":"r","op":"read","out":null,"status":"ok","call":10,"ret":20}]}`,
+		// a counter reads 0 before its first increment
+		`{"init":{"n":0},"ops":[{"client":0,"key":"n","op":"read","out":0,"status":"ok","call":0,"ret":1},
+		         {"client":0,"key":"n","op":"cas","arg":[0,4],"out":true,"status":"ok","call":2,"ret":3},
+		         {"client":0,"key":"n","op":"add","arg":1,"out":5,"status":"ok","call":4,"ret":5}]}`,
+		// cas
+		`{"ops":[{"client":0,"key":"c","op":"write","arg":1,"status":"ok","call":0,"ret":1},
+		         {"client":1,"key":"c","op":"cas","arg":[1,2],"out":true,"status":"ok","call":2,"ret":5},
+		         {"client":2,"key":"c","op":"cas","arg":[1,3],"out":false,"status":"ok","call":3,"ret":6},
+		         {"client":2,"key":"c","op":"read","out":2,"status":"ok","call":7,"ret":8}]}`,
+	}
+	for i, h := range ok {
+		if r := check(t, h); r != porcupine.Ok {
+			t.Errorf("history %d: %s, want Ok", i, r)
+		}
+	}
+}
+
+func TestNonLinearizableHistories(t *testing.T) {
+	bad := []string{
+		// a stale read after a completed write
+		`{"ops":[{"client":0,"key":"a","op":"write","arg":1,"status":"ok","call":0,"ret":1},
+		         {"client":1,"key":"a","op":"read","out":null,"status":"ok","call":2,"ret":3}]}`,
+		// a lost increment
+		`{"ops":[{"client":0,"key":"a","op":"add","arg":1,"out":1,"status":"ok","call":0,"ret":1},
+		         {"client":1,"key":"a","op":"add","arg":1,"out":1,"status":"ok","call":2,"ret":3}]}`,
+		// both cas succeed from the same expected value
+		`{"ops":[{"client":0,"key":"c","op":"write","arg":1,"status":"ok","call":0,"ret":1},
+		         {"client":1,"key":"c","op":"cas","arg":[1,2],"out":true,"status":"ok","call":2,"ret":5},
+		         {"client":2,"key":"c","op":"cas","arg":[1,3],"out":true,"status":"ok","call":2,"ret":5}]}`,
+	}
+	for i, h := range bad {
+		if r := check(t, h); r != porcupine.Illegal {
+			t.Errorf("history %d: %s, want Illegal", i, r)
+		}
+	}
+}
