@@ -293,7 +293,7 @@ test-scenario-existing: build tools k6 scenarios-venv ## make scenario on an exi
 .PHONY: clean
 clean: ## Remove build output.
 	npx tsc -b --clean || true
-	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist lib/*/dist .cache/site
+	rm -rf functions/*/dist listeners/dist miso-agent/dist scenarios/*/dist lib/*/dist cli/dist .cache/site
 
 .PHONY: help
 help: ## List the targets.

@@ -25,6 +25,7 @@ READMES = {
     "coordination/README.md": "coordination",
     "coordination/sdk/README.md": "coordination-sdk",
     "scenarios/mesh/README.md": "mesh",
+    "cli/README.md": "cli",
     "scenarios/measure/README.md": "scenarios",
     "scenarios/k6/README.md": "k6",
     "tools/mongo-test-server/README.md": "mongo-test-server",

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes .mesh/topology.json for a provisioned mesh, in the local mesh's format (scenarios/mesh
-src/topology.ts) plus "runtime": "faasd", so mesh clients and scenarios run against it.
+"""Writes .mesh/topology.json for a provisioned mesh: the mesh description every mesh tool reads
+(docs/reference/mesh-description.md; the syncmesh CLI checks it: bin/syncmesh mesh --mesh FILE),
+with "runtime": "faasd", so mesh clients, scenarios and the CLI run against it.
 
     topology.py INVENTORY_JSON MESH_SECRET_FILE OUT      (INVENTORY_JSON from ansible-inventory --list)
 
@@ -37,12 +38,15 @@ for host in hosts:
             "address": addr,
             "host_interface": f"{host}-h" if hv.get("lab_host") else None,
             "peers": {},
+            # the listener's health endpoints, published on the node (images/node/docker-compose.yaml)
+            "listener_url": f"http://{addr}:8091",
         }
     )
 topology = {
     "runtime": "faasd",
     "mesh": "ansible",
-    "isolation": "netns",
+    # lab hosts are network namespaces (hack/lab); provisioned machines are hosts
+    "isolation": "netns" if hosts and all(hostvars[h].get("lab_host") for h in hosts) else "host",
     "subnet": None,
     "host_address": None,
     "latency": "none",

@@ -19,6 +19,10 @@ export const ERROR_CODES = {
   MALFORMED_EVENT: 'EDGE_LISTENER_MALFORMED_EVENT',
   /** An unexpected error inside the listener (a bug): it exits and resumes when restarted. */
   INTERNAL: 'EDGE_LISTENER_INTERNAL',
+  /** A request to the health endpoints with a method other than GET (405). */
+  METHOD: 'EDGE_LISTENER_METHOD',
+  /** A request to the health endpoints at a path they do not serve (404). */
+  NOT_FOUND: 'EDGE_LISTENER_NOT_FOUND',
 } as const;
 
 export type ListenerErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

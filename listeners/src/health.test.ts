@@ -15,6 +15,7 @@ const base: CollectionStats = {
   resyncs: 0,
   deadLetters: 0,
   queued: 0,
+  oldestUnackedAt: null,
 };
 
 test('health - liveness always, readiness only while streaming and delivering', async () => {

@@ -4,16 +4,24 @@
  *   GET /readyz   200 when every stream is streaming and the function acknowledges (readiness),
  *                 503 with the per-collection states otherwise
  *   GET /stats    per-collection counters (JSON)
+ *   GET /metrics  Prometheus metrics (metrics.ts), when a registry is given
+ * Errors are coded JSON, as the function's: {"errors": [{"message", "extensions": {"code", "allowed"}}]}.
  * Built here, started by main.ts (build and listen are separate).
  */
 import { createServer, type Server } from 'node:http';
+import { ERROR_CODES } from './errors.js';
 import type { CollectionStats } from './listener.js';
+import type { ListenerMetrics } from './metrics.js';
 
-export function createHealthServer(stats: () => CollectionStats[]): Server {
+const ROUTES = ['GET /healthz', 'GET /readyz', 'GET /stats', 'GET /metrics'];
+
+export function createHealthServer(stats: () => CollectionStats[], metrics?: ListenerMetrics): Server {
   return createServer((req, res) => {
     const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    if (req.method !== 'GET') return send(405, { error: 'only GET' });
-    switch (req.url) {
+    const error = (status: number, code: string, message: string) => send(status, { errors: [{ message, extensions: { code, allowed: ROUTES } }] });
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET') return error(405, ERROR_CODES.METHOD, `${req.method} is not supported: the health endpoints answer GET only`);
+    switch (path) {
       case '/healthz':
         return send(200, { alive: true });
       case '/readyz': {
@@ -23,8 +31,14 @@ export function createHealthServer(stats: () => CollectionStats[]): Server {
       }
       case '/stats':
         return send(200, { collections: stats() });
+      case '/metrics':
+        if (!metrics) return error(404, ERROR_CODES.NOT_FOUND, 'this listener serves no metrics');
+        return void metrics.render().then(
+          ({ contentType, text }) => res.writeHead(200, { 'content-type': contentType }).end(text),
+          (err: unknown) => error(500, ERROR_CODES.INTERNAL, `the metrics could not be collected: ${(err as Error).message}`),
+        );
       default:
-        return send(404, { error: `no route ${req.url}` });
+        return error(404, ERROR_CODES.NOT_FOUND, `no endpoint at GET ${path}`);
     }
   });
 }

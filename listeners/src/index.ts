@@ -20,3 +20,4 @@ export type { Verdict } from './classify.js';
 export { ListenerError, DeliveryError, ERROR_CODES } from './errors.js';
 export type { ListenerErrorCode } from './errors.js';
 export { createHealthServer } from './health.js';
+export { ListenerMetrics } from './metrics.js';

@@ -77,11 +77,15 @@ export class FatalListenerError extends ListenerError {
   }
 }
 
-type QueueItem =
+type QueueItem = (
   | { kind: 'event'; token: ResumeToken; event: ChangeEnvelope }
   /** token: position to store once acknowledged; null = "unknown"; undefined = store nothing. */
   | { kind: 'resync'; token: ResumeToken | null | undefined; reason: ResyncReason }
-  | { kind: 'skip'; token: ResumeToken };
+  | { kind: 'skip'; token: ResumeToken }
+) & {
+  /** When it was read (Date.now()): the lag is the age of the oldest item not yet acknowledged. */
+  readAt: number;
+};
 
 export type StreamState = 'opening' | 'streaming' | 'reconnecting' | 'stopped';
 export type DeliveryState = 'delivering' | 'function-unavailable' | 'stopped';
@@ -100,6 +104,8 @@ export interface CollectionStats {
   resyncs: number;
   deadLetters: number;
   queued: number;
+  /** When the oldest change read but not yet acknowledged was read (ms since the epoch); null: none waits. */
+  oldestUnackedAt: number | null;
 }
 
 export interface ListenerDeps {
@@ -127,6 +133,8 @@ class CollectionListener {
   private streamState: StreamState = 'opening';
   private deliveryState: DeliveryState = 'delivering';
   private unavailableSince = 0;
+  /** readAt of the first item of the batch being delivered (undefined: none in flight). */
+  private inFlightSince: number | undefined;
   private readonly counts = { read: 0, acknowledged: 0, batches: 0, retries: 0, resyncs: 0, deadLetters: 0 };
   private stream: StreamLike | undefined;
 
@@ -141,7 +149,8 @@ class CollectionListener {
   }
 
   stats(): CollectionStats {
-    return { ns: this.ns, streamState: this.streamState, deliveryState: this.deliveryState, queued: this.queue.size, ...this.counts };
+    const oldestUnackedAt = this.inFlightSince ?? this.queue.peek()?.readAt ?? null;
+    return { ns: this.ns, streamState: this.streamState, deliveryState: this.deliveryState, queued: this.queue.size, ...this.counts, oldestUnackedAt };
   }
 
   private backoff(attempt: number): number {
@@ -210,7 +219,7 @@ class CollectionListener {
           // The stream is open before the resync is requested, so every write after the
           // function's snapshot also arrives as an event.
           const token = change ? undefined : ((stream.resumeToken as ResumeToken | null) ?? null);
-          await this.queue.push({ kind: 'resync', token, reason: pendingResync }, signal);
+          await this.queue.push({ kind: 'resync', token, reason: pendingResync, readAt: Date.now() }, signal);
           pendingResync = undefined;
         }
         this.setStreamState('streaming', attempt > 0 ? { afterAttempts: attempt } : {});
@@ -231,10 +240,10 @@ class CollectionListener {
             }
             const item: QueueItem =
               n.kind === 'event'
-                ? { kind: 'event', token: n.token, event: n.event }
+                ? { kind: 'event', token: n.token, event: n.event, readAt: Date.now() }
                 : n.kind === 'resync'
-                  ? { kind: 'resync', token: n.token, reason: n.reason }
-                  : { kind: 'skip', token: n.token };
+                  ? { kind: 'resync', token: n.token, reason: n.reason, readAt: Date.now() }
+                  : { kind: 'skip', token: n.token, readAt: Date.now() };
             if (n.kind === 'resync') {
               this.log.warn(
                 { code: ERROR_CODES.MALFORMED_EVENT, reason: n.reason, detail: n.detail },
@@ -299,6 +308,15 @@ class CollectionListener {
   }
 
   private async processBatch(batch: QueueItem[], signal: AbortSignal): Promise<void> {
+    this.inFlightSince = batch[0]?.readAt;
+    try {
+      await this.deliverBatch(batch, signal);
+    } finally {
+      this.inFlightSince = undefined;
+    }
+  }
+
+  private async deliverBatch(batch: QueueItem[], signal: AbortSignal): Promise<void> {
     const { functionClient, tokens } = this.deps;
     const events: ChangeEnvelope[] = [];
     const reasons: ResyncReason[] = [];

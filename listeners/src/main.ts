@@ -12,6 +12,7 @@ import { loadConfig, type ListenerConfig } from './config.js';
 import { ListenerError } from './errors.js';
 import { createHealthServer, parseAddr } from './health.js';
 import { createListener, FatalListenerError } from './listener.js';
+import { ListenerMetrics } from './metrics.js';
 
 /** Bound as `svc` on every log line. */
 const SVC = 'listener';
@@ -31,7 +32,8 @@ async function main(): Promise<number> {
   const client = new MongoClient(config.mongoUri, { appName: `syncmesh-listener-${config.nodeId}` });
   const listener = createListener({ config, client, logger: log });
 
-  const health = config.healthAddr ? createHealthServer(() => listener.stats()) : undefined;
+  const stats = () => listener.stats();
+  const health = config.healthAddr ? createHealthServer(stats, new ListenerMetrics(stats, { nodeId: config.nodeId, withDefaults: true })) : undefined;
   if (health && config.healthAddr) {
     const { host, port } = parseAddr(config.healthAddr);
     health.on('error', (err) => log.error({ err, addr: config.healthAddr }, 'health endpoints unavailable'));

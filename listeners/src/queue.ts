@@ -16,6 +16,11 @@ export class BoundedQueue<T> {
     return this.items.length;
   }
 
+  /** The next item `take` would return, left in the queue. */
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
   get isFull(): boolean {
     return this.items.length >= this.capacity;
   }

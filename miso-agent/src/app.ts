@@ -3,7 +3,7 @@
  * local socket, the Peer service (+ health) for other agents, and the metrics endpoint.
  * `start()` binds, loads state and joins the mesh; `close()` drains within a deadline.
  */
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -13,7 +13,7 @@ import { AgentMetrics } from './agent/metrics.js';
 import type { AgentConfig } from './config.js';
 import { MdnsDiscovery } from './discovery/mdns.js';
 import { squashError } from '@syncmesh-edge/log';
-import { MisoError } from './errors.js';
+import { MisoError, type MisoErrorCode } from './errors.js';
 import type { Logger } from '@syncmesh-edge/log';
 import { MemoryStateStore } from './store/memory.js';
 import type { StateStore } from './store/types.js';
@@ -107,14 +107,19 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
       }
       let metricsPort = 0;
       if (config.metricsPort !== undefined) {
+        // errors as coded JSON, as the function's and the listener's endpoints answer them
+        const refuse = (res: ServerResponse, status: number, code: MisoErrorCode, message: string) =>
+          res
+            .writeHead(status, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ errors: [{ message, extensions: { code, allowed: ['GET /metrics'] } }] }));
         metricsServer = createServer((req, res) => {
-          if (req.url !== '/metrics') {
-            res.writeHead(404).end('see /metrics\n');
-            return;
-          }
+          const path = (req.url ?? '/').split('?')[0];
+          if (path !== '/metrics') return refuse(res, 404, 'EDGE_MISO_NOT_FOUND', `no endpoint at ${req.method} ${path}`);
+          if (req.method !== 'GET' && req.method !== 'HEAD')
+            return refuse(res, 405, 'EDGE_MISO_BAD_REQUEST', `${req.method} is not supported: scrape with GET`);
           metrics.registry.metrics().then(
             (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-            (err: unknown) => res.writeHead(500).end(String(err)),
+            (err: unknown) => refuse(res, 500, 'EDGE_MISO_UNAVAILABLE', `the metrics could not be collected: ${(err as Error).message}`),
           );
         });
         await new Promise<void>((resolve, reject) => {

@@ -372,6 +372,17 @@ print(f"tf: contract: the {len(files)} node files of modules/node-config/example
 PY2
   then :; else cat "$contract/apply.log" >&2; log "FAIL contract: node files vs images/appliance/node/nodefile.py"; failed=1; fi
   rm -rf "$contract"
+  # contract: the mesh description Terraform writes is the format the syncmesh CLI reads
+  # (docs/reference/mesh-description.md): the CLI checks it (make build compiles the CLI first)
+  contract="$cache/run/mesh-description-contract"
+  rm -rf "$contract" && mkdir -p "$contract"
+  if [[ ! -f $root/cli/dist/src/main.js ]]; then
+    log "FAIL contract: mesh description: $root/cli/dist/src/main.js is missing (make build)"; failed=1
+  elif TF_VAR_state_dir="$contract/out" tofu_in "$tfdir/modules/mesh-files/examples/contract" apply -input=false -auto-approve -no-color -state="$contract/state" >"$contract/apply.log" 2>&1 &&
+    "$root/bin/syncmesh" mesh --mesh "$contract/out/smtc/topology.json" >"$contract/mesh.txt"; then
+    log "contract: the topology.json of modules/mesh-files/examples/contract reads with the syncmesh CLI ($(grep -c '^node-' "$contract/mesh.txt") nodes)"
+  else cat "$contract/apply.log" >&2; log "FAIL contract: terraform's topology.json vs the syncmesh CLI (bin/syncmesh mesh)"; failed=1; fi
+  rm -rf "$contract"
   ((failed == 0)) || die "tf-test failed (see FAIL lines above)"
   log "tf-test passed in $(since "$t0") s"
 }

@@ -20,6 +20,8 @@ import { SDL_FILES } from './graphql/schema.js';
 import { ReplicationService } from './replication/service.js';
 import { errorBody, type Reply } from './reply.js';
 import { ReadGate } from './read-gate.js';
+import { assertMayRead } from './access.js';
+import { FunctionMetrics, typeOfPath, type RequestLabels } from './metrics.js';
 import { SyncmeshService } from './service.js';
 
 const gzip = promisify(gzipCb);
@@ -47,6 +49,8 @@ export interface AppDeps {
    * everything before listening).
    */
   starting?: () => boolean;
+  /** Process metrics (CPU, memory, event loop) in /metrics too; main.ts turns them on. */
+  processMetrics?: boolean;
 }
 
 export interface App {
@@ -58,6 +62,8 @@ export interface App {
   auth: MeshAuth;
   /** The bound on signed bodies read at once (see SIGNED_READS). */
   signedReads: ReadGate;
+  /** The Prometheus registry of GET /metrics: other modules add their metrics to it. */
+  metrics: FunctionMetrics;
 }
 
 /** A verified request: who signed it (undefined = unsigned) and its decoded body. */
@@ -179,6 +185,11 @@ export function buildApp(deps: AppDeps): App {
   const httpLog = log.child({ module: 'http' });
   const signedReads = new ReadGate(SIGNED_READS);
   const answers = new PendingAnswers(config.maxPendingAnswerBytes, config.requestDeadlineMs);
+  const metrics = new FunctionMetrics({ nodeId: config.nodeId, withDefaults: deps.processMetrics === true, log: httpLog });
+  metrics.watchOutbox({
+    outbox: client.db(config.metaDatabase).collection('replication_outbox'),
+    subscribers: async () => (await registry.list({ subscribed: true })).filter((n) => !n.own_node).map((n) => n.id),
+  });
   if (config.acceptV1)
     httpLog.warn(
       'SYNCMESH_AUTH_ACCEPT_V1 is on: deprecated v1 signatures (replayable, not bound to a node) are accepted; turn it off once every node signs v2',
@@ -250,10 +261,11 @@ export function buildApp(deps: AppDeps): App {
     };
   }
 
-  async function handleQuery(req: IncomingMessage): Promise<Reply> {
+  async function handleQuery(req: IncomingMessage, labels: RequestLabels): Promise<Reply> {
     answers.admit();
     const pending = checkSignatureHeaders(req, '/');
     const { body, version } = await receive(req, pending, config.maxBodyBytes);
+    if (version !== undefined) labels.caller = 'mesh';
     let json: unknown;
     try {
       json = JSON.parse(body.toString('utf8'));
@@ -262,7 +274,9 @@ export function buildApp(deps: AppDeps): App {
         details: { allowed: 'a JSON object {query, variables, database, collection, request_type, external_nodes, use_meta_data, radius}' },
       });
     }
-    return service.handle(parseEnvelope(json, config), version !== undefined, req.headers['authorization']);
+    const envelope = parseEnvelope(json, config);
+    labels.type = envelope.requestType;
+    return service.handle(envelope, version !== undefined, req.headers['authorization']);
   }
 
   /** Node-to-node and listener endpoints: signed JSON only, refused before the body is read otherwise. */
@@ -270,12 +284,14 @@ export function buildApp(deps: AppDeps): App {
     req: IncomingMessage,
     path: string,
     handler: (text: string, signedBy: string | undefined) => Promise<Record<string, unknown>>,
+    labels: RequestLabels,
   ): Promise<Reply> {
     const pending = checkSignatureHeaders(req, path);
     if (!pending) {
       throw new SyncmeshError('EDGE_SYNCMESH_UNAUTHORIZED', `${path} accepts only requests signed with the mesh secret`);
     }
     const { body, signedBy } = await signedReads.run(() => receive(req, pending, config.maxBodyBytes * SIGNED_BODY_FACTOR));
+    labels.caller = 'mesh';
     return { status: 200, body: await handler(body.toString('utf8'), signedBy) };
   }
 
@@ -293,11 +309,25 @@ export function buildApp(deps: AppDeps): App {
     }
   }
 
-  async function route(req: IncomingMessage): Promise<Reply> {
+  /**
+   * GET /metrics: Prometheus text. Open like reads (with SYNCMESH_READ_KEY set, it needs the read
+   * or write key, as reads do).
+   */
+  async function metricsReply(req: IncomingMessage, method: string): Promise<Reply> {
+    if (method !== 'GET' && method !== 'HEAD')
+      throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; scrape the metrics with GET`, { details: { allowed: ['GET'] } });
+    assertMayRead({ signed: false, authorization: req.headers['authorization'] }, config);
+    const { contentType, text } = await metrics.render();
+    return { status: 200, body: {}, raw: { contentType, text } };
+  }
+
+  async function route(req: IncomingMessage, labels: RequestLabels): Promise<Reply> {
     const path = routeOf(req.url);
     const method = req.method ?? 'GET';
-    if (path === '/healthz') return { status: 200, body: { status: 'alive', node: config.nodeId } };
+    // `time`: this node's clock, so that a client can tell its offset (syncmesh status)
+    if (path === '/healthz') return { status: 200, body: { status: 'alive', node: config.nodeId, time: new Date().toISOString() } };
     if (path === '/readyz') return ready();
+    if (path === '/metrics') return metricsReply(req, method);
     const sdl = SDL_FILES[path];
     if (sdl !== undefined) {
       if (method !== 'GET' && method !== 'HEAD')
@@ -308,17 +338,18 @@ export function buildApp(deps: AppDeps): App {
       if (method !== 'POST') {
         throw new SyncmeshError('EDGE_SYNCMESH_METHOD', `${method} is not supported here; send the query with POST`, { details: { allowed: ['POST'] } });
       }
-      return handleQuery(req);
+      return handleQuery(req, labels);
     }
-    if (method === 'POST' && path === '/events') return handleSigned(req, path, (t) => replication.handleEvents(t));
-    if (method === 'POST' && path === '/resync') return handleSigned(req, path, (t) => replication.handleResync(t));
-    if (method === 'POST' && path === '/replicate') return handleSigned(req, path, (t, by) => replication.handleReplicate(t, by));
+    if (method === 'POST' && path === '/events') return handleSigned(req, path, (t) => replication.handleEvents(t), labels);
+    if (method === 'POST' && path === '/resync') return handleSigned(req, path, (t) => replication.handleResync(t), labels);
+    if (method === 'POST' && path === '/replicate') return handleSigned(req, path, (t, by) => replication.handleReplicate(t, by), labels);
     throw new SyncmeshError('EDGE_SYNCMESH_NOT_FOUND', `no endpoint at ${method} ${path}`, {
       details: {
         allowed: [
           'POST /',
           'GET /healthz',
           'GET /readyz',
+          'GET /metrics',
           'GET /schema.graphql',
           'GET /meta-schema.graphql',
           'POST /events',
@@ -331,12 +362,14 @@ export function buildApp(deps: AppDeps): App {
 
   const server = createServer((req, res) => {
     const started = performance.now();
-    route(req)
+    const labels: RequestLabels = { type: typeOfPath(routeOf(req.url)), caller: 'client' };
+    route(req, labels)
       .catch((err: unknown) => {
         const { status, error } = errorBody(err, httpLog);
         return { status, body: { errors: [error] } } satisfies Reply;
       })
       .then(async (reply) => {
+        metrics.observeReply(labels, reply);
         await send(req, res, reply);
         httpLog.debug({ method: req.method, path: routeOf(req.url), status: reply.status, ms: Math.round(performance.now() - started) }, 'request');
       })
@@ -375,5 +408,5 @@ export function buildApp(deps: AppDeps): App {
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`,
     );
   });
-  return { config, server, service, registry, replication, auth, signedReads };
+  return { config, server, service, registry, replication, auth, signedReads, metrics };
 }

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   /** Aborted on SIGTERM/SIGINT: no more connect attempts, and the wait between two ends. */
   const stopping = new AbortController();
   let prepared = false;
-  const { server, service, replication } = buildApp({ config, client, log, starting: () => !prepared });
+  const { server, service, replication } = buildApp({ config, client, log, starting: () => !prepared, processMetrics: true });
 
   // The driver's first connect, when it fails, leaves a closed topology behind that every later
   // operation fails on ("Topology is closed"); only connect() replaces it. So connect explicitly

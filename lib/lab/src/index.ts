@@ -66,3 +66,4 @@ export { classify, emptyBreakdown, layoutFromTopology } from './traffic.js';
 export type { CapturedInterface, InterfaceKind, Layout, LayoutNode, NodeLinkTraffic, PairTraffic, TopologyLike, TrafficBreakdown } from './traffic.js';
 export { CUT_TOXICS, latencyToxics, Toxiproxy, TOXIPROXY_API_TIMEOUT_MS } from './toxiproxy.js';
 export type { ProxySpec, Toxic } from './toxiproxy.js';
+export { scrapeMetrics } from './prometheus.js';

@@ -208,6 +208,13 @@ test('agent - Prometheus metrics are served on /metrics', async () => {
   assert.equal(r.status, 200);
   assert.match(text, /edge_miso_sdk_calls_total\{method="Apply",result="ok"\} \d+/);
   assert.match(text, /edge_miso_process_resident_memory_bytes/);
+  // errors are coded JSON
+  const missing = await fetch(`http://127.0.0.1:${agent.metricsPort}/stats`, { signal: AbortSignal.timeout(3000) });
+  assert.equal(missing.status, 404);
+  assert.equal(((await missing.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]!.extensions.code, 'EDGE_MISO_NOT_FOUND');
+  const post = await fetch(`http://127.0.0.1:${agent.metricsPort}/metrics`, { method: 'POST', signal: AbortSignal.timeout(3000) });
+  assert.equal(post.status, 405);
+  assert.equal(((await post.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]!.extensions.code, 'EDGE_MISO_BAD_REQUEST');
 });
 
 test('agent - a peer with another mesh secret is refused both ways, and nothing it holds is merged', async () => {

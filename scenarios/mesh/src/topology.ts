@@ -32,6 +32,8 @@ export interface TopologyNode {
   gateway_url?: string;
   /** faasd runtime only: file holding `user:password` of the gateway's basic auth. */
   basic_auth_file?: string;
+  /** The listener's health endpoints (/healthz, /readyz, /stats, /metrics); null when no listener runs. */
+  listener_url: string | null;
 }
 
 export interface Topology {
@@ -49,6 +51,8 @@ export interface Topology {
   /** File with the write key: data writes (addSensors, update, delete*) send `Authorization: Bearer <key>`. */
   write_key_file: string;
   created_at: string;
+  /** The node processes' logs: <logs_dir>/<node>.<role>.log (the syncmesh CLI's `logs`). */
+  logs_dir: string;
   nodes: TopologyNode[];
 }
 
@@ -64,6 +68,7 @@ export function buildTopology(state: MeshState): Topology {
   const { plan } = state;
   const hasAgent = state.runtime === 'faasd' || state.processes.some((p) => p.role === 'agent');
   const faasd = state.runtime === 'faasd';
+  const hasListener = faasd || state.processes.some((p) => p.role === 'listener');
   return {
     ...(faasd ? { runtime: 'faasd' as const } : {}),
     mesh: plan.name,
@@ -76,6 +81,7 @@ export function buildTopology(state: MeshState): Topology {
     secret_file: join(plan.stateDir, 'secret'),
     write_key_file: join(plan.stateDir, 'write-key'),
     created_at: state.createdAt,
+    logs_dir: join(plan.stateDir, 'logs'),
     nodes: plan.nodes.map((n) => {
       const c = state.coords[String(n.index)];
       return {
@@ -91,6 +97,7 @@ export function buildTopology(state: MeshState): Topology {
         peers: Object.fromEntries(plan.links.filter((l) => l.from === n.index).map((l) => [plan.nodes[l.to - 1]!.id, l.url])),
         agent_peers: hasAgent ? agentPeers(plan, n) : null,
         ...(faasd ? { gateway_url: `http://${n.addr}:8080`, basic_auth_file: join(n.dir, 'faasd', 'basic-auth') } : {}),
+        listener_url: hasListener ? `http://${n.addr}:${n.listenerPort}` : null,
       };
     }),
   };

@@ -1,8 +1,9 @@
 locals {
   dir = "${var.state_dir}/${var.mesh_name}"
 
-  # The format of scenarios/mesh/src/topology.ts with "runtime": "faasd": every URL reachable
-  # from the machine that applied. Peers talk to each other directly (no emulated links).
+  # The mesh description (docs/reference/mesh-description.md; format of scenarios/mesh/src/topology.ts)
+  # with "runtime": "faasd": every URL reachable from the machine that applied. Peers talk to each
+  # other directly (no emulated links).
   topology = {
     runtime        = "faasd"
     mesh           = var.mesh_name
@@ -27,6 +28,7 @@ locals {
       address         = n.address
       host_interface  = n.host_interface
       peers           = { for p in var.nodes : p.id => "http://${p.address}:${var.gateway_port}/function/syncmesh-fn" if p.id != n.id }
+      listener_url    = "http://${n.address}:${var.listener_port}"
     }]
   }
 

@@ -87,6 +87,12 @@ variable "agent_port" {
   default     = 7070
 }
 
+variable "listener_port" {
+  description = "Port of each node's change-stream listener health endpoints (/healthz, /readyz, /stats, /metrics; published by images/node/docker-compose.yaml)."
+  type        = number
+  default     = 8091
+}
+
 variable "mongodb_port" {
   description = "Port each node's MongoDB is reachable at from the clients (labs: the appliance's mongodb_publish 0.0.0.0), or null when it is not (topology mongodb_uri null)."
   type        = number

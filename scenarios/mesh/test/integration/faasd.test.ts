@@ -308,6 +308,53 @@ test("faasd mesh - the function's logs are readable through /system/logs", { ski
   assert.ok(lines.every((l) => typeof l.text === 'string' && l.timestamp));
 });
 
+/** bin/syncmesh ... --mesh <this mesh> --json (the operator CLI, cli/), parsed. */
+function syncmesh(args: string[]): { code: number; json: any; stderr: string } {
+  try {
+    const out = execFileSync(join(REPO_ROOT, 'bin', 'syncmesh'), [...args, '--mesh', join(stateRoot, name, 'topology.json'), '--json'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 120_000,
+    });
+    return { code: 0, json: JSON.parse(out), stderr: '' };
+  } catch (err) {
+    const e = err as { status: number; stdout: string; stderr: string };
+    return { code: e.status, json: e.stdout ? JSON.parse(e.stdout) : null, stderr: e.stderr };
+  }
+}
+
+test('faasd mesh - syncmesh status: every service of every node, the versions from each gateway', { skip }, async () => {
+  const s = await pollUntil('syncmesh status reports every node healthy', EVENTUALLY_MS, async () => {
+    const r = syncmesh(['status', '--timeout-ms', '20000']);
+    return r.code === 0 ? r : null;
+  });
+  for (const n of s.json.nodes) {
+    assert.deepEqual(
+      [n.reachable, n.services.function.state, n.services.listener.state, n.services.agent.state, n.services.gateway.state],
+      [true, 'ok', 'ok', 'ok', 'ok'],
+      n.id,
+    );
+    assert.deepEqual(n.versions, { function: '0.1.0', listener: '0.1.0', gateway: '0.27.5', faasd: '0.19.0' }, n.id);
+    assert.equal(n.peers.length, 2, n.id);
+  }
+});
+
+test("faasd mesh - syncmesh logs: the function's and the node services' logs through each gateway", { skip }, async () => {
+  const fn = await pollUntil("every node's function log through the gateway", EVENTUALLY_MS, async () => {
+    const r = syncmesh(['logs', 'function', '--all', '--tail', '20']);
+    return r.code === 0 && r.json.nodes.every((n: { lines: unknown[] }) => n.lines.length > 0) ? r : null;
+  });
+  for (const n of fn.json.nodes) assert.match(n.source, /\/system\/logs \(openfaas-fn:syncmesh-fn\)$/);
+  // the node's own services log to journald as openfaas:<service> (faasd collect): the gateway serves those too
+  for (const service of ['listener', 'agent', 'mongo', 'gateway']) {
+    const r = await pollUntil(`node-1's ${service} log through the gateway`, EVENTUALLY_MS, async () => {
+      const x = syncmesh(['logs', service, '--node', 'node-1', '--tail', '5']);
+      return x.code === 0 && x.json.nodes[0].lines.length > 0 ? x : null;
+    });
+    assert.match(r.json.nodes[0].source, /\(openfaas:/);
+  }
+});
+
 test('faasd mesh - the provider looks the function up once per task, not on every call (patch 0005)', { skip }, async () => {
   const n = mesh.topology.nodes[0]!;
   const node = readState(join(stateRoot, name))!.plan.nodes[0]!;

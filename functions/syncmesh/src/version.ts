@@ -1,0 +1,2 @@
+/** The function's version (package.json's; `version.test.ts` keeps the two equal). */
+export const VERSION = '0.1.0';
