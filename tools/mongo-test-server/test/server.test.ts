@@ -13,7 +13,7 @@ test('test server - starts on a free port and answers the wire protocol', async 
     const client = await MongoClient.connect(server.uri, { directConnection: true });
     try {
       const hello = await client.db('admin').command({ isMaster: 1 });
-      assert.equal(hello['maxWireVersion'], 8);
+      assert.equal(hello['maxWireVersion'], 21);
     } finally {
       await client.close();
     }

@@ -115,6 +115,7 @@ public final class Launcher {
                 }
             };
         }
+        backend.version(Handshake.VERSION);
         MongoServer server = new MongoServer(backend);
         server.enableOplog();
         // Old entries also go when nothing is written.
