@@ -32,7 +32,7 @@ import org.h2.mvstore.MVStore;
  */
 public final class Launcher {
 
-    /** Enough for a listener that is minutes behind; each change-stream poll scans them all. */
+    /** Enough for a listener that is minutes behind; a change-stream poll reads only the entries after its position. */
     static final int DEFAULT_OPLOG_MAX_ENTRIES = 10_000;
     static final int DEFAULT_OPLOG_MAX_AGE_S = 120;
     /**
