@@ -71,7 +71,7 @@ test('events - drop asks for a resync and invalidate reopens the stream', () => 
   assert.equal(normaliseChange(loadFixture('mongodb-7.0-invalidate'), ns).kind, 'invalidate');
 });
 
-test('events - test server insert and delete are correct events (ns from the stream)', () => {
+test('events - test server insert and delete are correct events', () => {
   const ins = eventOf('test-server-insert');
   assert.equal(ins.op, 'insert');
   assert.deepEqual(ins.key, { _id: new ObjectId('6b0180a1c2d3e4f5a6b7c8d9') });
@@ -80,15 +80,31 @@ test('events - test server insert and delete are correct events (ns from the str
   assert.deepEqual({ op: del.op, key: del.key }, { op: 'delete', key: { _id: new ObjectId('6b0180a1c2d3e4f5a6b7c8d9') } });
 });
 
-test('events - test server update (update spec in documentKey, no _id) becomes a resync', () => {
-  const n = normaliseChange(loadFixture('test-server-update'), ns);
+test('events - test server update is an update event with its description and the looked-up document', () => {
+  const upd = eventOf('test-server-update');
+  assert.equal(upd.op, 'update');
+  assert.deepEqual(upd.key, { _id: new ObjectId('6b0180a1c2d3e4f5a6b7c8d9') });
+  assert.deepEqual(upd.update, { updatedFields: { temperature: 24.1 }, removedFields: ['humidity'] });
+  assert.equal(upd.doc?.['temperature'], 24.1);
+  assert.ok(!('humidity' in (upd.doc ?? {})));
+});
+
+test('events - test server replace is a replace event with the new document', () => {
+  const rep = eventOf('test-server-replace');
+  assert.equal(rep.op, 'replace');
+  assert.deepEqual(rep.key, { _id: new ObjectId('6b0180a1c2d3e4f5a6b7c8d9') });
+  assert.equal(rep.doc?.['temperature'], 21);
+});
+
+test('events - an update without documentKey._id (mongo-java-server 1.47 alone: the update spec in documentKey) becomes a resync', () => {
+  const n = normaliseChange(loadFixture('mongo-java-server-1.47-update'), ns);
   assert.equal(n.kind, 'resync');
   assert.equal(n.kind === 'resync' && n.reason, 'malformed-update');
   assert.deepEqual(n.token, { _data: '6b01728900000002' });
 });
 
-test('events - test server replace (reported as update without updateDescription) becomes a resync', () => {
-  const n = normaliseChange(loadFixture('test-server-replace'), ns);
+test('events - a replace reported as an update without updateDescription (mongo-java-server 1.47 alone) becomes a resync', () => {
+  const n = normaliseChange(loadFixture('mongo-java-server-1.47-replace'), ns);
   assert.equal(n.kind, 'resync');
 });
 

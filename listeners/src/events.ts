@@ -1,8 +1,10 @@
 /**
  * Turns raw change-stream documents into the replication envelope the function receives.
- * Pure: no I/O, no clock. Handles every shape real MongoDB sends (4.4 to 7.0: insert, update,
- * replace, delete, plus drop/rename/dropDatabase/invalidate) and the test server's malformed
- * updates (documentKey holds the update, no `_id`, no updateDescription).
+ * Pure: no I/O, no clock. Handles every shape MongoDB sends (4.4 to 7.0: insert, update,
+ * replace, delete, plus drop/rename/dropDatabase/invalidate; the test server sends the same), and
+ * refuses to guess at an event that does not identify its document, such as mongo-java-server's
+ * own update events before our launcher fixed them (documentKey held the update, no `_id`, no
+ * updateDescription).
  *
  * An event that cannot be identified is never guessed at: it becomes a resync request, which
  * makes the function send a full snapshot of this node's documents (see README, "Resync").
@@ -54,7 +56,7 @@ function isPlainObject(v: unknown): v is Document {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** The `_id` of documentKey, or undefined when there is none (test server updates). */
+/** The `_id` of documentKey, or undefined when there is none. */
 function keyOf(raw: Document): { _id: unknown } | undefined {
   const dk = raw['documentKey'];
   if (!isPlainObject(dk) || !('_id' in dk) || dk['_id'] === undefined) return undefined;
@@ -63,9 +65,8 @@ function keyOf(raw: Document): { _id: unknown } | undefined {
 }
 
 /**
- * A real MongoDB documentKey holds `_id` (and the shard key on sharded collections), never
- * update operators. The test server puts the update (`{$set: ...}`) or the replacement document
- * there instead.
+ * A documentKey holds `_id` (and the shard key on sharded collections), never update operators;
+ * mongo-java-server alone put the update (`{$set: ...}`) there.
  */
 function looksLikeUpdateSpec(dk: unknown): boolean {
   return isPlainObject(dk) && Object.keys(dk).some((k) => k.startsWith('$'));
@@ -73,7 +74,7 @@ function looksLikeUpdateSpec(dk: unknown): boolean {
 
 /**
  * Normalises one raw change document from a stream on `ns` (`ns` fills in db/coll when the
- * event lacks them, as the test server's do). Throws only when the resume token is missing,
+ * event lacks them). Throws only when the resume token is missing,
  * the one thing the listener cannot continue without.
  */
 export function normaliseChange(raw: Document, ns: Namespace): Normalised {
@@ -103,9 +104,7 @@ export function normaliseChange(raw: Document, ns: Namespace): Normalised {
           kind: 'resync',
           token,
           reason: 'malformed-update',
-          detail: key
-            ? 'update event without updateDescription (test server replace/update shape)'
-            : 'update event whose documentKey has no _id (test server update shape)',
+          detail: key ? 'update event without updateDescription' : 'update event whose documentKey has no _id',
         };
       }
       const updatedFields = isPlainObject(desc['updatedFields']) ? desc['updatedFields'] : {};

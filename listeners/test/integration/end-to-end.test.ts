@@ -8,9 +8,10 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MongoClient, type Document } from 'mongodb';
-import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
+import { MongoClient, type Document, type ObjectId } from 'mongodb';
+import { ensurePymongo, resolveMongo, runPython, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
+import { waitForEvery } from '@syncmesh-edge/lab';
 import { createLogger } from '@syncmesh-edge/log';
 import { buildApp, loadConfig, type App } from '@syncmesh-edge/syncmesh-fn';
 import { isStreaming, listenerUri, SECRET, startListener, waitUntil, type ListenerProcess } from '../../src/testing/harness.js';
@@ -179,6 +180,67 @@ test("end to end - A's function down for 30 seconds during inserts: nothing lost
     await waitUntil(async () => (await a.app.replication.outbox.pending()) === 0, 90_000, "A's outbox drained");
     assert.deepEqual(await replicaIdsOnB(), [...before, ...ids].sort());
     t.diagnostic(`function down ${Date.now() - downAt} ms; ${ids.length} readings inserted meanwhile`);
+  } finally {
+    await listener.kill('SIGTERM');
+  }
+});
+
+/** pymongo's update_one on A: prints when it returned (epoch ms). */
+const PYMONGO_UPDATE = `
+import sys, time
+from bson import ObjectId
+from pymongo import MongoClient
+uri, db, oid, temperature = sys.argv[1:5]
+client = MongoClient(uri)
+res = client[db].sensor_data.update_one({"_id": ObjectId(oid)}, {"$set": {"temperature": float(temperature)}})
+print(res.modified_count, time.time() * 1000)
+`;
+
+test('end to end - a pymongo update_one($set) on A reaches B as an update, with no resync', async (t) => {
+  const py = await ensurePymongo();
+  const listener = startListener(listenerEnv());
+  try {
+    await listener.waitForLog(isStreaming, 30_000, 'the listener streaming');
+    const { insertedId } = await a.client
+      .db(a.db)
+      .collection('sensor_data')
+      .insertOne({ sensor_id: 7, lat: 42.69, lon: 23.32, timestamp: new Date(Date.UTC(2017, 6, 2)), temperature: 20.5, humidity: 40 });
+    const replica = () => replicasOnB().findOne({ _origin: 'node-a', _origin_id: insertedId });
+    await waitUntil(async () => (await replica()) !== null, 60_000, 'the reading replicated to B');
+    const resyncsBefore = listener.count((l) => l.msg === 'requesting a full resync of the subscribers');
+    const updates: number[] = [];
+    for (const temperature of [21.5, 22.5, 23.5]) {
+      // B is polled every 5 ms from before pymongo starts: the python process may still be
+      // exiting when the new value is there already
+      let seenAt = 0;
+      const seen = waitForEvery(
+        `temperature ${temperature} on B`,
+        async () => {
+          if ((await replica())?.['temperature'] === temperature) seenAt = Date.now();
+          return seenAt > 0;
+        },
+        60_000,
+        5,
+      );
+      const args = ['-c', PYMONGO_UPDATE, listenerUri(a.mongo.uri, a.mongo.kind), a.db, (insertedId as ObjectId).toHexString(), String(temperature)];
+      const [modified, at] = (await runPython(py, args)).trim().split(' ').map(Number);
+      assert.equal(modified, 1, 'pymongo updated the reading');
+      await seen;
+      updates.push(seenAt - at!);
+      const doc = (await replica())!;
+      assert.equal(doc['humidity'], 40, 'the rest of the reading is kept');
+      assert.equal(doc['sensor_id'], 7);
+    }
+    assert.equal(
+      listener.count((l) => l.msg === 'requesting a full resync of the subscribers'),
+      resyncsBefore,
+      'no resync',
+    );
+    assert.equal(
+      listener.count((l) => l['code'] === 'EDGE_LISTENER_MALFORMED_EVENT'),
+      0,
+    );
+    t.diagnostic(`pymongo ${py.version}: update_one on A -> the new value in B's replica after ${updates.map((ms) => `${Math.round(ms)} ms`).join(', ')}`);
   } finally {
     await listener.kill('SIGTERM');
   }

@@ -1,6 +1,6 @@
 /**
- * Resync requests: lost history (a stored token the server cannot resume from) and the test
- * server's malformed update events. Also the event shapes the test server gets right.
+ * Resync requests: lost history (a stored token the server cannot resume from). Also the event
+ * shapes: inserts, updates, replaces and deletes replicate as events, with no resync.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -56,7 +56,7 @@ test('resync - a stored token the server cannot resume from requests a history-l
   }
 });
 
-test('resync - inserts and deletes replicate as events; an unidentifiable update requests a resync', async () => {
+test('resync - inserts, updates, replaces and deletes replicate as events, with no resync', async () => {
   const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
   const listener = startListener(env('shapes', fn.url));
   try {
@@ -66,24 +66,31 @@ test('resync - inserts and deletes replicate as events; an unidentifiable update
     const coll = client.db('lr_shapes').collection('sensor_data');
     const _id = new ObjectId();
     const at = new Date('2017-07-01T00:00:00Z');
-    await coll.insertOne({ _id, sensor_id: 2266, timestamp: at, temperature: 23.5 });
-    await coll.updateOne({ _id }, { $set: { temperature: 24 } });
+    await coll.insertOne({ _id, sensor_id: 2266, timestamp: at, temperature: 23.5, humidity: 40 });
+    await fn.waitFor(() => fn.events.length === 1, 10_000, 'the insert event');
+    await coll.updateOne({ _id }, { $set: { temperature: 24 }, $unset: { humidity: '' } });
+    // read before the next write: the looked-up document is the updated one
+    await fn.waitFor(() => fn.events.length === 2, 10_000, 'the update event');
+    await coll.replaceOne({ _id }, { sensor_id: 2266, timestamp: at, temperature: 25 });
     await coll.deleteOne({ _id });
     await fn.waitFor(() => fn.events.some((e) => e.op === 'delete'), 10_000, 'the delete event');
-    const [ins, del] = [fn.events.find((e) => e.op === 'insert')!, fn.events.find((e) => e.op === 'delete')!];
-    assert.ok((ins.key._id as ObjectId).equals(_id));
-    assert.ok(ins.doc?.['timestamp'] instanceof Date && ins.doc['timestamp'].getTime() === at.getTime());
-    assert.deepEqual({ db: ins.db, coll: ins.coll }, { db: 'lr_shapes', coll: 'sensor_data' });
-    assert.ok((del.key._id as ObjectId).equals(_id));
-    assert.equal(del.doc, null);
-    if (mongo.kind === 'test-server') {
-      await fn.waitFor(() => fn.resyncs.length === 2, 10_000, 'malformed-update resync');
-      assert.deepEqual(fn.resyncs[1], { db: 'lr_shapes', coll: 'sensor_data', reason: 'malformed-update' });
-      assert.ok(listener.lines.some((l) => l['code'] === 'EDGE_LISTENER_MALFORMED_EVENT'));
-    } else {
-      const upd = fn.events.find((e) => e.op === 'update')!;
-      assert.deepEqual(upd.update, { updatedFields: { temperature: 24 }, removedFields: [] });
+    assert.deepEqual(
+      fn.events.map((e) => e.op),
+      ['insert', 'update', 'replace', 'delete'],
+    );
+    const [ins, upd, rep, del] = fn.events as [(typeof fn.events)[0], (typeof fn.events)[0], (typeof fn.events)[0], (typeof fn.events)[0]];
+    for (const e of [ins, upd, rep, del]) {
+      assert.ok((e.key._id as ObjectId).equals(_id), `${e.op} names the document`);
+      assert.deepEqual({ db: e.db, coll: e.coll }, { db: 'lr_shapes', coll: 'sensor_data' });
     }
+    assert.ok(ins.doc?.['timestamp'] instanceof Date && ins.doc['timestamp'].getTime() === at.getTime());
+    assert.deepEqual(upd.update, { updatedFields: { temperature: 24 }, removedFields: ['humidity'] });
+    assert.equal(upd.doc?.['temperature'], 24);
+    assert.ok(!('humidity' in upd.doc!));
+    assert.equal(rep.doc?.['temperature'], 25);
+    assert.equal(del.doc, null);
+    assert.equal(fn.resyncs.length, 1, 'no resync besides the first start');
+    assert.ok(!listener.lines.some((l) => l['code'] === 'EDGE_LISTENER_MALFORMED_EVENT'));
   } finally {
     await listener.kill('SIGTERM');
     await fn.close();

@@ -7,3 +7,5 @@ export { startTestServer, testServerCommand, ensureTestServerJar, TEST_SERVER_JA
 export type { TestServer, TestServerOptions } from './server.js';
 export { resolveMongo } from './resolve.js';
 export type { MongoTarget } from './resolve.js';
+export { ensurePymongo, runPython, PYMONGO_VENV } from './pymongo.js';
+export type { Pymongo } from './pymongo.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MongoClient } from 'mongodb';
+import { Binary, type Document, MongoClient } from 'mongodb';
 import { startTestServer } from '../src/index.js';
 
 test('test server - starts on a free port and answers the wire protocol', async () => {
@@ -12,14 +12,90 @@ test('test server - starts on a free port and answers the wire protocol', async 
     assert.match(server.uri, /^mongodb:\/\/127\.0\.0\.1:\d+\/$/);
     const client = await MongoClient.connect(server.uri, { directConnection: true });
     try {
-      const hello = await client.db('admin').command({ isMaster: 1 });
-      assert.equal(hello['maxWireVersion'], 8);
+      assert.equal((await client.db('admin').command({ ping: 1 }))['ok'], 1);
     } finally {
       await client.close();
     }
   } finally {
     await server.stop();
     await server.stop(); // safe twice
+  }
+});
+
+test('test server - says it is MongoDB 7.0 (wire version 21) and answers hello as a standalone does', async () => {
+  const server = await startTestServer();
+  const client = await MongoClient.connect(server.uri);
+  try {
+    const admin = client.db('admin');
+    const hello = await admin.command({ hello: 1, helloOk: true });
+    assert.equal(hello['isWritablePrimary'], true);
+    assert.equal(hello['helloOk'], true);
+    assert.equal(hello['maxWireVersion'], 21);
+    assert.equal(hello['logicalSessionTimeoutMinutes'], 30);
+    assert.equal(typeof hello['connectionId'], 'number');
+    assert.equal(hello['setName'], undefined, 'not a replica set');
+    assert.equal(hello['topologyVersion'], undefined, 'no streaming monitor: the server answers every hello at once');
+    assert.equal((await admin.command({ isMaster: 1 }))['ismaster'], true);
+    assert.equal((await admin.command({ buildInfo: 1 }))['version'], '7.0.0');
+    // sessions: the driver sends lsid with every command, and endSessions when it closes
+    const session = client.startSession();
+    await client.db('d').collection('c').insertOne({ n: 1 }, { session });
+    await session.endSession();
+    // transactions are refused as on a standalone MongoDB (the test server has none to offer):
+    // code 20, which the driver words as for MongoDB
+    const txn = client.startSession();
+    txn.startTransaction();
+    await assert.rejects(client.db('d').collection('c').insertOne({ n: 2 }, { session: txn }), /does not support retryable writes/);
+    await txn.abortTransaction().catch(() => undefined); // the server refuses that too; nothing was started
+    await txn.endSession();
+    assert.equal(await client.db('d').collection('c').countDocuments(), 1);
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+});
+
+test('test server - a message it cannot read is answered with an error and the connection stays open', async () => {
+  // The library reads binary subtypes 0, 3, 4 and 128 only; it used to close the connection
+  // ("connection closed" in pymongo) instead of answering.
+  const server = await startTestServer();
+  const client = await MongoClient.connect(server.uri, { maxPoolSize: 1 });
+  const closed: string[] = [];
+  client.on('connectionClosed', (e) => closed.push(e.reason));
+  try {
+    const coll = client.db('d').collection('c');
+    await coll.insertOne({ _id: 1, n: 1 } as never);
+    const md5 = new Binary(Buffer.alloc(16, 7), Binary.SUBTYPE_MD5);
+    await assert.rejects(coll.replaceOne({ _id: 1 } as never, { digest: md5 }), (err: { code?: number; message: string }) => {
+      assert.equal(err.code, 2);
+      assert.match(err.message, /cannot read this message: Unknown subtype: 5/);
+      return true;
+    });
+    assert.equal(await coll.countDocuments({ n: 1 }), 1, 'the next command is answered');
+    assert.deepEqual(closed, [], 'no connection was closed');
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+});
+
+test('test server - unacknowledged writes (w: 0) run, and the connection stays open', async () => {
+  const server = await startTestServer();
+  const client = await MongoClient.connect(server.uri, { maxPoolSize: 1 });
+  const closed: string[] = [];
+  client.on('connectionClosed', (e) => closed.push(e.reason));
+  try {
+    const unacknowledged = client.db('d').collection('c', { writeConcern: { w: 0 } });
+    await unacknowledged.insertOne({ _id: 1, n: 1 } as never);
+    await unacknowledged.replaceOne({ _id: 1 } as never, { n: 2 });
+    const coll = client.db('d').collection('c');
+    let n: unknown;
+    for (let polls = 0; n !== 2 && polls < 200; polls++) n = (await coll.findOne({ _id: 1 } as never))?.['n'];
+    assert.equal(n, 2);
+    assert.deepEqual(closed, [], 'no connection was closed');
+  } finally {
+    await client.close();
+    await server.stop();
   }
 });
 
@@ -82,6 +158,16 @@ test('test server - a stream resumed after a restart from a token of the previou
     let next = null;
     for (let polls = 0; !next && polls < 200; polls++) next = await fresh.tryNext();
     assert.equal((next as { fullDocument?: { n: number } } | null)?.fullDocument?.n, 3);
+    // the on-disk store reports updates as well
+    await coll.updateOne({ n: 3 }, { $set: { n: 4 } });
+    let update = null;
+    for (let polls = 0; !update && polls < 200; polls++) update = await fresh.tryNext();
+    assert.equal(update?.operationType, 'update');
+    assert.deepEqual((update as { updateDescription?: unknown } | null)?.updateDescription, {
+      updatedFields: { n: 4 },
+      removedFields: [],
+      truncatedArrays: [],
+    });
     await fresh.close();
     await client.close();
     await server.stop();
@@ -99,22 +185,49 @@ test('test server - a taken port fails fast with the reason', async () => {
   }
 });
 
-test('test server - change streams report inserts and deletes', async () => {
+test('test server - change streams report inserts, updates, replaces and deletes with the document key', async () => {
   const server = await startTestServer();
   const client = await MongoClient.connect(server.uri, { directConnection: true });
   try {
     const coll = client.db('d').collection('c');
-    const stream = coll.watch();
+    const stream = coll.watch([], { fullDocument: 'updateLookup' });
     // tryNext() opens the cursor and returns null while nothing happened yet.
     assert.equal(await stream.tryNext(), null);
-    const { insertedId } = await coll.insertOne({ n: 1 });
+    assert.ok(stream.resumeToken, 'an empty batch carries a postBatchResumeToken');
+    const { insertedId } = await coll.insertOne({ n: 1, gone: true });
+    await coll.updateOne({ _id: insertedId }, { $set: { n: 2 }, $unset: { gone: '' } });
+    await coll.replaceOne({ _id: insertedId }, { n: 3 });
     await coll.deleteOne({ _id: insertedId });
-    const seen: string[] = [];
-    for (let polls = 0; seen.length < 2 && polls < 100; polls++) {
+    const seen: Document[] = [];
+    for (let polls = 0; seen.length < 4 && polls < 100; polls++) {
       const change = await stream.tryNext();
-      if (change) seen.push(change.operationType);
+      if (change) seen.push(change);
     }
-    assert.deepEqual(seen, ['insert', 'delete']);
+    assert.deepEqual(
+      seen.map((c) => c['operationType']),
+      ['insert', 'update', 'replace', 'delete'],
+    );
+    for (const c of seen) {
+      assert.deepEqual(c['documentKey'], { _id: insertedId });
+      assert.deepEqual(c['ns'], { db: 'd', coll: 'c' });
+    }
+    assert.deepEqual(seen[1]!['updateDescription'], { updatedFields: { n: 2 }, removedFields: ['gone'], truncatedArrays: [] });
+    assert.equal(seen[1]!['fullDocument'], null, 'updateLookup: the document was deleted before the event was read');
+    assert.deepEqual(seen[2]!['fullDocument'], { _id: insertedId, n: 3 });
+    assert.deepEqual(stream.resumeToken, seen[3]!['_id']);
+    await stream.close();
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+});
+
+test('test server - fullDocument modes that need stored pre- or post-images are refused with a clear error', async () => {
+  const server = await startTestServer();
+  const client = await MongoClient.connect(server.uri);
+  try {
+    const stream = client.db('d').collection('c').watch([], { fullDocument: 'required' });
+    await assert.rejects(stream.tryNext(), /fullDocument: 'required' is not supported by the test server/);
     await stream.close();
   } finally {
     await client.close();

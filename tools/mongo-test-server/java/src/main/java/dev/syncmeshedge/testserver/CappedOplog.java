@@ -1,99 +1,73 @@
 package dev.syncmeshedge.testserver;
 
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
-import java.util.function.Function;
+import java.util.Map;
 import java.util.stream.Stream;
 
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.AbstractCursor;
 import de.bwaldvogel.mongo.backend.Cursor;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.Utils;
 import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
-import de.bwaldvogel.mongo.oplog.CollectionBackedOplog;
-import de.bwaldvogel.mongo.oplog.OplogCursor;
-import de.bwaldvogel.mongo.oplog.OplogPosition;
+import de.bwaldvogel.mongo.oplog.Oplog;
 
 /**
- * A bounded oplog, as MongoDB's capped {@code local.oplog.rs} is.
+ * The oplog behind change streams: bounded like MongoDB's capped {@code local.oplog.rs}, and
+ * producing the change events MongoDB produces.
  *
- * <p>mongo-java-server keeps every oplog entry forever in an ordinary collection and scans all of
- * them on every change-stream getMore, so a node that loaded a month of readings paid a full scan
- * (10 to 30 ms) per listener poll and its heap grew without bound. Here the entries live in a
- * list that keeps at most {@code maxEntries} entries and none older than {@code maxAge}, and a
- * getMore of a stream opened with {@code startAfter} (or from now) reads only the entries after
- * its position (binary search: entries are appended in timestamp order). The library's own
- * {@link CollectionBackedOplog} still filters and formats the change events (its private
- * {@code streamOplog}, called by reflection: the library version is pinned); it reads the entries
- * through a collection proxy.
+ * <p><b>What goes in.</b> The collections report every write themselves ({@link
+ * ObservedCollection}: the document inserted, the document before and after an update or
+ * replacement, the {@code _id} deleted), so every path that writes is covered, {@code
+ * findAndModify} and upserts included. The library's own oplog calls are ignored: it logged the
+ * update specification instead of the document's key (update events without {@code _id}, which
+ * made every update a resync), logged inserts that failed with a duplicate key, and logged nothing
+ * for {@code findAndModify}.
  *
- * <p>A change stream that resumes from a position that was trimmed away fails with
- * ChangeStreamHistoryLost (code 286), as MongoDB does once its oplog has moved past a resume
- * token (the library would instead answer with an invalidate event). So does an open stream
- * that fell behind: when entries of its namespace after its position were trimmed before it
- * read them (a listener paused longer than the oplog keeps), its next getMore fails with 286
- * instead of silently skipping them.
+ * <p><b>What comes out.</b> Events as MongoDB 7.0 formats them: {@code _id} (the resume token),
+ * {@code operationType} ({@code insert}, {@code update}, {@code replace}, {@code delete}, {@code
+ * drop}), {@code clusterTime}, {@code wallTime}, {@code ns: {db, coll}}, {@code documentKey:
+ * {_id}}, {@code updateDescription} for updates ({@link UpdateDescription}), {@code fullDocument}
+ * for inserts and replacements, and for updates when the stream asks for {@code
+ * fullDocument: "updateLookup"}: the document as it is when the event is read (null when it was
+ * deleted since), as MongoDB looks it up. A resume token is the hex of the entry's timestamp (the
+ * library's format, so tokens stored before this change still resume).
  *
- * <p>Clients reading {@code local.oplog.rs} directly see an empty collection: the entries are
- * only reachable through change streams.
+ * <p><b>Bounded.</b> At most {@code maxEntries} entries, none older than {@code maxAge}. A getMore
+ * reads only the entries after its stream's position (binary search: entries are appended in
+ * timestamp order, the timestamp is taken when the entry is appended), and every batch moves the
+ * position on to the newest entry it looked at ({@link ChangeStreamCursor}, whose position is the
+ * batch's {@code postBatchResumeToken}). Resuming from a position after which entries were trimmed
+ * fails with ChangeStreamHistoryLost (code 286), as MongoDB does once its oplog has moved past a
+ * resume token; so does an open stream that fell behind (entries of its namespace after its
+ * position were trimmed before it read them): its next getMore fails with 286 instead of silently
+ * skipping them. The entries live in memory: clients reading {@code local.oplog.rs} directly see
+ * an empty collection.
  */
-final class CappedOplog extends CollectionBackedOplog {
+final class CappedOplog implements Oplog {
 
     static final int HISTORY_LOST_CODE = 286;
+    /** MongoDB's BadValue, for change stream options the test server does not offer. */
+    private static final int BAD_VALUE_CODE = 2;
 
-    private static final Method STREAM_OPLOG;
-
-    static {
-        try {
-            STREAM_OPLOG = CollectionBackedOplog.class.getDeclaredMethod("streamOplog", Document.class, OplogPosition.class, Aggregation.class, String.class);
-            STREAM_OPLOG.setAccessible(true);
-        } catch (NoSuchMethodException e) {
-            throw new IllegalStateException("mongo-java-server changed: CollectionBackedOplog.streamOplog is gone", e);
-        }
-    }
-
-    /** The position a getMore reads after, while the library's streamOplog asks for the entries. */
-    private static final ThreadLocal<OplogPosition> READ_AFTER = new ThreadLocal<>();
-    /** The newest entry the last read handed out (null: none), set by that read. */
-    private static final ThreadLocal<BsonTimestamp> READ_UNTIL = new ThreadLocal<>();
-
-    /**
-     * What one cursor's last getMore looked at. A cursor's position only moves when it returns an
-     * event, so a stream whose collection is quiet while others are written would read the same
-     * entries again and again (MongoDB moves such a cursor on with its post-batch resume token).
-     * When the last read from the same position returned nothing, every entry up to the newest it
-     * looked at is known not to match, and the next read starts after it - unless an entry arrived
-     * out of timestamp order since (writers take their timestamp before they append, so one can
-     * land behind what a read already saw), in which case it reads from its position again.
-     */
-    private static final class Scan {
-        // a cursor's getMores can arrive on different connection threads, one after the other
-        volatile OplogPosition position;
-        volatile BsonTimestamp until;
-        volatile long disorder;
-        volatile boolean matched;
-    }
-
-    private final Entries entries;
+    private final MongoBackend backend;
     private final CursorRegistry cursors;
+    private final Entries entries;
 
-    private CappedOplog(MongoBackend backend, Entries entries, CursorRegistry cursors) {
-        super(backend, entries.asCollection(), cursors);
-        this.entries = entries;
+    CappedOplog(MongoBackend backend, CursorRegistry cursors, int maxEntries, Duration maxAge) {
+        this.backend = backend;
         this.cursors = cursors;
-    }
-
-    static CappedOplog create(MongoBackend backend, MongoCollection<Document> storage, CursorRegistry cursors, int maxEntries, Duration maxAge) {
-        return new CappedOplog(backend, new Entries(storage, maxEntries, maxAge), cursors);
+        this.entries = new Entries(backend.getClock(), maxEntries, maxAge);
     }
 
     /** Drops entries that are too old even when nothing is written (called periodically). */
@@ -101,93 +75,242 @@ final class CappedOplog extends CollectionBackedOplog {
         entries.trim();
     }
 
+    // ------------------------------------------------------------------ what the collections report
+
+    void inserted(String namespace, Document document) {
+        entries.add(new Document("op", "i").append("ns", namespace).append("o", document.cloneDeeply()));
+    }
+
+    void deleted(String namespace, Object id) {
+        entries.add(new Document("op", "d").append("ns", namespace).append("o", new Document("_id", id)));
+    }
+
+    /** An update ({@code replacement} false) or a replacement of the document {@code _id}. */
+    void updated(String namespace, Object id, Document before, Document after, boolean replacement) {
+        Document entry = new Document("op", "u").append("ns", namespace).append("o2", new Document("_id", id));
+        if (replacement) {
+            entry.append("replacement", after.cloneDeeply());
+        } else {
+            entry.append("updateDescription", UpdateDescription.between(before, after));
+        }
+        entries.add(entry);
+    }
+
+    // ------------------------------------------------------------------ the library's calls
+
+    @Override
+    public void handleInsert(String namespace, List<Document> documents) {
+        // reported by ObservedCollection (only the inserts that succeeded)
+    }
+
+    @Override
+    public void handleUpdate(String namespace, Document selector, Document query, List<Object> modifiedIds) {
+        // reported by ObservedCollection, with the documents before and after
+    }
+
+    @Override
+    public void handleDelete(String namespace, Document query, List<Object> deletedIds) {
+        // reported by ObservedCollection
+    }
+
+    @Override
+    public void handleDropCollection(String namespace) {
+        String db = Utils.getDatabaseNameFromFullName(namespace);
+        String coll = Utils.getCollectionNameFromFullName(namespace);
+        entries.add(new Document("op", "c").append("ns", db + ".$cmd").append("o", new Document("drop", coll)));
+    }
+
+    // ------------------------------------------------------------------ change streams
+
     @Override
     public Cursor createCursor(Document changeStream, String namespace, Aggregation aggregation) {
+        boolean lookup = fullDocumentLookup(changeStream);
         Object startAfter = changeStream.get("startAfter");
-        Object resume = startAfter != null ? startAfter : changeStream.get("resumeAfter");
-        if (resume instanceof Document token) {
-            BsonTimestamp newestTrimmed = entries.newestTrimmed();
-            // Resuming needs the token's own entry: lost when it was trimmed (at or before the newest trimmed).
-            if (newestTrimmed != null && !OplogPosition.fromDocument(token).isAfter(new OplogPosition(newestTrimmed))) {
-                throw new MongoServerError(HISTORY_LOST_CODE, "ChangeStreamHistoryLost",
-                        "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+        Object resumeAfter = changeStream.get("resumeAfter");
+        Object startAt = changeStream.get("startAtOperationTime");
+        Document token = startAfter instanceof Document d ? d : resumeAfter instanceof Document d ? d : null;
+        long after;
+        if (token != null) {
+            // An unparsable token fails here ("For input string: ... under radix 16"), as before.
+            after = parseToken(token);
+            if (entries.lostAfter(after)) {
+                throw historyLost("Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
             }
-        }
-        OplogPosition start;
-        if (startAfter instanceof Document token) {
-            start = OplogPosition.fromDocument(token);
-        } else if (resume == null && changeStream.get("startAtOperationTime") == null) {
-            // from now: after every entry so far (or after the beginning when there was none)
-            BsonTimestamp newest = entries.newest();
-            start = new OplogPosition(newest != null ? newest : new BsonTimestamp(0));
+            if (startAfter == null && entries.isDropOf(after, namespace)) {
+                // resumeAfter the drop of the stream's collection: the stream is invalidated, as on MongoDB
+                return new InvalidateCursor(token);
+            }
+        } else if (startAt instanceof BsonTimestamp at) {
+            after = at.getValue() - 1; // the entry at that time included
+            if (entries.lostAfter(after)) {
+                throw historyLost("Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+            }
         } else {
-            // resumeAfter (the library checks for an invalidating drop) or startAtOperationTime:
-            // the library's own cursor, which scans every entry.
-            return super.createCursor(changeStream, namespace, aggregation);
+            after = entries.newest(); // from now
         }
-        Scan scan = new Scan();
-        Function<OplogPosition, Stream<Document>> after = position -> readAfter(changeStream, position, aggregation, namespace, scan);
-        OplogCursor cursor = new OplogCursor(cursors.generateCursorId(), after, start);
+        ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(), after,
+                from -> readAfter(from, namespace, lookup, aggregation));
         cursors.add(cursor);
         return cursor;
     }
 
-    @SuppressWarnings("unchecked")
-    private Stream<Document> readAfter(Document changeStream, OplogPosition position, Aggregation aggregation, String namespace, Scan scan) {
-        // same position object as last time and nothing matched then: skip what that read saw
-        long disorder = entries.disorder();
-        boolean quiet = scan.position == position && scan.until != null && !scan.matched && scan.disorder == disorder;
-        OplogPosition from = quiet ? new OplogPosition(scan.until) : position;
-        BsonTimestamp lost = entries.newestTrimmedFor(namespace);
-        if (lost != null && new OplogPosition(lost).isAfter(from)) {
-            throw new MongoServerError(HISTORY_LOST_CODE, "ChangeStreamHistoryLost",
-                    "The change stream fell behind the oplog: entries after its position were dropped before it read them.");
+    /** True for {@code fullDocument: "updateLookup"}; refuses the modes that need stored post-images. */
+    private static boolean fullDocumentLookup(Document changeStream) {
+        Object before = changeStream.getOrDefault("fullDocumentBeforeChange", "off");
+        if (!"off".equals(before)) {
+            throw new MongoServerError(BAD_VALUE_CODE, "BadValue", "fullDocumentBeforeChange: '" + before
+                    + "' is not supported by the test server (it keeps no pre-images); use 'off'");
         }
-        READ_AFTER.set(from);
-        READ_UNTIL.remove();
-        try {
-            Stream<Document> events = (Stream<Document>) STREAM_OPLOG.invoke(this, changeStream, position, aggregation, namespace);
-            BsonTimestamp until = READ_UNTIL.get();
-            if (scan.position != position) {
-                scan.position = position;
-                scan.until = null;
+        Object mode = changeStream.getOrDefault("fullDocument", "default");
+        if ("updateLookup".equals(mode)) {
+            return true;
+        }
+        if (!"default".equals(mode)) {
+            throw new MongoServerError(BAD_VALUE_CODE, "BadValue", "fullDocument: '" + mode
+                    + "' is not supported by the test server (it keeps no post-images); use 'default' or 'updateLookup'");
+        }
+        return false;
+    }
+
+    private static MongoServerError historyLost(String message) {
+        return new MongoServerError(HISTORY_LOST_CODE, "ChangeStreamHistoryLost", message);
+    }
+
+    /** A resume token for an oplog position: the hex of the timestamp (the library's format). */
+    static Document token(long position) {
+        return new Document("_data", Long.toHexString(position));
+    }
+
+    /** The oplog position of a resume token; throws NumberFormatException for one it did not issue. */
+    static long parseToken(Document token) {
+        return Long.parseLong((String) token.get("_data"), 16);
+    }
+
+    private ChangeStreamCursor.Batch readAfter(long from, String namespace, boolean lookup, Aggregation aggregation) {
+        if (entries.lostFor(namespace, from)) {
+            throw historyLost("The change stream fell behind the oplog: entries after its position were dropped before it read them.");
+        }
+        List<Document> read = entries.after(from);
+        long until = read.isEmpty() ? from : tsOf(read.get(read.size() - 1)).getValue();
+        Stream<Document> events = read.stream()
+                .filter(entry -> concerns(entry, namespace))
+                .map(entry -> toEvent(entry, lookup));
+        return new ChangeStreamCursor.Batch(aggregation.runStagesAsStream(events), until);
+    }
+
+    /** The stream's own collection, or the drop of it. */
+    private static boolean concerns(Document entry, String namespace) {
+        String ns = (String) entry.get("ns");
+        if (ns.equals(namespace)) {
+            return true;
+        }
+        return "c".equals(entry.get("op")) && ns.equals(Utils.getDatabaseNameFromFullName(namespace) + ".$cmd")
+                && Utils.getCollectionNameFromFullName(namespace).equals(((Document) entry.get("o")).get("drop"));
+    }
+
+    private Document toEvent(Document entry, boolean lookup) {
+        BsonTimestamp ts = tsOf(entry);
+        String ns = (String) entry.get("ns");
+        String db = Utils.getDatabaseNameFromFullName(ns);
+        Document event = new Document("_id", token(ts.getValue()));
+        switch ((String) entry.get("op")) {
+            case "i" -> {
+                Document document = (Document) entry.get("o");
+                event.append("operationType", "insert").append("clusterTime", ts).append("wallTime", entry.get("wall"))
+                        .append("fullDocument", document.cloneDeeply())
+                        .append("ns", namespaceOf(db, Utils.getCollectionNameFromFullName(ns)))
+                        .append("documentKey", new Document("_id", document.get("_id")));
             }
-            if (until != null) {
-                scan.until = until;
+            case "d" -> event.append("operationType", "delete").append("clusterTime", ts).append("wallTime", entry.get("wall"))
+                    .append("ns", namespaceOf(db, Utils.getCollectionNameFromFullName(ns)))
+                    .append("documentKey", ((Document) entry.get("o")).cloneDeeply());
+            case "u" -> {
+                String coll = Utils.getCollectionNameFromFullName(ns);
+                Document key = ((Document) entry.get("o2")).cloneDeeply();
+                Document replacement = (Document) entry.get("replacement");
+                event.append("operationType", replacement != null ? "replace" : "update").append("clusterTime", ts)
+                        .append("wallTime", entry.get("wall"))
+                        .append("ns", namespaceOf(db, coll))
+                        .append("documentKey", key);
+                if (replacement != null) {
+                    event.append("fullDocument", replacement.cloneDeeply());
+                } else {
+                    event.append("updateDescription", ((Document) entry.get("updateDescription")).cloneDeeply());
+                    if (lookup) {
+                        event.append("fullDocument", currentDocument(db, coll, key.get("_id")));
+                    }
+                }
             }
-            scan.disorder = disorder;
-            scan.matched = false;
-            // The cursor collects this stream at once; an event passing through means it matched.
-            return events.peek(event -> scan.matched = true);
-        } catch (IllegalAccessException e) {
-            throw new IllegalStateException(e);
-        } catch (InvocationTargetException e) {
-            if (e.getCause() instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new IllegalStateException(e.getCause());
-        } finally {
-            READ_AFTER.remove();
-            READ_UNTIL.remove();
+            case "c" -> event.append("operationType", "drop").append("clusterTime", ts).append("wallTime", entry.get("wall"))
+                    .append("ns", namespaceOf(db, (String) ((Document) entry.get("o")).get("drop")));
+            default -> throw new IllegalStateException("unknown oplog entry " + entry);
+        }
+        return event;
+    }
+
+    /** The document as it is now (updateLookup), or null when it no longer exists. */
+    private Document currentDocument(String db, String coll, Object id) {
+        MongoCollection<?> collection = backend.resolveDatabase(db).resolveCollection(coll, false);
+        if (collection == null) {
+            return null;
+        }
+        // the collection's writes hold its lock: copy the document while none runs
+        synchronized (collection) {
+            Iterator<Document> found = collection.handleQuery(new Document("_id", id), 0, 1).iterator();
+            return found.hasNext() ? found.next().cloneDeeply() : null;
         }
     }
 
-    /** The entries, and a MongoCollection view of them for the library's oplog. */
-    private static final class Entries implements InvocationHandler {
-        private final MongoCollection<Document> storage;
+    private static Document namespaceOf(String db, String coll) {
+        return new Document("db", db).append("coll", coll);
+    }
+
+    private static BsonTimestamp tsOf(Document entry) {
+        return (BsonTimestamp) entry.get("ts");
+    }
+
+    /** A stream resumed after the drop of its collection: one invalidate event, then closed. */
+    private static final class InvalidateCursor extends AbstractCursor {
+        private final Document token;
+        private boolean taken;
+
+        InvalidateCursor(Document token) {
+            super(0);
+            this.token = token;
+        }
+
+        @Override
+        public boolean isEmpty() {
+            return taken;
+        }
+
+        @Override
+        public List<Document> takeDocuments(int numberToReturn) {
+            if (taken) {
+                return List.of();
+            }
+            taken = true;
+            return List.of(new Document("_id", token.cloneDeeply()).append("operationType", "invalidate"));
+        }
+    }
+
+    /** The entries, in timestamp order. Positions are timestamps as longs ({@link BsonTimestamp#getValue()}). */
+    private static final class Entries {
+        private final Clock clock;
         private final int maxEntries;
         private final Duration maxAge;
         /** Entries in timestamp order from index {@code head} on; the ones before it are trimmed. */
         private final ArrayList<Document> list = new ArrayList<>();
         private int head;
-        private BsonTimestamp newestTrimmed;
+        /** Position of the newest trimmed entry: a stream positioned before it lost history. */
+        private long newestTrimmed;
+        /** Timestamp of the newest entry ever added (null: none yet). */
+        private BsonTimestamp last;
         /** The newest trimmed entry per namespace ("db.collection", or "db.$cmd" for commands). */
-        private final java.util.Map<String, BsonTimestamp> newestTrimmedByNs = new java.util.HashMap<>();
-        /** Counts entries that arrived behind a newer one (they are put in timestamp order). */
-        private long disorder;
+        private final Map<String, Long> newestTrimmedByNs = new HashMap<>();
 
-        Entries(MongoCollection<Document> storage, int maxEntries, Duration maxAge) {
-            this.storage = storage;
+        Entries(Clock clock, int maxEntries, Duration maxAge) {
+            this.clock = clock;
             this.maxEntries = maxEntries;
             this.maxAge = maxAge;
             // The entries live in memory: a (re)started server has none of its previous run's, also
@@ -195,64 +318,64 @@ final class CappedOplog extends CollectionBackedOplog {
             // stream resuming from an older token gets ChangeStreamHistoryLost (as from MongoDB,
             // whose oplog would have those entries) instead of silently skipping the changes made
             // between that token and the restart.
-            this.newestTrimmed = new BsonTimestamp(Instant.now(), 0);
+            this.newestTrimmed = new BsonTimestamp(clock.instant(), 0).getValue();
         }
 
-        @SuppressWarnings("unchecked")
-        MongoCollection<Document> asCollection() {
-            return (MongoCollection<Document>) Proxy.newProxyInstance(MongoCollection.class.getClassLoader(),
-                    new Class<?>[] {MongoCollection.class}, this);
-        }
-
-        synchronized BsonTimestamp newestTrimmed() {
-            return newestTrimmed;
+        /** Were entries after {@code position} trimmed (a resume from it would miss them)? */
+        synchronized boolean lostAfter(long position) {
+            return Long.compare(newestTrimmed, position) > 0;
         }
 
         /**
-         * The newest trimmed entry a stream on {@code namespace} ("db.collection") would have
-         * returned: its own collection's, or its database's commands' (the library's namespace
-         * filter passes both).
+         * Were entries after {@code position} trimmed that a stream on {@code namespace}
+         * ("db.collection") would have returned: its own collection's, or its database's commands'?
          */
-        synchronized BsonTimestamp newestTrimmedFor(String namespace) {
-            BsonTimestamp own = newestTrimmedByNs.get(namespace);
+        synchronized boolean lostFor(String namespace, long position) {
+            Long own = newestTrimmedByNs.get(namespace);
             int dot = namespace.indexOf('.');
-            BsonTimestamp commands = dot < 0 ? null : newestTrimmedByNs.get(namespace.substring(0, dot) + ".$cmd");
-            if (own == null) {
-                return commands;
+            Long commands = dot < 0 ? null : newestTrimmedByNs.get(namespace.substring(0, dot) + ".$cmd");
+            return (own != null && Long.compare(own, position) > 0) || (commands != null && Long.compare(commands, position) > 0);
+        }
+
+        /** The newest position: of the newest entry ever added, or of the start. */
+        synchronized long newest() {
+            return last != null ? last.getValue() : newestTrimmed;
+        }
+
+        /** Is the entry at {@code position} the drop of {@code namespace}'s collection? */
+        synchronized boolean isDropOf(long position, String namespace) {
+            int at = firstAfter(position - 1);
+            if (at >= list.size()) {
+                return false;
             }
-            return commands == null || own.compareTo(commands) >= 0 ? own : commands;
+            Document entry = list.get(at);
+            return tsOf(entry).getValue() == position && "c".equals(entry.get("op")) && concerns(entry, namespace);
         }
 
-        /** Timestamp of the newest entry ever added, or null. */
-        synchronized BsonTimestamp newest() {
-            return list.size() > head ? tsOf(list.get(list.size() - 1)) : newestTrimmed;
-        }
-
-        synchronized long disorder() {
-            return disorder;
-        }
-
+        /**
+         * Appends an entry with the next timestamp: the time in seconds and a counter within the
+         * second, strictly increasing also when the clock steps back. Taking the timestamp here,
+         * under the lock, keeps the entries in timestamp order.
+         */
         synchronized void add(Document entry) {
-            BsonTimestamp ts = tsOf(entry);
-            int at = list.size();
-            while (at > head && tsOf(list.get(at - 1)).compareTo(ts) > 0) {
-                at--;
+            Instant now = clock.instant();
+            BsonTimestamp ts = new BsonTimestamp(now, 1);
+            if (last != null && ts.compareTo(last) <= 0) {
+                ts = new BsonTimestamp(last.getValue() + 1);
             }
-            if (at < list.size()) {
-                disorder++;
-            }
-            list.add(at, entry);
+            last = ts;
+            Document stamped = new Document("ts", ts).append("wall", now);
+            stamped.putAll(entry);
+            list.add(stamped);
             trim();
         }
 
         synchronized void trim() {
-            Instant oldest = Instant.now().minus(maxAge);
-            while (head < list.size() && (list.size() - head > maxEntries || wallOf(list.get(head)).isBefore(oldest))) {
+            Instant oldest = clock.instant().minus(maxAge);
+            while (head < list.size() && (list.size() - head > maxEntries || ((Instant) list.get(head).get("wall")).isBefore(oldest))) {
                 Document gone = list.get(head);
-                newestTrimmed = tsOf(gone);
-                if (gone.get("ns") instanceof String ns) {
-                    newestTrimmedByNs.merge(ns, newestTrimmed, (a, b) -> a.compareTo(b) >= 0 ? a : b);
-                }
+                newestTrimmed = tsOf(gone).getValue();
+                newestTrimmedByNs.merge((String) gone.get("ns"), newestTrimmed, (a, b) -> Long.compare(a, b) >= 0 ? a : b);
                 list.set(head++, null);
             }
             if (head > 1024 && head > list.size() / 2) {
@@ -261,54 +384,24 @@ final class CappedOplog extends CollectionBackedOplog {
             }
         }
 
-        /** All entries, or with READ_AFTER set only those after that position. */
-        private synchronized List<Document> entries() {
+        /** The entries after {@code position}, oldest first. */
+        synchronized List<Document> after(long position) {
+            return new ArrayList<>(list.subList(firstAfter(position), list.size()));
+        }
+
+        /** Index of the first entry after {@code position} (binary search). */
+        private int firstAfter(long position) {
             int from = head;
-            OplogPosition after = READ_AFTER.get();
-            if (after != null) {
-                int hi = list.size();
-                while (from < hi) { // first entry whose position is after `after`
-                    int mid = (from + hi) >>> 1;
-                    if (new OplogPosition(tsOf(list.get(mid))).isAfter(after)) {
-                        hi = mid;
-                    } else {
-                        from = mid + 1;
-                    }
+            int hi = list.size();
+            while (from < hi) {
+                int mid = (from + hi) >>> 1;
+                if (Long.compare(tsOf(list.get(mid)).getValue(), position) > 0) {
+                    hi = mid;
+                } else {
+                    from = mid + 1;
                 }
             }
-            if (after != null && from < list.size()) {
-                READ_UNTIL.set(tsOf(list.get(list.size() - 1)));
-            }
-            return new ArrayList<>(list.subList(from, list.size()));
-        }
-
-        private static BsonTimestamp tsOf(Document entry) {
-            return (BsonTimestamp) entry.get("ts");
-        }
-
-        private static Instant wallOf(Document entry) {
-            return entry.get("wall") instanceof Instant wall ? wall : Instant.now();
-        }
-
-        @Override
-        @SuppressWarnings("unchecked")
-        public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-            switch (method.getName()) {
-                case "addDocument":
-                    add((Document) args[0]);
-                    return null;
-                case "addDocuments":
-                    ((Stream<Document>) args[0]).forEachOrdered(this::add);
-                    return null;
-                case "queryAllAsStream":
-                    return entries().stream();
-                default:
-                    try {
-                        return method.invoke(storage, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-            }
+            return from;
         }
     }
 }

@@ -11,22 +11,15 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 
-import de.bwaldvogel.mongo.MongoCollection;
-import de.bwaldvogel.mongo.MongoDatabase;
-import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.backend.AbstractMongoBackend;
-import de.bwaldvogel.mongo.backend.h2.H2Backend;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
-import de.bwaldvogel.mongo.bson.Document;
-import de.bwaldvogel.mongo.oplog.Oplog;
 import org.h2.mvstore.MVStore;
 
 /**
  * Starts mongo-java-server, a MongoDB-compatible test server (NOT MongoDB), with its oplog
- * enabled so that change streams work for inserts and deletes. The oplog is bounded like
- * MongoDB's capped one (see {@link CappedOplog}).
+ * enabled so that change streams work. The oplog is bounded like MongoDB's capped one and its
+ * change events are MongoDB's (see {@link CappedOplog}); it says it is MongoDB 7.0 and answers
+ * {@code hello} (see {@link Handshake}).
  *
  * <p>Contract with the TypeScript starter (../src/index.ts):
  * <ul>
@@ -39,7 +32,7 @@ import org.h2.mvstore.MVStore;
  */
 public final class Launcher {
 
-    /** Enough for a listener that is minutes behind; each change-stream poll scans them all. */
+    /** Enough for a listener that is minutes behind; a change-stream poll reads only the entries after its position. */
     static final int DEFAULT_OPLOG_MAX_ENTRIES = 10_000;
     static final int DEFAULT_OPLOG_MAX_AGE_S = 120;
     /**
@@ -91,43 +84,31 @@ public final class Launcher {
             }
         }
 
-        int maxEntries = oplogMaxEntries;
         Duration maxAge = Duration.ofSeconds(oplogMaxAgeS);
-        AtomicReference<CappedOplog> capped = new AtomicReference<>();
         AbstractMongoBackend backend;
         if (dataDir == null) {
-            backend = new MemoryBackend() {
-                @Override
-                protected Oplog createOplog() {
-                    capped.set(CappedOplog.create(this, oplogStorage(this), getCursorRegistry(), maxEntries, maxAge));
-                    return capped.get();
-                }
-            };
+            backend = ObservedBackends.inMemory(oplogMaxEntries, maxAge);
         } else {
             Files.createDirectories(dataDir);
             MVStore store = MVStore.open(dataDir.resolve("mongo.mv").toString());
             store.setRetentionTime((int) Math.min(Integer.MAX_VALUE, h2RetentionS * 1000L));
-            backend = new H2Backend(store) {
-                @Override
-                protected Oplog createOplog() {
-                    capped.set(CappedOplog.create(this, oplogStorage(this), getCursorRegistry(), maxEntries, maxAge));
-                    return capped.get();
-                }
-            };
+            backend = ObservedBackends.onDisk(store, oplogMaxEntries, maxAge);
         }
-        MongoServer server = new MongoServer(backend);
-        server.enableOplog();
+        backend.version(Handshake.VERSION);
+        backend.enableOplog();
         // Old entries also go when nothing is written.
         ScheduledExecutorService trimmer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "oplog-trimmer");
             t.setDaemon(true);
             return t;
         });
-        trimmer.scheduleWithFixedDelay(() -> capped.get().trim(), 1, 1, TimeUnit.SECONDS);
+        CappedOplog oplog = ((ObservedBackends.WithOplog) backend).cappedOplog();
+        trimmer.scheduleWithFixedDelay(oplog::trim, 1, 1, TimeUnit.SECONDS);
+        WireServer server = new WireServer(backend);
+        InetSocketAddress address = null;
         try {
-            server.bind(bind, port);
+            address = server.bind(bind, port);
         } catch (Exception e) { // netty rethrows the checked BindException unchecked
-            server.shutdownNow();
             backend.close();
             fail("cannot listen on " + bind + ":" + port + ": " + rootMessage(e));
         }
@@ -144,7 +125,6 @@ public final class Launcher {
         };
         Runtime.getRuntime().addShutdownHook(new Thread(stop, "mongo-test-server-shutdown"));
 
-        InetSocketAddress address = server.getLocalAddress();
         System.out.println("READY mongodb://" + bind + ":" + address.getPort() + "/");
         System.out.flush();
 
@@ -157,14 +137,6 @@ public final class Launcher {
             watcher.start();
         }
         stopped.await();
-    }
-
-    /** The library's local.oplog.rs collection; it stays empty (the entries live in CappedOplog). */
-    @SuppressWarnings("unchecked")
-    private static MongoCollection<Document> oplogStorage(AbstractMongoBackend backend) {
-        MongoDatabase local = backend.resolveDatabase("local");
-        MongoCollection<?> existing = local.resolveCollection("oplog.rs", false);
-        return (MongoCollection<Document>) (existing != null ? existing : local.createCollectionOrThrowIfExists("oplog.rs"));
     }
 
     private static void waitForEof(InputStream in) {
