@@ -233,9 +233,10 @@ class DeployTest(unittest.TestCase):
 
 class FakeRegistry(Fake):
     """A function's registry over `meta` requests: lists no nodes, records mutations. The
-    requests whose numbers are in `drop` get their connection closed without an answer."""
+    requests whose numbers are in `drop` get their connection closed without an answer; with
+    `refuse`, every mutation gets that 400 error body."""
 
-    def __init__(self, drop: set[int]):
+    def __init__(self, drop: set[int], refuse: dict | None = None):
         self.requests = 0
         self.mutations: list[dict] = []
         outer = self
@@ -248,6 +249,8 @@ class FakeRegistry(Fake):
                     return self.drop()
                 if body["query"].lstrip().startswith("mutation"):
                     outer.mutations.append(body)
+                    if refuse:
+                        return self.answer(400, json.dumps({"errors": [refuse], "data": None}))
                     return self.answer(200, json.dumps({"data": {}}))
                 self.answer(200, json.dumps({"data": {"nodes": []}}))
 
@@ -274,6 +277,17 @@ class RegistryRetryTest(unittest.TestCase):
                 registry_client.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=0.3, pause_s=0.05, timeout_s=5)
             self.assertIn("the node's registry could not be updated within 0.3 s", str(ctx.exception))
             self.assertEqual(fake.mutations, [])
+        finally:
+            fake.close()
+
+    def test_a_refused_request_fails_at_once_with_the_function_s_code_and_message(self):
+        refuse = {"message": "node 'node-1' is already registered", "extensions": {"code": "EDGE_SYNCMESH_NODE_EXISTS"}}
+        fake = FakeRegistry(drop=set(), refuse=refuse)
+        try:
+            with self.assertRaises(registry_client.RegistryRefused) as ctx:
+                registry_client.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=60, pause_s=0.05, timeout_s=5)
+            self.assertIn("HTTP 400: EDGE_SYNCMESH_NODE_EXISTS: node 'node-1' is already registered", str(ctx.exception))
+            self.assertEqual(len(fake.mutations), 1)  # not sent again
         finally:
             fake.close()
 
