@@ -41,6 +41,12 @@ export const DEFAULT_REQUEST_DEADLINE_MS = 20_000; // a whole request, fan-out i
 /** The local part of a request may take this long after the fan-out's deadline. */
 export const REQUEST_DEADLINE_MARGIN_MS = 5_000;
 export const DEFAULT_MAX_DELETE_RANGE_DAYS = 31; // widest deleteInTimeRange
+/**
+ * Anti-entropy rounds (replication/antientropy.ts) every 15 minutes: each costs one read of the
+ * own collection and, per subscriber, one read of its replicas of this node (a sensor-month:
+ * ~1 s of the test server's time). 0 turns the rounds off.
+ */
+export const DEFAULT_ANTI_ENTROPY_INTERVAL_S = 900;
 
 const list = (raw: string) =>
   raw
@@ -92,6 +98,8 @@ const envSchema = z.object({
     .transform((v) => v === 'true' || v === '1'),
   SYNCMESH_TOMBSTONE_TTL_S: positiveInt(DEFAULT_TOMBSTONE_TTL_S),
   SYNCMESH_MAX_DISCARD_BYTES: z.coerce.number().int().min(0).default(DEFAULT_MAX_DISCARD_BYTES),
+  SYNCMESH_ANTI_ENTROPY_INTERVAL_S: z.coerce.number().min(0).default(DEFAULT_ANTI_ENTROPY_INTERVAL_S),
+  SYNCMESH_ANTI_ENTROPY_BUCKET: z.enum(['hour', 'day']).default('day'),
 });
 
 export interface Config {
@@ -133,6 +141,10 @@ export interface Config {
   readonly maxTotalLimit: number;
   readonly requestDeadlineMs: number;
   readonly maxDeleteRangeMs: number;
+  /** Seconds between anti-entropy rounds; 0: none. */
+  readonly antiEntropyIntervalS: number;
+  /** Time bucket that anti-entropy compares digests per. */
+  readonly antiEntropyBucket: 'hour' | 'day';
 }
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
@@ -213,6 +225,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxTotalLimit: e.SYNCMESH_MAX_TOTAL_LIMIT,
     requestDeadlineMs,
     maxDeleteRangeMs: e.SYNCMESH_MAX_DELETE_RANGE_DAYS * 24 * 3600 * 1000,
+    antiEntropyIntervalS: e.SYNCMESH_ANTI_ENTROPY_INTERVAL_S,
+    antiEntropyBucket: e.SYNCMESH_ANTI_ENTROPY_BUCKET,
   });
 }
 

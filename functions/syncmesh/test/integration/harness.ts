@@ -61,10 +61,13 @@ export interface TestNode {
   close(): Promise<void>;
 }
 
-/** Starts a node; `env` overrides the test defaults (an undefined value removes one, e.g. `SYNCMESH_WRITE_KEY: undefined`). */
-export async function startNode(id: string, env: Record<string, string | undefined> = {}): Promise<TestNode> {
+/**
+ * Starts a node; `env` overrides the test defaults (an undefined value removes one, e.g.
+ * `SYNCMESH_WRITE_KEY: undefined`); `heapMb`: its test server's heap (default 96 MB, one sensor-month).
+ */
+export async function startNode(id: string, env: Record<string, string | undefined> = {}, opts: { heapMb?: number } = {}): Promise<TestNode> {
   const real = process.env['MONGODB_URI'];
-  const db = real ? undefined : await startTestServer();
+  const db = real ? undefined : await startTestServer(opts.heapMb === undefined ? {} : { heapMb: opts.heapMb });
   const uri = real ?? db!.uri;
   const config = loadConfig({
     PORT: '0',
@@ -74,6 +77,8 @@ export async function startNode(id: string, env: Record<string, string | undefin
     SYNCMESH_MESH_SECRET: MESH_SECRET,
     SYNCMESH_NODE_TIMEOUT_MS: '1500',
     SYNCMESH_DEADLINE_MS: '3000',
+    // no background anti-entropy rounds unless a test asks for them
+    SYNCMESH_ANTI_ENTROPY_INTERVAL_S: '0',
     SYNCMESH_WRITE_KEY: WRITE_KEY,
     // never a key file of the machine the tests run on
     SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
