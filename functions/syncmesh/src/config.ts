@@ -47,6 +47,11 @@ export const DEFAULT_MAX_DELETE_RANGE_DAYS = 31; // widest deleteInTimeRange
  * ~1 s of the test server's time). 0 turns the rounds off.
  */
 export const DEFAULT_ANTI_ENTROPY_INTERVAL_S = 900;
+/**
+ * Deadline of one replication request to a subscriber (10 s). A subscriber answers 202 (still
+ * applying) after 40 % of it, and requests carry what it applies in 25 % of it.
+ */
+export const DEFAULT_REPLICATION_TIMEOUT_MS = 10_000;
 
 const list = (raw: string) =>
   raw
@@ -100,6 +105,7 @@ const envSchema = z.object({
   SYNCMESH_MAX_DISCARD_BYTES: z.coerce.number().int().min(0).default(DEFAULT_MAX_DISCARD_BYTES),
   SYNCMESH_ANTI_ENTROPY_INTERVAL_S: z.coerce.number().min(0).default(DEFAULT_ANTI_ENTROPY_INTERVAL_S),
   SYNCMESH_ANTI_ENTROPY_BUCKET: z.enum(['hour', 'day']).default('day'),
+  SYNCMESH_REPLICATION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(300_000).default(DEFAULT_REPLICATION_TIMEOUT_MS),
 });
 
 export interface Config {
@@ -145,6 +151,8 @@ export interface Config {
   readonly antiEntropyIntervalS: number;
   /** Time bucket that anti-entropy compares digests per. */
   readonly antiEntropyBucket: 'hour' | 'day';
+  /** Deadline of one replication request to a subscriber, ms. */
+  readonly replicationTimeoutMs: number;
 }
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
@@ -227,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxDeleteRangeMs: e.SYNCMESH_MAX_DELETE_RANGE_DAYS * 24 * 3600 * 1000,
     antiEntropyIntervalS: e.SYNCMESH_ANTI_ENTROPY_INTERVAL_S,
     antiEntropyBucket: e.SYNCMESH_ANTI_ENTROPY_BUCKET,
+    replicationTimeoutMs: e.SYNCMESH_REPLICATION_TIMEOUT_MS,
   });
 }
 

@@ -30,6 +30,8 @@ const DIGEST_TIMEOUT_MS = 120_000;
 /** How long a round waits for a subscriber's queue to empty before it compares the differing buckets again. */
 const SETTLE_TIMEOUT_MS = 60_000;
 const SETTLE_POLL_MS = 200;
+/** Repairs listed in /readyz. */
+const RECENT_REPAIRS = 20;
 
 export interface AntiEntropyOptions {
   nodeId: string;
@@ -118,6 +120,8 @@ export class AntiEntropy {
     last_round_at: null as string | null,
     last_round_ms: null as number | null,
     buckets_repaired: 0,
+    /** The latest repairs (at most RECENT_REPAIRS): which buckets of whom, when. */
+    recent: [] as Array<{ at: string; subscriber: string; ns: string; buckets: string[] }>,
     /** The last comparison per subscriber and namespace. */
     last: new Map<string, SubscriberCheck>(),
   };
@@ -155,6 +159,7 @@ export class AntiEntropy {
       last_round_at: this.stats.last_round_at,
       last_round_ms: this.stats.last_round_ms,
       buckets_repaired: this.stats.buckets_repaired,
+      recent_repairs: this.stats.recent,
       subscribers: [...this.stats.last.values()].map((c) => ({
         subscriber: c.subscriber,
         db: c.db,
@@ -189,6 +194,8 @@ export class AntiEntropy {
       const results = await this.check({ repair: true, skipBusy: true });
       for (const r of results) this.stats.last.set(`${r.subscriber}\u0000${r.db}.${r.coll}`, r);
       const repaired = results.filter((r) => r.repaired?.length);
+      for (const r of repaired) this.stats.recent.push({ at: new Date().toISOString(), subscriber: r.subscriber, ns: `${r.db}.${r.coll}`, buckets: r.repaired! });
+      this.stats.recent.splice(0, Math.max(0, this.stats.recent.length - RECENT_REPAIRS));
       if (repaired.length > 0)
         this.deps.log.warn(
           { repaired: repaired.map((r) => ({ subscriber: r.subscriber, ns: `${r.db}.${r.coll}`, buckets: r.repaired })) },

@@ -4,10 +4,11 @@
  * A batch is known by its origin and id (the origin's outbox `_id`). A delivery of a batch that
  * is being applied waits for that apply instead of starting another one on top of it; a
  * delivery of a batch already applied is acknowledged at once. The outcome of an apply is
- * remembered in memory (the last REMEMBER_BATCHES batches) and, a few ms later, in
- * `syncmesh_meta.replication_applied` (expiring with the tombstones), so that a batch sent again
- * after this node restarted is not applied again either: the origin says so (`retry`), and only
- * then are those records read.
+ * remembered in memory (the last REMEMBER_BATCHES batches) and, before the batch is
+ * acknowledged, in `syncmesh_meta.replication_applied` (`{_id: "<origin>|<batch id>", applies}`,
+ * expiring with the tombstones), so that a batch sent again after this node restarted is not
+ * applied again either: the origin says so (`retry`), and only then are those records read. Only
+ * an apply cut short by a crash is applied again (it never finished).
  *
  * A request waits for its applies up to the `wait_ms` it asks for; batches still being applied
  * then are answered 202 `applying`, and the origin asks for them with POST /replicate/status
@@ -26,8 +27,8 @@ const REMEMBER_BATCHES = 20_000;
 const MAX_WAITING_BATCHES = 200;
 /** Longest wait a request may ask for; an origin asks for less than its own deadline. */
 export const MAX_WAIT_MS = 30_000;
-/** Records of applied batches are written together, this long after the first one. */
-const RECORD_FLUSH_MS = 50;
+/** After a failed write of a record (the database went away right after the apply), the next try. */
+const RECORD_RETRY_MS = 1_000;
 
 /** One batch as received in /replicate. */
 export interface IncomingBatch {
@@ -86,6 +87,8 @@ interface AppliedRecord {
   _id: string;
   origin: string;
   at: Date;
+  /** Applies of this batch that finished (1; more only if a record was lost). */
+  applies: number;
 }
 
 let anonymous = 0;
@@ -97,9 +100,9 @@ export class Inbox {
   private readonly entries = new Map<string, Entry>();
   private readonly counters = new Map<string, OriginCounters>();
   private readonly records: Collection<AppliedRecord>;
-  private unwritten: AppliedRecord[] = [];
+  /** Records whose write failed, written again later. */
+  private unwritten: Array<{ origin: string; key: string }> = [];
   private recordTimer: NodeJS.Timeout | undefined;
-  private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly replicas: ReplicaStore,
@@ -116,7 +119,7 @@ export class Inbox {
   async stop(): Promise<void> {
     clearTimeout(this.recordTimer);
     this.recordTimer = undefined;
-    await this.writeRecords().catch((err: unknown) =>
+    await this.writeUnwritten().catch((err: unknown) =>
       this.opts.log.warn({ err: (err as Error).message }, 'records of applied batches not written at stop; those batches are applied again if they come again'),
     );
   }
@@ -208,15 +211,15 @@ export class Inbox {
     counters.applying++;
     counters.applies++;
     const done = this.replicas.apply(b.db, b.coll, origin, b.seq, b.ops).then(
-      (result) => {
+      async (result) => {
         const outcome: Outcome = { ops: b.ops.length, ms: Math.round(result.ms), result };
+        await this.record(origin, key);
         counters.applying--;
         counters.applied_batches++;
         counters.readings_applied += b.ops.length;
         counters.apply_ms += result.ms;
         counters.last_apply_at = new Date().toISOString();
         this.remember(key, { state: 'applied', outcome });
-        this.record(origin, key);
         return outcome;
       },
       (err: unknown) => {
@@ -282,30 +285,34 @@ export class Inbox {
     return report;
   }
 
-  private record(origin: string, key: string): void {
-    this.unwritten.push({ _id: key, origin, at: new Date() });
+  /** Writes the record of an applied batch (before it is acknowledged); a failed write is tried again later. */
+  private async record(origin: string, key: string): Promise<void> {
+    try {
+      await this.writeRecord(origin, key);
+    } catch (err) {
+      this.opts.log.warn({ origin, err: (err as Error).message }, 'the record of an applied batch was not written; trying again');
+      this.unwritten.push({ origin, key });
+      this.retryUnwritten();
+    }
+  }
+
+  private retryUnwritten(): void {
     this.recordTimer ??= setTimeout(() => {
       this.recordTimer = undefined;
-      this.writeRecords().catch((err: unknown) =>
-        this.opts.log.warn({ err: (err as Error).message }, 'records of applied batches not written; those batches are applied again if they come again'),
-      );
-    }, RECORD_FLUSH_MS);
+      this.writeUnwritten().catch(() => this.retryUnwritten());
+    }, RECORD_RETRY_MS);
     this.recordTimer.unref();
   }
 
-  private writeRecords(): Promise<void> {
-    this.writing = this.writing
-      .catch(() => undefined)
-      .then(async () => {
-        if (this.unwritten.length === 0) return;
-        const docs = this.unwritten;
-        this.unwritten = [];
-        // A record that exists already (the same batch applied twice after a lost record) is fine.
-        await this.records.insertMany(docs, { ordered: false }).catch((err: { code?: number; writeErrors?: unknown }) => {
-          const errors = Array.isArray(err.writeErrors) ? (err.writeErrors as Array<{ code?: number }>) : [];
-          if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err;
-        });
-      });
-    return this.writing;
+  private writeRecord(origin: string, key: string) {
+    return this.records.updateOne({ _id: key }, { $set: { origin, at: new Date() }, $inc: { applies: 1 } }, { upsert: true });
+  }
+
+  private async writeUnwritten(): Promise<void> {
+    while (this.unwritten.length > 0) {
+      const r = this.unwritten[0]!;
+      await this.writeRecord(r.origin, r.key);
+      this.unwritten.shift();
+    }
   }
 }

@@ -12,10 +12,10 @@
  * an unknown state; a batch's JSON is encoded once for all its subscribers. Retries use capped
  * exponential backoff with equal jitter (@syncmesh-edge/backoff).
  *
- * Each request carries no more readings than the subscriber applies in TARGET_APPLY_MS at its
- * measured rate (flow.ts). Batches travel with their id; the subscriber applies each id once
- * (inbox.ts) and answers 202 with the ids it is still applying when that takes longer than
- * APPLY_WAIT_MS: the sender then asks for their progress (POST /replicate/status) instead of
+ * Each request carries no more readings than the subscriber applies in a quarter of the delivery
+ * deadline (SYNCMESH_REPLICATION_TIMEOUT_MS) at its measured rate (flow.ts). Batches travel with
+ * their id; the subscriber applies each id once (inbox.ts) and answers 202 with the ids it is
+ * still applying after 40 % of that deadline: the sender then asks for their progress (POST /replicate/status) instead of
  * sending them again, and after a failed or timed-out request it asks first too. Only batches the
  * subscriber does not know are sent again (marked `retry`, so that it checks its records of
  * applied batches). Per subscriber, the progress (pending, sent, acknowledged, rate, estimated
@@ -54,12 +54,12 @@ const IDLE_POLL_MS = 2_000;
  */
 const REREAD_MS = 5_000;
 const REREAD_BUSY_MS = 60_000;
-/** Deadline of one delivery (or progress question) to a subscriber. */
-const SEND_TIMEOUT_MS = 10_000;
-/** How long a subscriber applies before it answers 202 (still applying); well inside SEND_TIMEOUT_MS. */
-const APPLY_WAIT_MS = 4_000;
-/** Flow control (flow.ts): a request should take the subscriber at most this long to apply. */
-const FLOW = { targetMs: SEND_TIMEOUT_MS / 4, initial: 2_000, min: 1, max: 50_000 };
+/** How long a subscriber applies before it answers 202 (still applying): this share of the deadline. */
+const APPLY_WAIT_SHARE = 0.4;
+/** Flow control (flow.ts): a request should take the subscriber at most this share of the deadline to apply. */
+const TARGET_APPLY_SHARE = 0.25;
+/** Readings in the first request, before the subscriber's rate is known, and the bounds. */
+const FLOW_READINGS = { initial: 2_000, min: 1, max: 50_000 };
 /** The rate of acknowledged readings (and the time left) is measured over this window. */
 const RATE_WINDOW_MS = 30_000;
 /** How long a sender trusts the subscriber's registry entry (address) before reading it again. */
@@ -134,6 +134,8 @@ export interface SubscriberProgress {
 
 interface SenderDeps {
   nodeId: string;
+  /** Deadline of one delivery (or progress question) to a subscriber (SYNCMESH_REPLICATION_TIMEOUT_MS). */
+  sendTimeoutMs: number;
   /** Signs each /replicate for its subscriber (protocol v2); undefined: no mesh secret. */
   auth: MeshAuth | undefined;
   registry: NodeRegistry;
@@ -382,7 +384,9 @@ class Sender {
   /** Batches per request; halved after a subscriber refused a request as too large. */
   private maxBatches = SEND_BATCHES;
   /** Readings per request, from the subscriber's apply rate. */
-  private readonly flow = new FlowControl(FLOW);
+  private readonly flow: FlowControl;
+  /** How long the subscriber may apply before it answers 202. */
+  private readonly applyWaitMs: number;
   /**
    * Sent and not acknowledged: the subscriber may be applying them (it answered 202, or the
    * request failed after it arrived). The sender asks for their progress before sending anything.
@@ -409,7 +413,10 @@ class Sender {
     private readonly outbox: Collection<OutboxDoc>,
     private readonly deps: SenderDeps,
     private readonly owner: SenderOwner,
-  ) {}
+  ) {
+    this.flow = new FlowControl({ targetMs: deps.sendTimeoutMs * TARGET_APPLY_SHARE, ...FLOW_READINGS });
+    this.applyWaitMs = Math.round(deps.sendTimeoutMs * APPLY_WAIT_SHARE);
+  }
 
   /** A batch may have been stored without being handed over: read the outbox back. */
   lostTrack(): void {
@@ -511,6 +518,7 @@ class Sender {
         this.stats.failures++;
         this.stats.lastError = { code, message: (err as Error).message.slice(0, 300), at: new Date().toISOString() };
         this.stats.state = 'retrying';
+        this.target = undefined; // the registry is read again before the retry (the address may have changed)
         log.warn({ subscriber: this.subscriber, code, err: (err as Error).message, retryInMs: delayMs }, 'replication to subscriber failed; will retry');
         await this.sleep(delayMs);
         continue;
@@ -576,7 +584,7 @@ class Sender {
     this.stats.state = 'sending';
     // Until the subscriber says what became of them, these batches may be applied there.
     this.inFlight = batches;
-    const res = await this.call(node, '/replicate', replicateJson(this.deps.nodeId, batches, { waitMs: APPLY_WAIT_MS, retry: this.retry }));
+    const res = await this.call(node, '/replicate', replicateJson(this.deps.nodeId, batches, { waitMs: this.applyWaitMs, retry: this.retry }));
     this.stats.readingsSent += readings;
     if (res.status === 413 && batches.length > 1) {
       this.inFlight = []; // refused before anything was applied
@@ -613,7 +621,7 @@ class Sender {
     while (this.inFlight.length > 0 && !this.stopped) {
       this.stats.state = 'waiting-for-apply';
       const ids = this.inFlight.map((b) => b._id.toHexString());
-      const body = JSON.stringify({ origin: this.deps.nodeId, ids, wait_ms: APPLY_WAIT_MS });
+      const body = JSON.stringify({ origin: this.deps.nodeId, ids, wait_ms: this.applyWaitMs });
       const res = await this.call(node, '/replicate/status', body);
       if (res.status === 404) {
         // A subscriber of an older version (no status endpoint): send them again; its revision
@@ -667,14 +675,13 @@ class Sender {
     // Signed for this subscriber only: a /replicate for B does not verify at C.
     const signature = this.deps.auth.sign({ path, target: this.subscriber, body: payload, contentEncoding: 'gzip' });
     const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signature };
-    const signal = AbortSignal.timeout(SEND_TIMEOUT_MS);
+    const signal = AbortSignal.timeout(this.deps.sendTimeoutMs);
     try {
       return await post(`${node.address.replace(/\/+$/, '')}${path}`, payload, headers, signal);
     } catch (err) {
-      this.target = undefined; // the registry is read again before the retry (the address may have changed)
       if (signal.aborted) {
         this.flow.timedOut();
-        throw new SyncmeshError('EDGE_SYNCMESH_SUBSCRIBER_TIMEOUT', `the subscriber did not answer ${path} within ${SEND_TIMEOUT_MS} ms`, { cause: err });
+        throw new SyncmeshError('EDGE_SYNCMESH_SUBSCRIBER_TIMEOUT', `the subscriber did not answer ${path} within ${this.deps.sendTimeoutMs} ms`, { cause: err });
       }
       throw err;
     }

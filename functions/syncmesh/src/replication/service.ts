@@ -69,7 +69,13 @@ export class ReplicationService {
     const meta = client.db(config.metaDatabase);
     const auth = config.meshSecret === undefined ? undefined : deps.auth;
     this.replicas = new ReplicaStore(client, { tombstoneTtlS: config.tombstoneTtlS });
-    this.outbox = new Outbox(meta, { nodeId: config.nodeId, auth, registry: deps.registry, log: log.child({ module: 'outbox' }) });
+    this.outbox = new Outbox(meta, {
+      nodeId: config.nodeId,
+      sendTimeoutMs: config.replicationTimeoutMs,
+      auth,
+      registry: deps.registry,
+      log: log.child({ module: 'outbox' }),
+    });
     this.inbox = new Inbox(this.replicas, meta, { ttlS: config.tombstoneTtlS, log: log.child({ module: 'inbox' }) });
     this.snapshots = new Snapshots(meta, { client, outbox: this.outbox, log: log.child({ module: 'snapshots' }) });
     this.antiEntropy = new AntiEntropy(
