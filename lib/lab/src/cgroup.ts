@@ -59,7 +59,8 @@ export function cpuLimitUnavailable(): string | undefined {
   if (v === undefined) return `no cgroup v2 at ${ROOT} and no v1 cpu hierarchy at ${ROOT}/cpu`;
   if (v === 2) {
     const controllers = readFileSync(join(ROOT, 'cgroup.subtree_control'), 'utf8');
-    if (!/\bcpu\b/.test(controllers)) return `the cgroup v2 root does not delegate the cpu controller (${ROOT}/cgroup.subtree_control: '${controllers.trim()}')`;
+    if (!/\bcpu\b/.test(controllers))
+      return `the cgroup v2 root does not delegate the cpu controller (${ROOT}/cgroup.subtree_control: '${controllers.trim()}')`;
   }
   return undefined;
 }
@@ -79,11 +80,7 @@ export function createCpuLimit(name: string, percent: number): CpuLimit {
     writeFileSync(join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
     writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(quota));
   }
-  const procs = () =>
-    readFileSync(join(dir, 'cgroup.procs'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
+  const procs = () => readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
   let removed = false;
   return {
     version: v,

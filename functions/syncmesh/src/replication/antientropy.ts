@@ -194,7 +194,8 @@ export class AntiEntropy {
       const results = await this.check({ repair: true, skipBusy: true });
       for (const r of results) this.stats.last.set(`${r.subscriber}\u0000${r.db}.${r.coll}`, r);
       const repaired = results.filter((r) => r.repaired?.length);
-      for (const r of repaired) this.stats.recent.push({ at: new Date().toISOString(), subscriber: r.subscriber, ns: `${r.db}.${r.coll}`, buckets: r.repaired! });
+      for (const r of repaired)
+        this.stats.recent.push({ at: new Date().toISOString(), subscriber: r.subscriber, ns: `${r.db}.${r.coll}`, buckets: r.repaired! });
       this.stats.recent.splice(0, Math.max(0, this.stats.recent.length - RECENT_REPAIRS));
       if (repaired.length > 0)
         this.deps.log.warn(

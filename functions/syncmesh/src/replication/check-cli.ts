@@ -22,19 +22,23 @@ const topologySchema = z.object({
   nodes: z.array(z.object({ id: z.string(), function_url: z.string() }).loose()).min(1),
 });
 
+function args() {
+  return parseArgs({
+    options: {
+      topology: { type: 'string', default: '.mesh/topology.json' },
+      'secret-file': { type: 'string' },
+      'timeout-s': { type: 'string', default: String(DEFAULT_CHECK_TIMEOUT_MS / 1000) },
+      repair: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  }).values;
+}
+
 async function main(): Promise<number> {
-  let values;
+  let values: ReturnType<typeof args>;
   try {
-    ({ values } = parseArgs({
-      options: {
-        topology: { type: 'string', default: '.mesh/topology.json' },
-        'secret-file': { type: 'string' },
-        'timeout-s': { type: 'string', default: String(DEFAULT_CHECK_TIMEOUT_MS / 1000) },
-        repair: { type: 'boolean', default: false },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-    }));
+    values = args();
   } catch (err) {
     console.error(`replication-check: ${(err as Error).message}\n${USAGE}`);
     return 64;

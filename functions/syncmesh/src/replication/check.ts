@@ -57,9 +57,16 @@ export async function checkReplication(nodes: readonly CheckTarget[], opts: Chec
           'content-type': 'application/json',
           ...signV2(keys, { method: 'POST', path: '/replication/check', origin: CHECK_ORIGIN, target: n.id, body }),
         };
-        const res = await post(`${n.url.replace(/\/+$/, '')}/replication/check`, body, headers, AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS));
+        const res = await post(
+          `${n.url.replace(/\/+$/, '')}/replication/check`,
+          body,
+          headers,
+          AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS),
+        );
         if (res.status !== 200) {
-          throw new SyncmeshError('EDGE_SYNCMESH_PEER_HTTP_ERROR', `${n.id} answered HTTP ${res.status}: ${res.text.slice(0, 300)}`, { details: { http_status: res.status } });
+          throw new SyncmeshError('EDGE_SYNCMESH_PEER_HTTP_ERROR', `${n.id} answered HTTP ${res.status}: ${res.text.slice(0, 300)}`, {
+            details: { http_status: res.status },
+          });
         }
         const report = JSON.parse(res.text) as CheckReport;
         if (!Array.isArray(report.subscribers)) throw new SyncmeshError('EDGE_SYNCMESH_PEER_BAD_ANSWER', `${n.id}'s answer is not a check report`);
@@ -70,7 +77,7 @@ export async function checkReplication(nodes: readonly CheckTarget[], opts: Chec
       }
     }),
   );
-  const agrees = origins.every((o) => o.report !== undefined && o.report.subscribers.every((s) => s.agrees));
+  const agrees = origins.every((o) => o.report?.subscribers.every((s) => s.agrees) ?? false);
   return { agrees, origins };
 }
 

@@ -152,7 +152,11 @@ export class Inbox {
    * `waitMs` (undefined: until all are applied). `retry`: the origin may have sent some of them
    * before, so the records of applied batches are read first.
    */
-  async receive(origin: string, batches: readonly IncomingBatch[], opts: { waitMs?: number | undefined; retry?: boolean | undefined }): Promise<DeliveryReport> {
+  async receive(
+    origin: string,
+    batches: readonly IncomingBatch[],
+    opts: { waitMs?: number | undefined; retry?: boolean | undefined },
+  ): Promise<DeliveryReport> {
     const counters = this.countersOf(origin);
     const fresh = batches.filter((b) => !this.entries.has(keyOf(origin, idOf(b))));
     if (counters.applying + fresh.length > MAX_WAITING_BATCHES) {

@@ -64,6 +64,8 @@ const FLOW_READINGS = { initial: 2_000, min: 1, max: 50_000 };
 const RATE_WINDOW_MS = 30_000;
 /** How long a sender trusts the subscriber's registry entry (address) before reading it again. */
 const REGISTRY_TTL_MS = 5_000;
+/** Gzipped request bodies kept for the other subscribers of the same batches. */
+const GZIP_SHARED = 8;
 /** Acknowledgements are written to the outbox together, this long after the first one. */
 const ACK_FLUSH_MS = 20;
 /** After a failed write of acknowledgements (the database is down), the next try. */
@@ -187,9 +189,13 @@ function parseReport(text: string, status: number, sent: readonly Batch[]): Repo
   }
   const r = reportSchema.safeParse(json);
   if (!r.success) {
-    throw new SyncmeshError('EDGE_SYNCMESH_SUBSCRIBER_BAD_ANSWER', `the subscriber's answer (HTTP ${status}) is not a replication report: ${text.slice(0, 120)}`, {
-      details: { http_status: status },
-    });
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_SUBSCRIBER_BAD_ANSWER',
+      `the subscriber's answer (HTTP ${status}) is not a replication report: ${text.slice(0, 120)}`,
+      {
+        details: { http_status: status },
+      },
+    );
   }
   return r.data;
 }
@@ -205,6 +211,8 @@ export class Outbox {
   private acks = new Map<string, ObjectId[]>();
   private ackTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  /** Gzipped request bodies shared by subscribers in step (see `compress`). */
+  private readonly gzipped = new Map<string, Promise<Buffer>>();
   /** Batches and readings not acknowledged yet, per subscriber (counted at start, then kept in memory). */
   private readonly waiting = new Map<string, { batches: number; readings: number }>();
 
@@ -260,6 +268,11 @@ export class Outbox {
   async pending(subscriber?: string): Promise<number> {
     await this.flushAcks();
     return this.outbox.countDocuments(subscriber ? { pending: subscriber } : {});
+  }
+
+  /** Batches not acknowledged yet by `subscriber` (kept in memory). */
+  waitingBatches(subscriber: string): number {
+    return this.waiting.get(subscriber)?.batches ?? 0;
   }
 
   /** Progress per subscriber (for /readyz). */
@@ -341,10 +354,27 @@ export class Outbox {
     }
   }
 
+  /**
+   * Subscribers in step get the same request (the same batches, flags and origin): it is gzipped
+   * once for all of them (the last GZIP_SHARED requests are kept).
+   */
+  private compress(key: string | undefined, json: string): Promise<Buffer> {
+    if (key === undefined) return gzip(json);
+    let p = this.gzipped.get(key);
+    if (!p) {
+      p = gzip(json);
+      this.gzipped.set(key, p);
+      if (this.gzipped.size > GZIP_SHARED) this.gzipped.delete(this.gzipped.keys().next().value!);
+      p.catch(() => this.gzipped.delete(key));
+    }
+    return p;
+  }
+
   private sender(subscriber: string): Sender {
     let sender = this.senders.get(subscriber);
     if (!sender) {
       sender = new Sender(subscriber, this.outbox, this.deps, {
+        compress: (key, json) => this.compress(key, json),
         stopped: () => this.stopped,
         ack: (batches) => this.ack(subscriber, batches),
         flushAcks: () => this.flushAcks(),
@@ -357,6 +387,8 @@ export class Outbox {
 }
 
 interface SenderOwner {
+  /** The gzipped body for `json`, shared by the senders that send the same request (`key`). */
+  compress(key: string | undefined, json: string): Promise<Buffer>;
   stopped(): boolean;
   ack(batches: readonly Batch[]): void;
   flushAcks(): Promise<void>;
@@ -584,7 +616,8 @@ class Sender {
     this.stats.state = 'sending';
     // Until the subscriber says what became of them, these batches may be applied there.
     this.inFlight = batches;
-    const res = await this.call(node, '/replicate', replicateJson(this.deps.nodeId, batches, { waitMs: this.applyWaitMs, retry: this.retry }));
+    const key = `${this.applyWaitMs}|${this.retry}|${batches.map((b) => b._id.toHexString()).join(',')}`;
+    const res = await this.call(node, '/replicate', replicateJson(this.deps.nodeId, batches, { waitMs: this.applyWaitMs, retry: this.retry }), key);
     this.stats.readingsSent += readings;
     if (res.status === 413 && batches.length > 1) {
       this.inFlight = []; // refused before anything was applied
@@ -669,9 +702,9 @@ class Sender {
   }
 
   /** One signed POST to the subscriber; a timeout shrinks the next requests. */
-  private async call(node: MeshNode, path: '/replicate' | '/replicate/status', json: string) {
+  private async call(node: MeshNode, path: '/replicate' | '/replicate/status', json: string, shareKey?: string) {
     if (!this.deps.auth) throw new SyncmeshError('EDGE_SYNCMESH_NO_MESH_SECRET', 'this node has no mesh secret, so it cannot sign replication requests');
-    const payload = await gzip(json);
+    const payload = await this.owner.compress(shareKey, json);
     // Signed for this subscriber only: a /replicate for B does not verify at C.
     const signature = this.deps.auth.sign({ path, target: this.subscriber, body: payload, contentEncoding: 'gzip' });
     const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signature };
@@ -681,7 +714,9 @@ class Sender {
     } catch (err) {
       if (signal.aborted) {
         this.flow.timedOut();
-        throw new SyncmeshError('EDGE_SYNCMESH_SUBSCRIBER_TIMEOUT', `the subscriber did not answer ${path} within ${this.deps.sendTimeoutMs} ms`, { cause: err });
+        throw new SyncmeshError('EDGE_SYNCMESH_SUBSCRIBER_TIMEOUT', `the subscriber did not answer ${path} within ${this.deps.sendTimeoutMs} ms`, {
+          cause: err,
+        });
       }
       throw err;
     }

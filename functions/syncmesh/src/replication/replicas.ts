@@ -17,7 +17,7 @@
  * every operation older than the snapshot is stale, and the snapshot itself removed what the
  * origin no longer has.
  */
-import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Db, type Document } from 'mongodb';
+import { MongoBulkWriteError, MongoServerError, type Collection, type Db, type Document } from 'mongodb';
 import { ReadGate } from '../read-gate.js';
 import { replicaId, type ReplicationOp } from './ops.js';
 
@@ -252,7 +252,13 @@ async function revisions(c: Collection<ReplicaRecord>, ids: readonly string[]): 
  * existing ones replaced, unless the replica or its tombstone holds a newer revision. Returns how
  * many were older (skipped).
  */
-async function upsertAll(c: Collection<ReplicaRecord>, t: Collection<Tombstone>, origin: string, run: Map<string, ReplicaRecord>, seq: number): Promise<number> {
+async function upsertAll(
+  c: Collection<ReplicaRecord>,
+  t: Collection<Tombstone>,
+  origin: string,
+  run: Map<string, ReplicaRecord>,
+  seq: number,
+): Promise<number> {
   // Tombstones newer than this batch exist only when an old batch comes again: one query (on
   // the index {_origin, _rev}), almost always empty.
   const [revs, newerTombs] = await Promise.all([

@@ -22,6 +22,9 @@ import { Outbox } from './outbox.js';
 import { ReplicaStore } from './replicas.js';
 import { Snapshots } from './snapshots.js';
 
+/** How long the list of subscribers read from the registry is used (see `subscribers`). */
+const SUBSCRIBERS_TTL_MS = 1_000;
+
 const opSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('upsert'), doc: z.record(z.string(), z.unknown()).refine((d) => '_id' in d, 'doc needs an _id') }),
   z.object({ op: z.literal('delete'), id: z.unknown() }),
@@ -63,6 +66,7 @@ export class ReplicationService {
   readonly inbox: Inbox;
   readonly snapshots: Snapshots;
   readonly antiEntropy: AntiEntropy;
+  private cachedSubscribers: { at: number; changes: number; ids: string[] } | undefined;
 
   constructor(private readonly deps: { config: Config; client: MongoClient; registry: NodeRegistry; log: Logger; auth?: MeshAuth | undefined }) {
     const { config, client, log } = deps;
@@ -126,9 +130,19 @@ export class ReplicationService {
     }
   }
 
+  /**
+   * The subscribers, read from the registry at most every SUBSCRIBERS_TTL_MS, and at once after a
+   * registry change made here (a subscription made through another process on the same
+   * database shows within that time).
+   */
   private async subscribers(): Promise<string[]> {
+    const changes = this.deps.registry.changes;
+    const c = this.cachedSubscribers;
+    if (c && c.changes === changes && Date.now() - c.at < SUBSCRIBERS_TTL_MS) return c.ids;
     const nodes = await this.deps.registry.list({ subscribed: true });
-    return nodes.filter((n) => !n.own_node).map((n) => n.id);
+    const ids = nodes.filter((n) => !n.own_node).map((n) => n.id);
+    this.cachedSubscribers = { at: Date.now(), changes, ids };
+    return ids;
   }
 
   /** POST /events from the listener: the ops go into the outbox before the listener gets its ack. */

@@ -9,6 +9,8 @@
  * has not read anything yet joins it; otherwise it replaces it (a resync means history was lost
  * *now*, so only a snapshot read after the request is complete), for the subscribers of both.
  *
+ * A job queues at most AHEAD_BATCHES batches ahead of its fastest subscriber.
+ *
  * Every batch of one pass carries a sequence number taken before the pass opened its cursor
  * (`since` for the first pass): the cursor may read any time after that (the test server reads
  * everything when the cursor opens, MongoDB as it goes), and a live event queued meanwhile
@@ -24,6 +26,13 @@ import type { Outbox } from './outbox.js';
 export const SNAPSHOT_BATCH = 1000;
 /** Wait before a job that failed (database down) runs again. */
 const RETRY_MS = 2_000;
+/**
+ * A snapshot queues at most this many batches ahead of its fastest subscriber: it is read as the
+ * subscribers take it, so the outbox (and a test server's heap) never holds a copy of the whole
+ * collection. A subscriber that is down does not hold the others back.
+ */
+const AHEAD_BATCHES = 8;
+const AHEAD_POLL_MS = 50;
 
 interface SnapshotJob {
   _id: ObjectId;
@@ -59,7 +68,14 @@ export interface SnapshotProgress {
 function typeAlias(v: unknown): string {
   if (v instanceof ObjectId) return 'objectId';
   if (typeof v === 'string') return 'string';
-  if (typeof v === 'number' || typeof v === 'bigint' || v instanceof BSON.Long || v instanceof BSON.Double || v instanceof BSON.Int32 || v instanceof BSON.Decimal128)
+  if (
+    typeof v === 'number' ||
+    typeof v === 'bigint' ||
+    v instanceof BSON.Long ||
+    v instanceof BSON.Double ||
+    v instanceof BSON.Int32 ||
+    v instanceof BSON.Decimal128
+  )
     return 'number';
   if (v instanceof Date) return 'date';
   if (typeof v === 'boolean') return 'bool';
@@ -182,6 +198,12 @@ export class Snapshots {
     this.running.set(id, entry);
   }
 
+  /** Waits while every subscriber of the job has more than AHEAD_BATCHES batches to take. */
+  private async keepPace(entry: { job: SnapshotJob; superseded: boolean }): Promise<void> {
+    const behind = () => Math.min(...entry.job.subscribers.map((s) => this.deps.outbox.waitingBatches(s)));
+    while (!this.stopped && !entry.superseded && behind() > AHEAD_BATCHES) await sleep(AHEAD_POLL_MS);
+  }
+
   /** Queues what is left of the job; true when it finished, false when it was stopped or replaced. */
   private async pass(entry: { job: SnapshotJob; reading: boolean; superseded: boolean }): Promise<boolean> {
     const { job } = entry;
@@ -199,17 +221,17 @@ export class Snapshots {
         job.batches++;
         job.readings += batch.length;
         job.updated_at = new Date();
-        await this.jobs.updateOne(
-          { _id: job._id },
-          { $set: { after: job.after, updated_at: job.updated_at }, $inc: { batches: 1, readings: batch.length } },
-        );
+        await this.jobs.updateOne({ _id: job._id }, { $set: { after: job.after, updated_at: job.updated_at }, $inc: { batches: 1, readings: batch.length } });
         batch = [];
       };
       for await (const doc of cursor) {
         if (this.stopped || entry.superseded) return false;
         batch.push({ op: 'upsert', doc: doc as Document & { _id: unknown } });
         last = doc['_id'];
-        if (batch.length >= SNAPSHOT_BATCH) await flush();
+        if (batch.length >= SNAPSHOT_BATCH) {
+          await flush();
+          await this.keepPace(entry);
+        }
       }
       await flush();
     } finally {
@@ -218,7 +240,10 @@ export class Snapshots {
     if (this.stopped || entry.superseded) return false;
     await outbox.enqueue(job.subscribers, job.db, job.coll, [{ op: 'snapshot_end', since: job.since }]);
     await this.jobs.deleteOne({ _id: job._id }); // done: only running jobs are kept
-    this.deps.log.info({ snapshot: job._id.toHexString(), db: job.db, coll: job.coll, readings: job.readings, subscribers: job.subscribers }, 'snapshot queued');
+    this.deps.log.info(
+      { snapshot: job._id.toHexString(), db: job.db, coll: job.coll, readings: job.readings, subscribers: job.subscribers },
+      'snapshot queued',
+    );
     return true;
   }
 }

@@ -54,7 +54,13 @@ test('anti-entropy - replicas changed, removed and added behind the mesh are rep
   await replicas(b).updateOne({ _id: replicaId('ae-a', changed._id) }, { $set: { temperature: 99.9 } });
   await replicas(b).deleteOne({ _id: replicaId('ae-a', removed._id) });
   const strayId = new ObjectId();
-  await replicas(b).insertOne({ ...reading(hour(4, 5).replace(':00:00', ':30:00'), 1, 1, 1), _id: replicaId('ae-a', strayId), _origin: 'ae-a', _origin_id: strayId, _rev: 1 });
+  await replicas(b).insertOne({
+    ...reading(hour(4, 5).replace(':00:00', ':30:00'), 1, 1, 1),
+    _id: replicaId('ae-a', strayId),
+    _origin: 'ae-a',
+    _origin_id: strayId,
+    _rev: 1,
+  });
 
   const nodes = [
     { id: 'ae-a', url: a.url },
@@ -82,7 +88,12 @@ test('anti-entropy - replicas changed, removed and added behind the mesh are rep
     (3 * INTERVAL_S + 30) * 1000,
   );
   assert.equal(ae().buckets_repaired, 3, 'exactly the three buckets, each once');
-  assert.deepEqual(ae().recent_repairs.flatMap((r) => r.buckets).sort(), ['2017-07-02', '2017-07-03', '2017-07-04']);
+  assert.deepEqual(
+    ae()
+      .recent_repairs.flatMap((r) => r.buckets)
+      .sort(),
+    ['2017-07-02', '2017-07-03', '2017-07-04'],
+  );
   assert.equal((await replicas(b).findOne({ _id: replicaId('ae-a', changed._id) }))?.['temperature'], changed.temperature);
   assert.equal(await replicas(b).countDocuments({ _origin_id: strayId }), 0);
 

@@ -38,7 +38,10 @@ async function deliver(to: TestNode, path: string, body: unknown) {
 
 /** `n` generated readings, one a minute from 2017-07-01. */
 function readings(n: number): Array<Document & { _id: ObjectId }> {
-  return Array.from({ length: n }, (_, i) => ({ _id: new ObjectId(), ...reading(new Date(Date.UTC(2017, 6, 1) + i * 60_000).toISOString(), 20 + (i % 10), 50, 93000) }));
+  return Array.from({ length: n }, (_, i) => ({
+    _id: new ObjectId(),
+    ...reading(new Date(Date.UTC(2017, 6, 1) + i * 60_000).toISOString(), 20 + (i % 10), 50, 93000),
+  }));
 }
 
 const progressOf = (origin: TestNode, subscriber: string) => origin.app.replication.progress().subscribers[subscriber];
@@ -54,7 +57,14 @@ async function assertSame(origin: TestNode, subscriber: string, readingsCount: n
 
 test('replication faults - a resync of a collection this node does not replicate is refused with a coded 400, nothing queued', async () => {
   const a = await node('ft-ns');
-  await addNode(a, { id: 'ft-ns-sub', address: 'http://127.0.0.1:9/function/syncmesh-fn', lat: 42.6, lon: 23.3, subscribed: true, initial_sync: false } as never);
+  await addNode(a, {
+    id: 'ft-ns-sub',
+    address: 'http://127.0.0.1:9/function/syncmesh-fn',
+    lat: 42.6,
+    lon: 23.3,
+    subscribed: true,
+    initial_sync: false,
+  } as never);
   const r = await deliver(a, 'resync', { db: 'syncmesh', coll: 'no_such_collection', reason: 'history-lost' });
   assert.equal(r.status, 400);
   assert.equal(r.body['errors'][0].extensions.code, 'EDGE_SYNCMESH_NOT_ALLOWED_TARGET');
@@ -119,7 +129,11 @@ test('replication faults - an origin restarted in the middle of a snapshot resum
   assert.ok(resumed, 'the snapshot is running again after the restart');
   assert.ok(resumed.readings_queued >= 3_000 && resumed.readings_queued < N, `it resumed after ${resumed.readings_queued} readings, not from scratch`);
   const t0 = Date.now();
-  await eventually('the snapshot arrived', async () => a.app.replication.snapshots.progress().length === 0 && progressOf(a, 'fo-b')?.batches_pending === 0, 120_000);
+  await eventually(
+    'the snapshot arrived',
+    async () => a.app.replication.snapshots.progress().length === 0 && progressOf(a, 'fo-b')?.batches_pending === 0,
+    120_000,
+  );
   t.diagnostic(`after the restart: ${Date.now() - t0} ms until every batch was acknowledged; ${JSON.stringify(progressOf(a, 'fo-b'))}`);
   await assertSame(a, 'fo-b', N);
   const counters = b.app.replication.progress().origins['fo-a']!;
@@ -130,7 +144,11 @@ test('replication faults - an origin restarted in the middle of a snapshot resum
 
 test('replication faults - a subscriber killed in the middle of a snapshot gets the rest once it is back: each batch applied once', async () => {
   const a = await node('fk-a', { heapMb: 384 });
-  remote = await startLocalNode('fk-b', { SYNCMESH_MESH_SECRET: MESH_SECRET, SYNCMESH_ANTI_ENTROPY_INTERVAL_S: '0', SYNCMESH_WRITE_KEY_FILE: '/nonexistent/fk/write-key' }, 384);
+  remote = await startLocalNode(
+    'fk-b',
+    { SYNCMESH_MESH_SECRET: MESH_SECRET, SYNCMESH_ANTI_ENTROPY_INTERVAL_S: '0', SYNCMESH_WRITE_KEY_FILE: '/nonexistent/fk/write-key' },
+    384,
+  );
   const N = 10_000;
   await seed(a, readings(N));
   await addNode(a, { id: 'fk-b', address: remote.url, lat: 42.65, lon: 23.37, subscribed: true });

@@ -38,7 +38,11 @@ before(async () => {
   if (unavailable) return;
   [origin, sub] = await Promise.all([
     startNode('thr-a', {}, { heapMb: 1024 }),
-    startLocalNode('thr-b', { SYNCMESH_MESH_SECRET: MESH_SECRET, SYNCMESH_ANTI_ENTROPY_INTERVAL_S: '0', SYNCMESH_WRITE_KEY_FILE: '/nonexistent/thr/write-key' }, 768),
+    startLocalNode(
+      'thr-b',
+      { SYNCMESH_MESH_SECRET: MESH_SECRET, SYNCMESH_ANTI_ENTROPY_INTERVAL_S: '0', SYNCMESH_WRITE_KEY_FILE: '/nonexistent/thr/write-key' },
+      768,
+    ),
   ]);
   subClient = await MongoClient.connect(sub.mongo.uri, { serverSelectionTimeoutMS: 30_000 });
 });
@@ -65,87 +69,85 @@ async function readyz(url: string): Promise<Record<string, any>> {
   return (await res.json()) as Record<string, any>;
 }
 
-test(
-  `replication - a resync of ${READINGS} readings to a subscriber limited to ${CPU_PERCENT} % of a CPU converges, each batch applied once`,
-  { skip: unavailable ? `cannot limit CPU here: ${unavailable}` : false },
-  async (t) => {
-    const docs = readings();
-    const own = origin.client.db('syncmesh').collection('sensor_data');
-    for (let i = 0; i < docs.length; i += 5_000) await own.insertMany(docs.slice(i, i + 5_000));
-    // The subscriber's replicas: stale (another temperature, an old revision), some missing, some strays.
-    const stale: Document[] = docs.slice(MISSING).map(({ _id, ...fields }) => ({
-      ...fields,
-      temperature: (fields['temperature'] as number) + 100,
-      _id: replicaId('thr-a', _id),
-      _origin: 'thr-a',
-      _origin_id: _id,
-      _rev: 1,
-    }));
-    for (let i = 0; i < STRAYS; i++) {
-      const _id = new ObjectId();
-      stale.push({ ...docs[i]!, _id: replicaId('thr-a', _id), _origin: 'thr-a', _origin_id: _id, _rev: 1 });
-    }
-    const replicas = subClient.db('syncmesh').collection('sensor_data_replicas');
-    for (let i = 0; i < stale.length; i += 5_000) await replicas.insertMany(stale.slice(i, i + 5_000));
+test(`replication - a resync of ${READINGS} readings to a subscriber limited to ${CPU_PERCENT} % of a CPU converges, each batch applied once`, {
+  skip: unavailable ? `cannot limit CPU here: ${unavailable}` : false,
+}, async (t) => {
+  const docs = readings();
+  const own = origin.client.db('syncmesh').collection('sensor_data');
+  for (let i = 0; i < docs.length; i += 5_000) await own.insertMany(docs.slice(i, i + 5_000));
+  // The subscriber's replicas: stale (another temperature, an old revision), some missing, some strays.
+  const stale: Document[] = docs.slice(MISSING).map(({ _id, ...fields }) => ({
+    ...fields,
+    temperature: (fields['temperature'] as number) + 100,
+    _id: replicaId('thr-a', _id),
+    _origin: 'thr-a',
+    _origin_id: _id,
+    _rev: 1,
+  }));
+  for (let i = 0; i < STRAYS; i++) {
+    const _id = new ObjectId();
+    stale.push({ ...docs[i]!, _id: replicaId('thr-a', _id), _origin: 'thr-a', _origin_id: _id, _rev: 1 });
+  }
+  const replicas = subClient.db('syncmesh').collection('sensor_data_replicas');
+  for (let i = 0; i < stale.length; i += 5_000) await replicas.insertMany(stale.slice(i, i + 5_000));
 
-    limit = createCpuLimit(`smthr-${process.pid}`, CPU_PERCENT);
-    limit.add(sub.fn.pid!);
-    limit.add(sub.mongo.pid!);
-    t.diagnostic(`subscriber's function (pid ${sub.fn.pid}) and test server (pid ${sub.mongo.pid}) limited to ${CPU_PERCENT} % (cgroup v${limit.version})`);
+  limit = createCpuLimit(`smthr-${process.pid}`, CPU_PERCENT);
+  limit.add(sub.fn.pid!);
+  limit.add(sub.mongo.pid!);
+  t.diagnostic(`subscriber's function (pid ${sub.fn.pid}) and test server (pid ${sub.mongo.pid}) limited to ${CPU_PERCENT} % (cgroup v${limit.version})`);
 
-    await addNode(origin, { id: 'thr-a', address: origin.url, lat: 42.69, lon: 23.32, own_node: true });
-    await addNode(origin, { id: 'thr-b', address: sub.url, lat: 42.65, lon: 23.37, subscribed: true, initial_sync: false } as never);
-    const started = Date.now();
-    const text = BSON.EJSON.stringify({ db: 'syncmesh', coll: 'sensor_data', reason: 'history-lost' }, { relaxed: true });
-    const res = await fetch(`${origin.url}/resync`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...signFor(`${origin.url}/resync`, text, { origin: 'thr-a' }) },
-      body: text,
-    });
-    assert.equal(res.status, 200, await res.text());
+  await addNode(origin, { id: 'thr-a', address: origin.url, lat: 42.69, lon: 23.32, own_node: true });
+  await addNode(origin, { id: 'thr-b', address: sub.url, lat: 42.65, lon: 23.37, subscribed: true, initial_sync: false } as never);
+  const started = Date.now();
+  const text = BSON.EJSON.stringify({ db: 'syncmesh', coll: 'sensor_data', reason: 'history-lost' }, { relaxed: true });
+  const res = await fetch(`${origin.url}/resync`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signFor(`${origin.url}/resync`, text, { origin: 'thr-a' }) },
+    body: text,
+  });
+  assert.equal(res.status, 200, await res.text());
 
-    let lastNote = 0;
-    await eventually(
-      'the snapshot queued and every batch acknowledged',
-      async () => {
-        const p = origin.app.replication.progress();
-        const s = p.subscribers['thr-b'];
-        if (Date.now() - lastNote > 20_000 && s) {
-          lastNote = Date.now();
-          t.diagnostic(
-            `${Math.round((Date.now() - started) / 1000)} s: acked ${s.readings_acked}, pending ${s.readings_pending}, ${s.rate_per_s ?? '-'} readings/s, eta ${s.eta_s ?? '-'} s, ${s.request_readings} per request, ${s.apply_ms_per_reading ?? '-'} ms per reading, ${s.state}`,
-          );
-        }
-        return p.snapshots.length === 0 && s !== undefined && s.batches_pending === 0 && s.in_flight.batches === 0 && s.readings_acked > 0;
-      },
-      CONVERGE_TIMEOUT_MS,
-    );
-    const seconds = (Date.now() - started) / 1000;
-    const sent = origin.app.replication.progress().subscribers['thr-b']!;
-    const usage = limit.usage();
-    t.diagnostic(
-      `converged in ${seconds.toFixed(0)} s (${Math.round(READINGS / seconds)} readings/s); the limited group used ${(usage.usageUs / 1e6).toFixed(1)} s of CPU, throttled in ${usage.throttledPeriods} of ${usage.periods} periods`,
-    );
-    const counters = (await readyz(sub.url))['replication']['origins']['thr-a'];
-    t.diagnostic(`subscriber: ${JSON.stringify(counters)}; origin: ${sent.batches_acked} batches acknowledged, ${sent.readings_sent} readings sent`);
-    limit.remove();
+  let lastNote = 0;
+  await eventually(
+    'the snapshot queued and every batch acknowledged',
+    async () => {
+      const p = origin.app.replication.progress();
+      const s = p.subscribers['thr-b'];
+      if (Date.now() - lastNote > 20_000 && s) {
+        lastNote = Date.now();
+        t.diagnostic(
+          `${Math.round((Date.now() - started) / 1000)} s: acked ${s.readings_acked}, pending ${s.readings_pending}, ${s.rate_per_s ?? '-'} readings/s, eta ${s.eta_s ?? '-'} s, ${s.request_readings} per request, ${s.apply_ms_per_reading ?? '-'} ms per reading, ${s.state}`,
+        );
+      }
+      return p.snapshots.length === 0 && s !== undefined && s.batches_pending === 0 && s.in_flight.batches === 0 && s.readings_acked > 0;
+    },
+    CONVERGE_TIMEOUT_MS,
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const sent = origin.app.replication.progress().subscribers['thr-b']!;
+  const usage = limit.usage();
+  t.diagnostic(
+    `converged in ${seconds.toFixed(0)} s (${Math.round(READINGS / seconds)} readings/s); the limited group used ${(usage.usageUs / 1e6).toFixed(1)} s of CPU, throttled in ${usage.throttledPeriods} of ${usage.periods} periods`,
+  );
+  const counters = (await readyz(sub.url))['replication']['origins']['thr-a'];
+  t.diagnostic(`subscriber: ${JSON.stringify(counters)}; origin: ${sent.batches_acked} batches acknowledged, ${sent.readings_sent} readings sent`);
+  limit.remove();
 
-    // Each batch applied once: every apply the subscriber started finished, and there were as
-    // many as distinct batches the origin had acknowledged (100 snapshot batches and the end).
-    assert.equal(counters.failed_applies, 0);
-    assert.equal(counters.applying, 0);
-    assert.equal(counters.applies, counters.applied_batches, 'no apply started twice for one batch');
-    assert.equal(counters.applied_batches, sent.batches_acked, 'applies == distinct batches');
-    assert.equal(sent.batches_acked, Math.ceil(READINGS / 1000) + 1);
-    assert.equal(counters.readings_applied, READINGS + 1);
+  // Each batch applied once: every apply the subscriber started finished, and there were as
+  // many as distinct batches the origin had acknowledged (100 snapshot batches and the end).
+  assert.equal(counters.failed_applies, 0);
+  assert.equal(counters.applying, 0);
+  assert.equal(counters.applies, counters.applied_batches, 'no apply started twice for one batch');
+  assert.equal(counters.applied_batches, sent.batches_acked, 'applies == distinct batches');
+  assert.equal(sent.batches_acked, Math.ceil(READINGS / 1000) + 1);
+  assert.equal(counters.readings_applied, READINGS + 1);
 
-    // The replicas equal the origin's readings: every day's digest agrees, strays and stale values gone.
-    const [check] = await origin.app.replication.antiEntropy.check({ repair: false });
-    assert.ok(check, 'the subscriber was compared');
-    assert.equal(check.error, undefined, JSON.stringify(check.error));
-    assert.deepEqual(check.differing, []);
-    assert.equal(check.agrees, true);
-    assert.equal(check.replica_readings, READINGS);
-    assert.equal(await replicas.countDocuments({ _origin: 'thr-a' }), READINGS);
-  },
-);
+  // The replicas equal the origin's readings: every day's digest agrees, strays and stale values gone.
+  const [check] = await origin.app.replication.antiEntropy.check({ repair: false });
+  assert.ok(check, 'the subscriber was compared');
+  assert.equal(check.error, undefined, JSON.stringify(check.error));
+  assert.deepEqual(check.differing, []);
+  assert.equal(check.agrees, true);
+  assert.equal(check.replica_readings, READINGS);
+  assert.equal(await replicas.countDocuments({ _origin: 'thr-a' }), READINGS);
+});
