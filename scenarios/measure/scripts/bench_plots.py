@@ -71,7 +71,8 @@ def plot_replication(data, out):
         upd.set_axis_off()
     load = data.get("host", {}).get("load_average", [])
     load_text = f", load {load[0]:.1f}" if load else ""
-    fig.suptitle(f"bench-replication (6-node mesh, no emulated latency{load_text})\n{data.get('command', 'make bench-replication')}", fontsize=10)
+    command = data.get("command", "make bench-replication")
+    fig.suptitle(f"bench-replication (6-node mesh, no emulated latency{load_text})\n{command}", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
