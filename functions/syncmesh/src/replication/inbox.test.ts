@@ -10,10 +10,12 @@ function fakeMeta() {
   const docs = new Map<string, { _id: string; applies: number }>();
   const collection = {
     createIndex: async () => 'at_ttl',
-    updateOne: async (filter: { _id: string }, update: { $inc: { applies: number } }) => {
-      const d = docs.get(filter._id) ?? { _id: filter._id, applies: 0 };
-      d.applies += update.$inc.applies;
-      docs.set(filter._id, d);
+    bulkWrite: async (ops: Array<{ updateOne: { filter: { _id: string }; update: { $inc: { applies: number } } } }>) => {
+      for (const { updateOne } of ops) {
+        const d = docs.get(updateOne.filter._id) ?? { _id: updateOne.filter._id, applies: 0 };
+        d.applies += updateOne.update.$inc.applies;
+        docs.set(updateOne.filter._id, d);
+      }
     },
     find: (filter: { _id: { $in: string[] } }) => ({ toArray: async () => filter._id.$in.filter((id) => docs.has(id)).map((id) => docs.get(id)!) }),
   };

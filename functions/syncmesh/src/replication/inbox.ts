@@ -100,6 +100,9 @@ export class Inbox {
   private readonly entries = new Map<string, Entry>();
   private readonly counters = new Map<string, OriginCounters>();
   private readonly records: Collection<AppliedRecord>;
+  /** Records waiting to be written, and whether a write is under way. */
+  private queued: Array<{ origin: string; key: string; done: () => void }> = [];
+  private writingRecords = false;
   /** Records whose write failed, written again later. */
   private unwritten: Array<{ origin: string; key: string }> = [];
   private recordTimer: NodeJS.Timeout | undefined;
@@ -289,15 +292,44 @@ export class Inbox {
     return report;
   }
 
-  /** Writes the record of an applied batch (before it is acknowledged); a failed write is tried again later. */
-  private async record(origin: string, key: string): Promise<void> {
+  /**
+   * Writes the record of an applied batch; resolves once it is written (the batch is acknowledged
+   * after that). Records that come while a write is under way go together in the next one. A
+   * failed write is tried again later, and the batch counts as applied meanwhile.
+   */
+  private record(origin: string, key: string): Promise<void> {
+    return new Promise((resolve) => {
+      this.queued.push({ origin, key, done: resolve });
+      if (!this.writingRecords) void this.writeQueued();
+    });
+  }
+
+  private async writeQueued(): Promise<void> {
+    this.writingRecords = true;
     try {
-      await this.writeRecord(origin, key);
-    } catch (err) {
-      this.opts.log.warn({ origin, err: (err as Error).message }, 'the record of an applied batch was not written; trying again');
-      this.unwritten.push({ origin, key });
-      this.retryUnwritten();
+      while (this.queued.length > 0) {
+        const batch = this.queued;
+        this.queued = [];
+        try {
+          await this.writeRecords(batch);
+        } catch (err) {
+          this.opts.log.warn({ err: (err as Error).message, records: batch.length }, 'records of applied batches were not written; trying again');
+          this.unwritten.push(...batch);
+          this.retryUnwritten();
+        }
+        for (const r of batch) r.done();
+      }
+    } finally {
+      this.writingRecords = false;
     }
+  }
+
+  private writeRecords(records: ReadonlyArray<{ origin: string; key: string }>) {
+    const at = new Date();
+    return this.records.bulkWrite(
+      records.map((r) => ({ updateOne: { filter: { _id: r.key }, update: { $set: { origin: r.origin, at }, $inc: { applies: 1 } }, upsert: true } })),
+      { ordered: false },
+    );
   }
 
   private retryUnwritten(): void {
@@ -308,15 +340,15 @@ export class Inbox {
     this.recordTimer.unref();
   }
 
-  private writeRecord(origin: string, key: string) {
-    return this.records.updateOne({ _id: key }, { $set: { origin, at: new Date() }, $inc: { applies: 1 } }, { upsert: true });
-  }
-
   private async writeUnwritten(): Promise<void> {
-    while (this.unwritten.length > 0) {
-      const r = this.unwritten[0]!;
-      await this.writeRecord(r.origin, r.key);
-      this.unwritten.shift();
+    if (this.unwritten.length === 0) return;
+    const batch = this.unwritten;
+    this.unwritten = [];
+    try {
+      await this.writeRecords(batch);
+    } catch (err) {
+      this.unwritten.unshift(...batch);
+      throw err;
     }
   }
 }

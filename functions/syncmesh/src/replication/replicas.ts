@@ -53,6 +53,8 @@ export class ReplicaStore {
   private readonly origins = new Map<string, Set<string>>();
   /** Snapshot floors per collection and origin (loaded lazily). */
   private readonly floors = new Map<string, number>();
+  /** The newest tombstone revision per collection and origin (loaded lazily, then kept as this process writes them). */
+  private readonly newestTombstones = new Map<string, number>();
   /** The apply in progress (or last queued) per collection and origin; see `apply`. */
   private readonly applying = new Map<string, Promise<void>>();
   /** Applies running at once, over all origins. */
@@ -110,6 +112,27 @@ export class ReplicaStore {
     return floor;
   }
 
+  private async newestTombstone(db: string, coll: string, origin: string): Promise<number> {
+    const key = `${db}.${coll}\u0000${origin}`;
+    let rev = this.newestTombstones.get(key);
+    if (rev === undefined) {
+      const newest = await this.tombstones(db, coll)
+        .find({ _origin: origin, _rev: { $exists: true } }, { projection: { _rev: 1 } })
+        .sort({ _rev: -1 })
+        .limit(1)
+        .toArray();
+      rev = newest[0]?._rev ?? 0;
+      this.newestTombstones.set(key, Math.max(rev, this.newestTombstones.get(key) ?? 0));
+    }
+    return rev;
+  }
+
+  private tombstoneWritten(db: string, coll: string, origin: string, seq: number): void {
+    const key = `${db}.${coll}\u0000${origin}`;
+    const known = this.newestTombstones.get(key);
+    if (known !== undefined) this.newestTombstones.set(key, Math.max(known, seq));
+  }
+
   /**
    * Applies a batch from `origin` in order. Idempotent: applying it twice leaves the same state.
    * Operations older than what the replica (or its tombstone, or the origin's last snapshot)
@@ -162,7 +185,7 @@ export class ReplicaStore {
     let removals: string[] = [];
     const flush = async () => {
       if (run.size > 0) {
-        const stale = await upsertAll(c, t, origin, run, seq);
+        const stale = await upsertAll(c, t, origin, run, seq, await this.newestTombstone(db, coll, origin));
         result.stale += stale;
         result.upserts -= stale;
       }
@@ -175,6 +198,7 @@ export class ReplicaStore {
           removals.map((id) => ({ updateOne: { filter: { _id: id }, update: { $max: { _rev: seq }, $set: { _origin: origin, at } }, upsert: true } })),
           { ordered: false },
         );
+        this.tombstoneWritten(db, coll, origin, seq);
       }
       run = new Map();
       removals = [];
@@ -232,6 +256,8 @@ const DUPLICATE_KEY = 11000;
  * list (1,000 ids: 440 ms; 10 × 100: a tenth of that).
  */
 const IN_CHUNK = 100;
+/** Runs of upserts up to this long are inserted first (see `upsertAll`). */
+const INSERT_FIRST_MAX = 100;
 
 function writeErrorsOf(err: MongoBulkWriteError) {
   return Array.isArray(err.writeErrors) ? err.writeErrors : err.writeErrors ? [err.writeErrors] : [];
@@ -250,7 +276,11 @@ async function revisions(c: Collection<ReplicaRecord>, ids: readonly string[]): 
 /**
  * Upserts `run` (replicas of `origin` by `_id`, written at revision `seq`): new ones are inserted,
  * existing ones replaced, unless the replica or its tombstone holds a newer revision. Returns how
- * many were older (skipped).
+ * many were older (skipped). `newestTombstone`: no tombstone of this origin is newer than this.
+ *
+ * A short run (live writes: mostly new readings) is inserted first, and only the readings that
+ * exist already have their revisions read; a long one (a snapshot: mostly existing replicas) has
+ * its revisions read first. Either way the common case costs one write.
  */
 async function upsertAll(
   c: Collection<ReplicaRecord>,
@@ -258,22 +288,31 @@ async function upsertAll(
   origin: string,
   run: Map<string, ReplicaRecord>,
   seq: number,
+  newestTombstone: number,
 ): Promise<number> {
-  // Tombstones newer than this batch exist only when an old batch comes again: one query (on
-  // the index {_origin, _rev}), almost always empty.
-  const [revs, newerTombs] = await Promise.all([
-    revisions(c, [...run.keys()]),
-    t.find({ _origin: origin, _rev: { $gt: seq } }, { projection: { _id: 1 } }).toArray(),
-  ]);
-  const deletedLater = new Set(newerTombs.map((d) => d._id));
   let stale = 0;
-  const inserts: ReplicaRecord[] = [];
-  const replaces: ReplicaRecord[] = [];
-  for (const [id, doc] of run) {
-    if (deletedLater.has(id) || (revs.get(id) ?? 0) > seq) stale++;
-    else if (revs.has(id)) replaces.push(doc);
-    else inserts.push(doc);
+  // A tombstone newer than this batch exists only when an old batch comes again.
+  if (seq < newestTombstone) {
+    const newer = await t.find({ _origin: origin, _rev: { $gt: seq } }, { projection: { _id: 1 } }).toArray();
+    for (const d of newer) if (run.delete(d._id)) stale++;
   }
+  const replaces: ReplicaRecord[] = [];
+  /** Of `docs`, replaced those whose stored revision is not newer; the rest are stale. */
+  const sortOut = async (docs: ReplicaRecord[]) => {
+    const revs = await revisions(
+      c,
+      docs.map((d) => d._id),
+    );
+    const absent: ReplicaRecord[] = [];
+    for (const d of docs) {
+      if (!revs.has(d._id)) absent.push(d);
+      else if ((revs.get(d._id) ?? 0) > seq) stale++;
+      else replaces.push(d);
+    }
+    return absent;
+  };
+  let inserts = [...run.values()];
+  if (inserts.length > INSERT_FIRST_MAX) inserts = await sortOut(inserts);
   if (inserts.length > 0) {
     try {
       await c.insertMany(inserts, { ordered: false });
@@ -281,16 +320,9 @@ async function upsertAll(
       if (!(err instanceof MongoBulkWriteError)) throw err;
       const errors = writeErrorsOf(err);
       if (errors.length === 0 || errors.some((e) => e.code !== DUPLICATE_KEY)) throw err;
-      // Written meanwhile by someone else: replaced if not newer.
-      const raced = errors.map((e) => inserts[e.index]!);
-      const now = await revisions(
-        c,
-        raced.map((d) => d._id),
-      );
-      for (const d of raced) {
-        if ((now.get(d._id) ?? 0) > seq) stale++;
-        else replaces.push(d);
-      }
+      // They exist already (or were written meanwhile): replaced if not newer.
+      const absent = await sortOut(errors.map((e) => inserts[e.index]!));
+      if (absent.length > 0) throw err; // reported as duplicates, yet not there: not ours to guess
     }
   }
   if (replaces.length > 0) {
