@@ -20,7 +20,7 @@ import { Inbox, MAX_WAIT_MS } from './inbox.js';
 import { eventsBodySchema, opForEvent, type ReplicationOp } from './ops.js';
 import { Outbox } from './outbox.js';
 import { ReplicaStore } from './replicas.js';
-import { Snapshots } from './snapshots.js';
+import { INITIAL_SYNC, Snapshots } from './snapshots.js';
 
 /** How long the list of subscribers read from the registry is used (see `subscribers`). */
 const SUBSCRIBERS_TTL_MS = 1_000;
@@ -177,7 +177,7 @@ export class ReplicationService {
   }
 
   /** Queues a snapshot of db.coll for `subscribers` (an initial sync); resolves once it is stored. */
-  async snapshot(db: string, coll: string, subscribers: readonly string[], reason = 'initial-sync'): Promise<void> {
+  async snapshot(db: string, coll: string, subscribers: readonly string[], reason = INITIAL_SYNC): Promise<void> {
     if (subscribers.length === 0) return;
     await this.snapshots.request(db, coll, subscribers, reason);
   }

@@ -5,9 +5,10 @@
  * A snapshot is a job in `syncmesh_meta.replication_snapshots` (while it runs) that remembers how far it got
  * (`after`: the last `_id` queued; readings are read in `_id` order), so a snapshot interrupted
  * by a restart resumes there instead of starting again. A request answers as soon as the job is
- * stored; the job runs in the background. One job runs per namespace: a new request while one
- * has not read anything yet joins it; otherwise it replaces it (a resync means history was lost
- * *now*, so only a snapshot read after the request is complete), for the subscribers of both.
+ * stored; the job runs in the background. A new request while a job of the namespace has not
+ * read anything yet joins it; otherwise a resync replaces it (history was lost *now*, so only a
+ * snapshot read after the request is complete), for the subscribers of both, while an initial
+ * sync (a node that just subscribed) runs beside it.
  *
  * A job queues at most AHEAD_BATCHES batches ahead of its fastest subscriber.
  *
@@ -22,6 +23,8 @@ import type { Logger } from '@syncmesh-edge/log';
 import type { ReplicationOp } from './ops.js';
 import type { Outbox } from './outbox.js';
 
+/** The reason of a snapshot for a node that just subscribed (it never replaces a running snapshot). */
+export const INITIAL_SYNC = 'initial-sync';
 /** Readings per snapshot batch. */
 export const SNAPSHOT_BATCH = 1000;
 /** Wait before a job that failed (database down) runs again. */
@@ -137,6 +140,8 @@ export class Snapshots {
         r.job.subscribers = all;
         return { snapshot: r.job._id.toHexString(), subscribers: all };
       }
+      // A new subscriber's first copy does not need the others' snapshot read again.
+      if (reason === INITIAL_SYNC) continue;
       r.superseded = true;
       await this.jobs.deleteOne({ _id: r.job._id });
       wanted = [...new Set([...r.job.subscribers, ...wanted])].sort();
