@@ -17,13 +17,14 @@
  * the machine's load beside it, and writes JSON (plotted by scenarios/measure/scripts/bench_plots.py).
  */
 import { readFileSync } from 'node:fs';
-import { hostInfo, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
+import { CpuMeter, hostInfo, MACHINE, resultsPath, summarize, writeResults, type CpuGroup } from '@syncmesh-edge/bench-kit';
 import { parseArgs } from 'node:util';
 import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import type { MeshConfig } from './config.js';
 import { meta, postFunction } from './client.js';
 import { down, up, type Progress } from './mesh.js';
+import { readState } from './state.js';
 import { throwIfInterrupted } from './bench.js';
 import { MeshError } from './errors.js';
 
@@ -41,6 +42,10 @@ export interface ReplicationRow {
   burst_seconds: number;
   /** Readings per second from the origin to every subscriber (sustained over the burst). */
   events_per_s: number;
+  /** Where the CPU went during the burst: ms per reading, per group of processes (see `cpuGroups`). */
+  burst_cpu_ms_per_reading: Record<string, number>;
+  /** The same for the latency samples (one reading at a time): ms per reading. */
+  latency_cpu_ms_per_reading: Record<string, number>;
 }
 
 export interface ResyncResult {
@@ -123,6 +128,31 @@ const sentTo = async (url: string, ids: readonly string[]) => {
   return ids.reduce((n, id) => n + (p.subscribers[id]?.readings_sent ?? 0), 0);
 };
 
+/**
+ * The mesh's processes in groups, for the CPU accounting: node-1's database, listener and
+ * function; the current subscribers' databases and functions (summed); everything else of the
+ * mesh (the other nodes, every node's MISO agent, toxiproxy).
+ */
+function cpuGroups(stateDir: string, origin: string, subscribers: readonly string[]): CpuGroup[] {
+  const procs = readState(stateDir)?.processes ?? [];
+  const pick = (f: (p: { role: string; node: string | null }) => boolean) => procs.filter(f).map((p) => p.pid);
+  const groups: CpuGroup[] = [
+    { name: 'origin-db', pids: pick((p) => p.node === origin && p.role === 'mongo') },
+    { name: 'origin-listener', pids: pick((p) => p.node === origin && p.role === 'listener') },
+    { name: 'origin-fn', pids: pick((p) => p.node === origin && p.role === 'function') },
+    { name: 'subscribers-db', pids: pick((p) => p.node !== null && subscribers.includes(p.node) && p.role === 'mongo') },
+    { name: 'subscribers-fn', pids: pick((p) => p.node !== null && subscribers.includes(p.node) && p.role === 'function') },
+  ];
+  const grouped = new Set(groups.flatMap((g) => g.pids));
+  groups.push({ name: 'rest-of-mesh', pids: procs.map((p) => p.pid).filter((pid) => !grouped.has(pid)) });
+  return groups.filter((g) => g.pids.length > 0);
+}
+
+/** CPU ms per reading per group (and the machine), one decimal place of a hundredth. */
+function perReading(cpuMs: Map<string, number>, readings: number): Record<string, number> {
+  return Object.fromEntries([...cpuMs].map(([k, v]) => [k, Math.round((v / readings) * 1000) / 1000]));
+}
+
 /** The command that reproduces this run (beside the numbers). */
 function commandLine(argv: readonly string[]): string {
   return `make bench-replication${argv.length ? ` BENCH_ARGS="${argv.join(' ')}"` : ''}`;
@@ -175,15 +205,18 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
         await origin.insertOne(doc);
         await waitVisible(targets, originId, doc['_id'] as ObjectId, 30_000, signal);
       }
+      const meter = new CpuMeter(cpuGroups(mesh.plan.stateDir, originId, targetIds));
       progress(`${subscribers} subscriber(s): latency, ${samples} readings one at a time`);
       const lat: number[] = [];
-      for (let i = 0; i < samples; i++) {
-        const doc = reading(seq++);
-        const t0 = performance.now();
-        await origin.insertOne(doc);
-        await waitVisible(targets, originId, doc['_id'] as ObjectId, 30_000, signal);
-        lat.push(performance.now() - t0);
-      }
+      const latencyCpu = await meter.measure(async () => {
+        for (let i = 0; i < samples; i++) {
+          const doc = reading(seq++);
+          const t0 = performance.now();
+          await origin.insertOne(doc);
+          await waitVisible(targets, originId, doc['_id'] as ObjectId, 30_000, signal);
+          lat.push(performance.now() - t0);
+        }
+      });
       const s = summarize(lat);
       const r1 = (x: number) => Math.round(x * 10) / 10;
       progress(`${subscribers} subscriber(s): burst of ${burst} readings`);
@@ -191,8 +224,11 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       const burstSensor = 9100 + subscribers;
       const docs = Array.from({ length: burst }, () => reading(seq++, burstSensor));
       const t0 = performance.now();
-      for (let i = 0; i < docs.length; i += 500) await origin.insertMany(docs.slice(i, i + 500));
-      await waitVisible(targets, originId, docs[docs.length - 1]!['_id'] as ObjectId, 300_000, signal, BURST_POLL_MS);
+      const burstCpu = await meter.measure(async () => {
+        for (let i = 0; i < docs.length; i += 500) await origin.insertMany(docs.slice(i, i + 500));
+        await waitVisible(targets, originId, docs[docs.length - 1]!['_id'] as ObjectId, 300_000, signal, BURST_POLL_MS);
+      });
+      const seconds = (performance.now() - t0) / 1000;
       // The last one visible does not prove the others are: count them all.
       const countDeadline = Date.now() + 300_000;
       for (const c of targets) {
@@ -203,13 +239,14 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
           await new Promise((r) => setTimeout(r, 20));
         }
       }
-      const seconds = (performance.now() - t0) / 1000;
       rows.push({
         subscribers,
         latency: { samples: s.count, p50_ms: r1(s.p50), p99_ms: r1(s.p99), max_ms: r1(s.max) },
         burst_readings: burst,
         burst_seconds: r1(seconds),
         events_per_s: Math.round(burst / seconds),
+        burst_cpu_ms_per_reading: perReading(burstCpu.cpuMs, burst),
+        latency_cpu_ms_per_reading: perReading(latencyCpu.cpuMs, samples),
       });
 
       if (subscribers === 1) resync = await measureResync(originUrl, secret, originId, origin, replicaColls[0]!, targetIds[0]!, progress, signal);
@@ -232,6 +269,18 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       'burst s': r.burst_seconds,
       'readings/s': r.events_per_s,
     })),
+  );
+  console.log('where the CPU went: ms per reading (burst | one at a time); subscribers-* summed over the subscribers');
+  const groups = [...new Set(rows.flatMap((r) => Object.keys(r.burst_cpu_ms_per_reading)))].sort((a, b) =>
+    a === MACHINE ? 1 : b === MACHINE ? -1 : a.localeCompare(b),
+  );
+  console.table(
+    Object.fromEntries(
+      groups.map((g) => [
+        g,
+        Object.fromEntries(rows.map((r) => [`${r.subscribers} sub.`, `${r.burst_cpu_ms_per_reading[g] ?? '-'} | ${r.latency_cpu_ms_per_reading[g] ?? '-'}`])),
+      ]),
+    ),
   );
   if (resync) console.log(`resync to 1 subscriber: ${resync.readings} readings in ${resync.seconds} s = ${resync.readings_per_s} readings/s`);
   if (update)
