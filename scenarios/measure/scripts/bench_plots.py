@@ -41,7 +41,7 @@ def plot_replication(data, out):
     rows = data["rows"]
     targets = data.get("targets", {})
     labels = [f"{r['subscribers']} subscriber{'s' if r['subscribers'] != 1 else ''}" for r in rows]
-    fig, (lat, thr, upd) = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, (lat, thr, cpu, upd) = plt.subplots(1, 4, figsize=(19, 4.5))
     x = range(len(rows))
     lat.bar([i - 0.2 for i in x], [r["latency"]["p50_ms"] for r in rows], width=0.4, label="p50")
     lat.bar([i + 0.2 for i in x], [r["latency"]["p99_ms"] for r in rows], width=0.4, label="p99")
@@ -61,6 +61,19 @@ def plot_replication(data, out):
     thr.set_xticks(list(range(len(values))), names, fontsize=8)
     thr.set_ylabel(f"readings/s (burst of {rows[0]['burst_readings']:,})")
     thr.legend(fontsize=8)
+    groups = sorted({g for r in rows for g in r.get("burst_cpu_ms_per_reading", {}) if g != "machine"})
+    bottoms = [0.0] * len(rows)
+    for g in groups:
+        vals = [r.get("burst_cpu_ms_per_reading", {}).get(g, 0) for r in rows]
+        cpu.bar(list(x), vals, width=0.5, bottom=bottoms, label=g)
+        bottoms = [b + v for b, v in zip(bottoms, vals, strict=True)]
+    if groups:
+        cpu.plot(list(x), [r["burst_cpu_ms_per_reading"].get("machine", 0) for r in rows], "k_", markersize=30, label="whole machine")
+        cpu.set_xticks(list(x), labels)
+        cpu.set_ylabel("CPU ms per reading (burst)")
+        cpu.legend(fontsize=7)
+    else:
+        cpu.set_axis_off()
     update = data.get("update")
     if update:
         upd.bar([0], [update["ms"]], width=0.5, color="tab:red" if update["resync"] else "tab:green")
