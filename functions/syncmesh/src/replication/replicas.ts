@@ -53,6 +53,8 @@ export class ReplicaStore {
   private readonly origins = new Map<string, Set<string>>();
   /** Snapshot floors per collection and origin (loaded lazily). */
   private readonly floors = new Map<string, number>();
+  /** Whether the last long run of upserts per collection and origin found most replicas there already (see `upsertAll`). */
+  private readonly mostlyThere = new Map<string, boolean>();
   /** The newest tombstone revision per collection and origin (loaded lazily, then kept as this process writes them). */
   private readonly newestTombstones = new Map<string, number>();
   /** The apply in progress (or last queued) per collection and origin; see `apply`. */
@@ -185,7 +187,11 @@ export class ReplicaStore {
     let removals: string[] = [];
     const flush = async () => {
       if (run.size > 0) {
-        const stale = await upsertAll(c, t, origin, run, seq, await this.newestTombstone(db, coll, origin));
+        const key = `${db}.${coll}\u0000${origin}`;
+        const long = run.size > INSERT_FIRST_MAX;
+        const readFirst = long && this.mostlyThere.get(key) === true;
+        const { stale, existing } = await upsertAll(c, t, origin, run, seq, await this.newestTombstone(db, coll, origin), readFirst);
+        if (long) this.mostlyThere.set(key, existing > run.size / 2);
         result.stale += stale;
         result.upserts -= stale;
       }
@@ -256,7 +262,7 @@ const DUPLICATE_KEY = 11000;
  * list (1,000 ids: 440 ms; 10 × 100: a tenth of that).
  */
 const IN_CHUNK = 100;
-/** Runs of upserts up to this long are inserted first (see `upsertAll`). */
+/** Runs of upserts up to this long are always inserted first (see `upsertAll`). */
 const INSERT_FIRST_MAX = 100;
 
 function writeErrorsOf(err: MongoBulkWriteError) {
@@ -278,9 +284,11 @@ async function revisions(c: Collection<ReplicaRecord>, ids: readonly string[]): 
  * existing ones replaced, unless the replica or its tombstone holds a newer revision. Returns how
  * many were older (skipped). `newestTombstone`: no tombstone of this origin is newer than this.
  *
- * A short run (live writes: mostly new readings) is inserted first, and only the readings that
- * exist already have their revisions read; a long one (a snapshot: mostly existing replicas) has
- * its revisions read first. Either way the common case costs one write.
+ * A run is inserted first, and only the readings that exist already have their revisions read
+ * (live writes and initial syncs: mostly new readings); a long run whose previous long run found
+ * most replicas there already (a resync) has its revisions read first instead, which spares the
+ * test server an insert attempt per reading (per 1,000: inserting new ones 121 ms, failing to
+ * insert existing ones 98 ms, reading revisions 137 ms).
  */
 async function upsertAll(
   c: Collection<ReplicaRecord>,
@@ -289,8 +297,10 @@ async function upsertAll(
   run: Map<string, ReplicaRecord>,
   seq: number,
   newestTombstone: number,
-): Promise<number> {
+  readFirst: boolean,
+): Promise<{ stale: number; existing: number }> {
   let stale = 0;
+  let existing = 0;
   // A tombstone newer than this batch exists only when an old batch comes again.
   if (seq < newestTombstone) {
     const newer = await t.find({ _origin: origin, _rev: { $gt: seq } }, { projection: { _id: 1 } }).toArray();
@@ -309,10 +319,11 @@ async function upsertAll(
       else if ((revs.get(d._id) ?? 0) > seq) stale++;
       else replaces.push(d);
     }
+    existing += docs.length - absent.length;
     return absent;
   };
   let inserts = [...run.values()];
-  if (inserts.length > INSERT_FIRST_MAX) inserts = await sortOut(inserts);
+  if (readFirst) inserts = await sortOut(inserts);
   if (inserts.length > 0) {
     try {
       await c.insertMany(inserts, { ordered: false });
@@ -331,5 +342,5 @@ async function upsertAll(
       { ordered: false },
     );
   }
-  return stale;
+  return { stale, existing };
 }
