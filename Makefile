@@ -215,6 +215,10 @@ bench-replication: build tools scenarios-venv ## Replication latency (p50/p99) a
 	$(MESH_ENV) $(MESH_CLI) bench-replication $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) replication bench-results/replication.json bench-results/replication.png
 
+.PHONY: replication-check
+replication-check: build ## Does every subscriber of a running mesh agree with its origin? Per-day digests via .mesh/$(MESH_NAME)/topology.json (CHECK_ARGS="--repair" or "--json"); exit 1 when one differs.
+	node functions/syncmesh/dist/src/replication/check-cli.js --topology .mesh/$(MESH_NAME)/topology.json $(CHECK_ARGS)
+
 .PHONY: bench-mesh
 bench-mesh: build tools scenarios-venv ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional; BENCH_ARGS="--nodes 3,6 --repeat 7"); table, JSON and PNG.
 	$(MESH_ENV) $(MESH_CLI) bench $(BENCH_ARGS)

@@ -14,7 +14,7 @@ test('config - defaults fill everything but the secret', () => {
   assert.deepEqual(c.collections, ['sensor_data']);
   assert.equal(c.metaDatabase, 'syncmesh_meta');
   assert.equal(c.functionUrl, DEFAULT_FUNCTION_URL);
-  assert.equal(c.batchSize, 100);
+  assert.equal(c.batchSize, 1_000);
   assert.ok(Object.isFrozen(c));
 });
 

@@ -17,8 +17,13 @@ export const DEFAULT_META_DATABASE = 'syncmesh_meta';
 export const DEFAULT_FUNCTION_URL = 'http://127.0.0.1:8080/function/syncmesh-fn';
 /** The faasd secret the function reads too (`faas-cli secret create mesh-secret`). */
 export const DEFAULT_MESH_SECRET_FILE = '/var/openfaas/secrets/mesh-secret';
-/** Events per POST. */
-export const DEFAULT_BATCH_SIZE = 100;
+/**
+ * Most events per POST. A burst fills batches while the previous POST is in flight; 1,000 per POST
+ * made a burst of 10,000 inserts reach one subscriber 10 % faster than 100 per POST (5,268 vs
+ * 4,754 readings/s), five subscribers 19 % faster, and cost the origin's database a quarter less
+ * CPU per reading (fewer outbox documents); a single event still goes alone at once.
+ */
+export const DEFAULT_BATCH_SIZE = 1_000;
 /** How long a partial batch waits for more events before it is sent. */
 export const DEFAULT_BATCH_WAIT_MS = 2;
 /** Events read but not yet acknowledged, per collection; reading pauses when it is full. */

@@ -20,7 +20,10 @@ export interface LocalNode {
   id: string;
   url: string;
   mongo: MongoTarget;
+  /** The function's process (replaced by `restartFunction`). */
   fn: ChildProcess;
+  /** Kills the function (SIGKILL by default) and starts it again on the same port and database. */
+  restartFunction(signal?: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -46,15 +49,30 @@ export async function startLocalNode(id: string, env: Record<string, string> = {
   if (!existsSync(main)) throw new Error(`${main} is missing: run make build first`);
   const mongo = await resolveMongo(process.env, { heapMb });
   const port = await freePort();
-  const fn = spawn(process.execPath, [main], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', MONGODB_URI: mongo.uri, SYNCMESH_NODE_ID: id, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
   const base = `http://127.0.0.1:${port}`;
+  const spawnFunction = async () => {
+    const child = spawn(process.execPath, [main], {
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', MONGODB_URI: mongo.uri, SYNCMESH_NODE_ID: id, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    try {
+      await waitReady(`${base}/readyz`);
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw err;
+    }
+    return child;
+  };
+  const stopFunction = async (child: ChildProcess, signal: NodeJS.Signals) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill(signal);
+    await exited;
+  };
+  let fn: ChildProcess;
   try {
-    await waitReady(`${base}/readyz`);
+    fn = await spawnFunction();
   } catch (err) {
-    fn.kill('SIGKILL');
     await mongo.stop();
     throw err;
   }
@@ -62,13 +80,15 @@ export async function startLocalNode(id: string, env: Record<string, string> = {
     id,
     url: `${base}/function/syncmesh-fn`,
     mongo,
-    fn,
+    get fn() {
+      return fn;
+    },
+    async restartFunction(signal: NodeJS.Signals = 'SIGKILL') {
+      await stopFunction(fn, signal);
+      fn = await spawnFunction();
+    },
     async stop() {
-      if (fn.exitCode === null) {
-        const exited = new Promise((r) => fn.once('exit', r));
-        fn.kill('SIGTERM');
-        await exited;
-      }
+      await stopFunction(fn, 'SIGTERM');
       await mongo.stop();
     },
   };

@@ -283,8 +283,9 @@ export function buildApp(deps: AppDeps): App {
   async function handleSigned(
     req: IncomingMessage,
     path: string,
-    handler: (text: string, signedBy: string | undefined) => Promise<Record<string, unknown>>,
+    handler: (text: string, signedBy: string | undefined) => Promise<Record<string, unknown> | Reply>,
     labels: RequestLabels,
+    answer: 'body' | 'reply' = 'body',
   ): Promise<Reply> {
     const pending = checkSignatureHeaders(req, path);
     if (!pending) {
@@ -292,7 +293,8 @@ export function buildApp(deps: AppDeps): App {
     }
     const { body, signedBy } = await signedReads.run(() => receive(req, pending, config.maxBodyBytes * SIGNED_BODY_FACTOR));
     labels.caller = 'mesh';
-    return { status: 200, body: await handler(body.toString('utf8'), signedBy) };
+    const result = await handler(body.toString('utf8'), signedBy);
+    return answer === 'reply' ? (result as Reply) : { status: 200, body: result as Record<string, unknown> };
   }
 
   async function ready(): Promise<Reply> {
@@ -303,9 +305,12 @@ export function buildApp(deps: AppDeps): App {
       };
     try {
       await client.db('admin').command({ ping: 1 }, { timeoutMS: READY_PING_TIMEOUT_MS });
-      return { status: 200, body: { status: 'ready', node: config.nodeId } };
+      return { status: 200, body: { status: 'ready', node: config.nodeId, replication: replication.progress() } };
     } catch (err) {
-      return { status: 503, body: { status: 'not ready', node: config.nodeId, reason: `MongoDB does not answer: ${(err as Error).message}` } };
+      return {
+        status: 503,
+        body: { status: 'not ready', node: config.nodeId, reason: `MongoDB does not answer: ${(err as Error).message}`, replication: replication.progress() },
+      };
     }
   }
 
@@ -342,7 +347,10 @@ export function buildApp(deps: AppDeps): App {
     }
     if (method === 'POST' && path === '/events') return handleSigned(req, path, (t) => replication.handleEvents(t), labels);
     if (method === 'POST' && path === '/resync') return handleSigned(req, path, (t) => replication.handleResync(t), labels);
-    if (method === 'POST' && path === '/replicate') return handleSigned(req, path, (t, by) => replication.handleReplicate(t, by), labels);
+    if (method === 'POST' && path === '/replicate') return handleSigned(req, path, (t, by) => replication.handleReplicate(t, by), labels, 'reply');
+    if (method === 'POST' && path === '/replicate/status') return handleSigned(req, path, (t, by) => replication.handleStatus(t, by), labels, 'reply');
+    if (method === 'POST' && path === '/replicate/digest') return handleSigned(req, path, (t, by) => replication.handleDigest(t, by), labels, 'reply');
+    if (method === 'POST' && path === '/replication/check') return handleSigned(req, path, async (t) => ({ ...(await replication.handleCheck(t)) }), labels);
     throw new SyncmeshError('EDGE_SYNCMESH_NOT_FOUND', `no endpoint at ${method} ${path}`, {
       details: {
         allowed: [
@@ -355,6 +363,9 @@ export function buildApp(deps: AppDeps): App {
           'POST /events',
           'POST /resync',
           'POST /replicate',
+          'POST /replicate/status',
+          'POST /replicate/digest',
+          'POST /replication/check',
         ],
       },
     });

@@ -47,6 +47,17 @@ export const DEFAULT_MAX_ANSWER_VALUES = 1_000_000; // values an answer may hold
 export const DEFAULT_MAX_INTROSPECTION_DEPTH = 20; // the standard introspection query (graphql-js getIntrospectionQuery) nests 15 deep
 export const DEFAULT_MAX_PREPARE_CPU_MS = 200; // CPU for parsing, analysing and validating one document
 export const DEFAULT_MAX_PENDING_ANSWER_BYTES = 64 * 1024 * 1024; // answers written but not yet read by their clients
+/**
+ * Anti-entropy rounds (replication/antientropy.ts) every 15 minutes: each costs one read of the
+ * own collection and, per subscriber, one read of its replicas of this node (a sensor-month:
+ * ~1 s of the test server's time). 0 turns the rounds off.
+ */
+export const DEFAULT_ANTI_ENTROPY_INTERVAL_S = 900;
+/**
+ * Deadline of one replication request to a subscriber (10 s). A subscriber answers 202 (still
+ * applying) after 40 % of it, and requests carry what it applies in 25 % of it.
+ */
+export const DEFAULT_REPLICATION_TIMEOUT_MS = 10_000;
 
 const list = (raw: string) =>
   raw
@@ -104,6 +115,9 @@ const envSchema = z.object({
     .transform((v) => v === 'true' || v === '1'),
   SYNCMESH_TOMBSTONE_TTL_S: positiveInt(DEFAULT_TOMBSTONE_TTL_S),
   SYNCMESH_MAX_DISCARD_BYTES: z.coerce.number().int().min(0).default(DEFAULT_MAX_DISCARD_BYTES),
+  SYNCMESH_ANTI_ENTROPY_INTERVAL_S: z.coerce.number().min(0).default(DEFAULT_ANTI_ENTROPY_INTERVAL_S),
+  SYNCMESH_ANTI_ENTROPY_BUCKET: z.enum(['hour', 'day']).default('day'),
+  SYNCMESH_REPLICATION_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(300_000).default(DEFAULT_REPLICATION_TIMEOUT_MS),
 });
 
 export interface Config {
@@ -157,6 +171,12 @@ export interface Config {
   readonly maxPrepareCpuMs: number;
   /** Bytes of answers not yet read by their clients; beyond, new queries are refused (503). */
   readonly maxPendingAnswerBytes: number;
+  /** Seconds between anti-entropy rounds; 0: none. */
+  readonly antiEntropyIntervalS: number;
+  /** Time bucket that anti-entropy compares digests per. */
+  readonly antiEntropyBucket: 'hour' | 'day';
+  /** Deadline of one replication request to a subscriber, ms. */
+  readonly replicationTimeoutMs: number;
 }
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
@@ -243,6 +263,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxIntrospectionDepth: e.SYNCMESH_MAX_INTROSPECTION_DEPTH,
     maxPrepareCpuMs: e.SYNCMESH_MAX_PREPARE_CPU_MS,
     maxPendingAnswerBytes: e.SYNCMESH_MAX_PENDING_ANSWER_BYTES,
+    antiEntropyIntervalS: e.SYNCMESH_ANTI_ENTROPY_INTERVAL_S,
+    antiEntropyBucket: e.SYNCMESH_ANTI_ENTROPY_BUCKET,
+    replicationTimeoutMs: e.SYNCMESH_REPLICATION_TIMEOUT_MS,
   });
 }
 

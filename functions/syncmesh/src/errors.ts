@@ -38,6 +38,9 @@ export const ERROR_CODES = {
   EDGE_SYNCMESH_PEER_ERROR: { status: 200, expose: true },
   EDGE_SYNCMESH_PEER_UNREGISTERED: { status: 200, expose: true },
   EDGE_SYNCMESH_NO_MESH_SECRET: { status: 200, expose: true },
+  // Reported per subscriber in /readyz (replication.subscribers.<id>.last_error); retried.
+  EDGE_SYNCMESH_SUBSCRIBER_TIMEOUT: { status: 200, expose: true },
+  EDGE_SYNCMESH_SUBSCRIBER_BAD_ANSWER: { status: 200, expose: true },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -10,3 +10,6 @@ export { NodeRegistry } from './mesh/registry.js';
 export type { MeshNode, NodeInput, NodePatch } from './mesh/registry.js';
 export { finishAggregate, mergeAggregate, mergeDocs, emptyAggregate, METRICS } from './data/partials.js';
 export type { AggregatePartial, AggregateResult, SensorDoc, MetricStats } from './data/partials.js';
+export { checkReplication, formatCheck, CHECK_ORIGIN } from './replication/check.js';
+export type { CheckOptions, CheckTarget, MeshCheck, OriginCheck } from './replication/check.js';
+export type { CheckReport, SubscriberCheck } from './replication/antientropy.js';

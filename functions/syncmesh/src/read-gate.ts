@@ -13,6 +13,8 @@ export interface ReadGateOptions {
   slots: number;
   queue: number;
   waitMs: number;
+  /** What the slots are for, in the EDGE_SYNCMESH_BUSY message. Default: signed request body reads. */
+  what?: string;
 }
 
 export class ReadGate {
@@ -72,8 +74,9 @@ export class ReadGate {
   }
 
   private busyError(): SyncmeshError {
-    return new SyncmeshError('EDGE_SYNCMESH_BUSY', `this node is already reading ${this.opts.slots} signed request bodies; retry in a moment`, {
-      details: { allowed: `at most ${this.opts.slots} signed bodies read at once, ${this.opts.queue} waiting up to ${this.opts.waitMs} ms` },
+    const what = this.opts.what ?? 'signed request body reads';
+    return new SyncmeshError('EDGE_SYNCMESH_BUSY', `this node is already running ${this.opts.slots} ${what}; retry in a moment`, {
+      details: { allowed: `at most ${this.opts.slots} ${what} at once, ${this.opts.queue} waiting up to ${this.opts.waitMs} ms` },
     });
   }
 }

@@ -59,6 +59,8 @@ export {
 } from './netns.js';
 export type { ExtraNamespace, ExtraRole, Route, VethAttachment } from './netns.js';
 export { SNAPLEN_BYTES, startCapture } from './capture.js';
+export { cpuLimitUnavailable, createCpuLimit } from './cgroup.js';
+export type { CpuLimit } from './cgroup.js';
 export type { CaptureTarget, PhaseTraffic, RunningCapture } from './capture.js';
 export { buildPcap, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, parsePcap, readPcap, tcpFrame } from './pcap.js';
 export type { Packet, PcapFile } from './pcap.js';

@@ -40,21 +40,53 @@ def plot_mesh(data, out):
 
 def plot_replication(data, out):
     rows = data["rows"]
+    targets = data.get("targets", {})
     labels = [f"{r['subscribers']} subscriber{'s' if r['subscribers'] != 1 else ''}" for r in rows]
-    fig, (lat, thr) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (lat, thr, cpu, upd) = plt.subplots(1, 4, figsize=(19, 4.5))
     x = range(len(rows))
     lat.bar([i - 0.2 for i in x], [r["latency"]["p50_ms"] for r in rows], width=0.4, label="p50")
     lat.bar([i + 0.2 for i in x], [r["latency"]["p99_ms"] for r in rows], width=0.4, label="p99")
-    lat.axhline(50, color="red", linestyle="--", label="p50 target 50 ms")
+    if "p50_ms_5" in targets:
+        lat.axhline(targets["p50_ms_5"], color="red", linestyle="--", label=f"p50 target {targets['p50_ms_5']} ms (5 subscribers)")
     lat.set_xticks(list(x), labels)
     lat.set_ylabel("insert on node-1 -> replica readable (ms)")
-    lat.legend()
-    thr.bar(list(x), [r["events_per_s"] for r in rows], width=0.5)
-    thr.axhline(1000, color="red", linestyle="--", label="target 1,000 events/s")
-    thr.set_xticks(list(x), labels)
-    thr.set_ylabel(f"events/s (burst of {rows[0]['burst_readings']:d})")
-    thr.legend()
-    fig.suptitle("bench-replication (6-node mesh, no emulated latency)")
+    lat.legend(fontsize=8)
+    names = [f"burst, {lbl}" for lbl in labels]
+    values = [r["events_per_s"] for r in rows]
+    if data.get("resync"):
+        names.append("resync, 1 subscriber")
+        values.append(data["resync"]["readings_per_s"])
+    thr.bar(range(len(values)), values, width=0.5)
+    if "events_per_s_5" in targets:
+        thr.axhline(targets["events_per_s_5"], color="red", linestyle="--", label=f"target {targets['events_per_s_5']:,} readings/s")
+    thr.set_xticks(list(range(len(values))), names, fontsize=8)
+    thr.set_ylabel(f"readings/s (burst of {rows[0]['burst_readings']:,})")
+    thr.legend(fontsize=8)
+    groups = sorted({g for r in rows for g in r.get("burst_cpu_ms_per_reading", {}) if g != "machine"})
+    bottoms = [0.0] * len(rows)
+    for g in groups:
+        vals = [r.get("burst_cpu_ms_per_reading", {}).get(g, 0) for r in rows]
+        cpu.bar(list(x), vals, width=0.5, bottom=bottoms, label=g)
+        bottoms = [b + v for b, v in zip(bottoms, vals, strict=True)]
+    if groups:
+        cpu.plot(list(x), [r["burst_cpu_ms_per_reading"].get("machine", 0) for r in rows], "k_", markersize=30, label="whole machine")
+        cpu.set_xticks(list(x), labels)
+        cpu.set_ylabel("CPU ms per reading (burst)")
+        cpu.legend(fontsize=7)
+    else:
+        cpu.set_axis_off()
+    update = data.get("update")
+    if update:
+        upd.bar([0], [update["ms"]], width=0.5, color="tab:red" if update["resync"] else "tab:green")
+        upd.set_xticks([0], [f"{update['subscribers']} subscribers, origin of {update['origin_readings']:,}"], fontsize=8)
+        upd.set_ylabel("update on node-1 -> on every subscriber (ms)")
+        upd.set_title("with a resync" if update["resync"] else "no resync", fontsize=9)
+    else:
+        upd.set_axis_off()
+    load = data.get("host", {}).get("load_average", [])
+    load_text = f", load {load[0]:.1f}" if load else ""
+    command = data.get("command", "make bench-replication")
+    fig.suptitle(f"bench-replication (6-node mesh, no emulated latency{load_text})\n{command}", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 

@@ -31,13 +31,21 @@ export class NodeRegistry {
   private readonly nodes: Collection<StoredNode>;
   /** Serialises mutations so that "exactly one own node" and the stored distances stay consistent. */
   private chain: Promise<unknown> = Promise.resolve();
+  private mutations = 0;
 
   constructor(metaDb: Db) {
     this.nodes = metaDb.collection<StoredNode>('nodes');
   }
 
+  /** Mutations made through this object so far: a caller that caches what it read compares it. */
+  get changes(): number {
+    return this.mutations;
+  }
+
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.chain.then(fn, fn);
+    const next = this.chain.then(fn, fn).finally(() => {
+      this.mutations++;
+    });
     this.chain = next.catch(() => undefined);
     return next;
   }

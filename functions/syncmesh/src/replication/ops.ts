@@ -27,7 +27,19 @@ export interface SnapshotEndOp {
   since: number;
 }
 
-export type ReplicationOp = UpsertOp | DeleteOp | SnapshotEndOp;
+/**
+ * End of an anti-entropy repair of one time bucket (see antientropy.ts): every replica of this
+ * origin whose `timestamp` lies in [from, to) and that was not written at or after `since` no
+ * longer exists at the origin. `from` and `to` null: the bucket of readings without a timestamp.
+ */
+export interface BucketEndOp {
+  op: 'bucket_end';
+  from: Date | null;
+  to: Date | null;
+  since: number;
+}
+
+export type ReplicationOp = UpsertOp | DeleteOp | SnapshotEndOp | BucketEndOp;
 
 /** One change event as the listener delivers it (listeners/README.md, "Contract with the function"). */
 export interface ChangeEvent {

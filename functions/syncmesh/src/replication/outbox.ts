@@ -11,17 +11,28 @@
  * outbox is only read back after a restart, a long outage (more than MEMORY_BATCHES waiting) or
  * an unknown state; a batch's JSON is encoded once for all its subscribers. Retries use capped
  * exponential backoff with equal jitter (@syncmesh-edge/backoff).
+ *
+ * Each request carries no more readings than the subscriber applies in a quarter of the delivery
+ * deadline (SYNCMESH_REPLICATION_TIMEOUT_MS) at its measured rate (flow.ts). Batches travel with
+ * their id; the subscriber applies each id once (inbox.ts) and answers 202 with the ids it is
+ * still applying after 40 % of that deadline: the sender then asks for their progress (POST /replicate/status) instead of
+ * sending them again, and after a failed or timed-out request it asks first too. Only batches the
+ * subscriber does not know are sent again (marked `retry`, so that it checks its records of
+ * applied batches). Per subscriber, the progress (pending, sent, acknowledged, rate, estimated
+ * time left, last error) is kept for /readyz.
  */
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import { backoffDelayMs, type BackoffPolicy } from '@syncmesh-edge/backoff';
 import { BSON, ObjectId, type Collection, type Db } from 'mongodb';
+import { z } from 'zod';
 import type { Logger } from '@syncmesh-edge/log';
 import { SyncmeshError } from '../errors.js';
 import { post } from '../mesh/http.js';
 import type { MeshAuth } from '../mesh/signing.js';
 import type { MeshNode, NodeRegistry } from '../mesh/registry.js';
 import type { ReplicationOp } from './ops.js';
+import { FlowControl } from './flow.js';
 
 const gzip = promisify(gzipCb);
 
@@ -43,10 +54,18 @@ const IDLE_POLL_MS = 2_000;
  */
 const REREAD_MS = 5_000;
 const REREAD_BUSY_MS = 60_000;
-/** Deadline of one delivery to a subscriber. */
-const SEND_TIMEOUT_MS = 10_000;
+/** How long a subscriber applies before it answers 202 (still applying): this share of the deadline. */
+const APPLY_WAIT_SHARE = 0.4;
+/** Flow control (flow.ts): a request should take the subscriber at most this share of the deadline to apply. */
+const TARGET_APPLY_SHARE = 0.25;
+/** Readings in the first request, before the subscriber's rate is known, and the bounds. */
+const FLOW_READINGS = { initial: 2_000, min: 1, max: 50_000 };
+/** The rate of acknowledged readings (and the time left) is measured over this window. */
+const RATE_WINDOW_MS = 30_000;
 /** How long a sender trusts the subscriber's registry entry (address) before reading it again. */
 const REGISTRY_TTL_MS = 5_000;
+/** Gzipped request bodies kept for the other subscribers of the same batches. */
+const GZIP_SHARED = 8;
 /** Acknowledgements are written to the outbox together, this long after the first one. */
 const ACK_FLUSH_MS = 20;
 /** After a failed write of acknowledgements (the database is down), the next try. */
@@ -65,16 +84,60 @@ interface Batch {
 interface OutboxDoc extends Batch {
   /** Subscribers that have not acknowledged this batch yet. */
   pending: string[];
+  /** Operations in the batch (`ops.length`; absent in batches stored by older versions). */
+  n?: number;
 }
 
 /** Body of POST /replicate. */
 export interface ReplicateBody {
   origin: string;
-  batches: Array<{ db: string; coll: string; seq: number; ops: ReplicationOp[] }>;
+  /** How long the subscriber may apply before it answers 202 (undefined: until done, as older origins expect). */
+  wait_ms?: number | undefined;
+  /** Some batches may have been delivered before: the subscriber checks its records of applied batches. */
+  retry?: boolean | undefined;
+  batches: Array<{ id?: string | undefined; db: string; coll: string; seq: number; ops: ReplicationOp[] }>;
+}
+
+/** What a subscriber answers to /replicate (200 or 202) and /replicate/status. */
+const reportSchema = z
+  .object({
+    acked: z.array(z.string()),
+    applying: z.array(z.string()).default([]),
+    unknown: z.array(z.string()).default([]),
+    applied: z.array(z.object({ id: z.string(), ops: z.number(), ms: z.number() })).default([]),
+  })
+  .loose();
+type Report = z.infer<typeof reportSchema>;
+
+/** The progress of replication to one subscriber, as /readyz shows it. */
+export interface SubscriberProgress {
+  /** idle, sending, waiting-for-apply (the subscriber is applying; the sender asks for progress), retrying (after a failure). */
+  state: 'idle' | 'sending' | 'waiting-for-apply' | 'retrying';
+  batches_pending: number;
+  readings_pending: number;
+  /** Since this process started: readings sent (a batch sent again counts again) and acknowledged. */
+  readings_sent: number;
+  readings_acked: number;
+  batches_acked: number;
+  /** Sent, not acknowledged yet. */
+  in_flight: { batches: number; readings: number };
+  /** Readings acknowledged per second over the last 30 s (null: none). */
+  rate_per_s: number | null;
+  /** readings_pending at that rate (null: no rate yet). */
+  eta_s: number | null;
+  /** Flow control: readings the next request may carry, and the measured apply time per reading. */
+  request_readings: number;
+  apply_ms_per_reading: number | null;
+  /** Requests that failed or timed out since the last acknowledgement, and the last error. */
+  failures: number;
+  last_error: { code: string; message: string; at: string } | null;
+  last_ack_at: string | null;
 }
 
 interface SenderDeps {
   nodeId: string;
+  /** Deadline of one delivery (or progress question) to a subscriber (SYNCMESH_REPLICATION_TIMEOUT_MS). */
+  sendTimeoutMs: number;
   /** Signs each /replicate for its subscriber (protocol v2); undefined: no mesh secret. */
   auth: MeshAuth | undefined;
   registry: NodeRegistry;
@@ -86,28 +149,58 @@ const encoded = new WeakMap<Batch, string>();
 function batchJson(b: Batch): string {
   let json = encoded.get(b);
   if (json === undefined) {
-    json = BSON.EJSON.stringify({ db: b.db, coll: b.coll, seq: b.seq, ops: b.ops }, { relaxed: true });
+    json = BSON.EJSON.stringify({ id: b._id.toHexString(), db: b.db, coll: b.coll, seq: b.seq, ops: b.ops }, { relaxed: true });
     encoded.set(b, json);
   }
   return json;
 }
 
-/** The first batches whose JSON fits in SEND_MAX_BYTES (at least one). */
-function fitting(batches: readonly Batch[]): Batch[] {
+/** The first batches with at most `readings` operations (at least one batch) whose JSON fits in SEND_MAX_BYTES. */
+function fitting(batches: readonly Batch[], readings: number): Batch[] {
   const out: Batch[] = [];
   let bytes = 0;
+  let ops = 0;
   for (const b of batches) {
     bytes += batchJson(b).length;
-    if (out.length > 0 && bytes > SEND_MAX_BYTES) break;
+    ops += b.ops.length;
+    if (out.length > 0 && (bytes > SEND_MAX_BYTES || ops > readings)) break;
     out.push(b);
   }
   return out;
 }
 
 /** The EJSON text of a ReplicateBody, from the batches' cached encodings. */
-export function replicateJson(origin: string, batches: readonly Batch[]): string {
-  return `{"origin":${JSON.stringify(origin)},"batches":[${batches.map(batchJson).join(',')}]}`;
+export function replicateJson(origin: string, batches: readonly Batch[], opts: { waitMs?: number; retry?: boolean } = {}): string {
+  const wait = opts.waitMs === undefined ? '' : `"wait_ms":${opts.waitMs},`;
+  const retry = opts.retry ? '"retry":true,' : '';
+  return `{"origin":${JSON.stringify(origin)},${wait}${retry}"batches":[${batches.map(batchJson).join(',')}]}`;
 }
+
+/** Parses a subscriber's report; an older subscriber answers 200 `{upserts, deletes, stale}`: all applied. */
+function parseReport(text: string, status: number, sent: readonly Batch[]): Report {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  if (status === 200 && json !== null && typeof json === 'object' && !('acked' in json) && 'upserts' in json) {
+    return { acked: sent.map((b) => b._id.toHexString()), applying: [], unknown: [], applied: [] };
+  }
+  const r = reportSchema.safeParse(json);
+  if (!r.success) {
+    throw new SyncmeshError(
+      'EDGE_SYNCMESH_SUBSCRIBER_BAD_ANSWER',
+      `the subscriber's answer (HTTP ${status}) is not a replication report: ${text.slice(0, 120)}`,
+      {
+        details: { http_status: status },
+      },
+    );
+  }
+  return r.data;
+}
+
+const readingsOf = (batches: readonly Batch[]) => batches.reduce((n, b) => n + b.ops.length, 0);
 
 export class Outbox {
   private readonly outbox: Collection<OutboxDoc>;
@@ -118,6 +211,10 @@ export class Outbox {
   private acks = new Map<string, ObjectId[]>();
   private ackTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  /** Gzipped request bodies shared by subscribers in step (see `compress`). */
+  private readonly gzipped = new Map<string, Promise<Buffer>>();
+  /** Batches and readings not acknowledged yet, per subscriber (counted at start, then kept in memory). */
+  private readonly waiting = new Map<string, { batches: number; readings: number }>();
 
   constructor(
     meta: Db,
@@ -134,22 +231,36 @@ export class Outbox {
 
   async start(): Promise<void> {
     await this.outbox.createIndex({ pending: 1, _id: 1 }, { name: 'pending_1__id_1' });
-    const waiting = (await this.outbox.distinct('pending')) as string[];
-    for (const s of waiting) this.sender(s).wake();
+    this.waiting.clear();
+    for await (const d of this.outbox.find({}, { projection: { pending: 1, n: 1 } })) {
+      for (const s of d.pending) this.count(s, 1, d.n ?? 1);
+    }
+    for (const s of this.waiting.keys()) this.sender(s).wake();
+  }
+
+  private count(subscriber: string, batches: number, readings: number): void {
+    const w = this.waiting.get(subscriber) ?? { batches: 0, readings: 0 };
+    w.batches = Math.max(0, w.batches + batches);
+    w.readings = Math.max(0, w.readings + readings);
+    this.waiting.set(subscriber, w);
   }
 
   /** Stores one batch for all `subscribers` and hands it to their senders; resolves once it is stored. */
   async enqueue(subscribers: readonly string[], db: string, coll: string, ops: ReplicationOp[], seq = this.nextSeq()): Promise<number> {
     if (subscribers.length === 0 || ops.length === 0) return seq;
     const batch: Batch = { _id: new ObjectId(), db, coll, seq, ops };
+    const to = [...new Set(subscribers)];
     try {
-      await this.outbox.insertOne({ ...batch, pending: [...new Set(subscribers)] });
+      await this.outbox.insertOne({ ...batch, pending: to, n: ops.length });
     } catch (err) {
       // The insert may have committed anyway: the senders read the outbox back.
-      for (const s of subscribers) this.sender(s).lostTrack();
+      for (const s of to) this.sender(s).lostTrack();
       throw err;
     }
-    for (const s of subscribers) this.sender(s).offer(batch);
+    for (const s of to) {
+      this.count(s, 1, ops.length);
+      this.sender(s).offer(batch);
+    }
     return seq;
   }
 
@@ -157,6 +268,22 @@ export class Outbox {
   async pending(subscriber?: string): Promise<number> {
     await this.flushAcks();
     return this.outbox.countDocuments(subscriber ? { pending: subscriber } : {});
+  }
+
+  /** Batches not acknowledged yet by `subscriber` (kept in memory). */
+  waitingBatches(subscriber: string): number {
+    return this.waiting.get(subscriber)?.batches ?? 0;
+  }
+
+  /** Progress per subscriber (for /readyz). */
+  progress(): Record<string, SubscriberProgress> {
+    const ids = new Set([...this.waiting.keys(), ...this.senders.keys()]);
+    return Object.fromEntries(
+      [...ids].sort().map((id) => {
+        const w = this.waiting.get(id) ?? { batches: 0, readings: 0 };
+        return [id, this.sender(id).progress(w.batches, w.readings)];
+      }),
+    );
   }
 
   async stop(): Promise<void> {
@@ -170,8 +297,12 @@ export class Outbox {
   }
 
   /** `subscriber` acknowledged these batches; written to the outbox shortly. */
-  private ack(subscriber: string, ids: readonly ObjectId[]): void {
-    this.keepAcks(subscriber, ids);
+  private ack(subscriber: string, batches: readonly Batch[]): void {
+    this.count(subscriber, -batches.length, -readingsOf(batches));
+    this.keepAcks(
+      subscriber,
+      batches.map((b) => b._id),
+    );
     this.scheduleAcks(ACK_FLUSH_MS);
   }
 
@@ -223,18 +354,46 @@ export class Outbox {
     }
   }
 
+  /**
+   * Subscribers in step get the same request (the same batches, flags and origin): it is gzipped
+   * once for all of them (the last GZIP_SHARED requests are kept).
+   */
+  private compress(key: string | undefined, json: string): Promise<Buffer> {
+    if (key === undefined) return gzip(json);
+    let p = this.gzipped.get(key);
+    if (!p) {
+      p = gzip(json);
+      this.gzipped.set(key, p);
+      if (this.gzipped.size > GZIP_SHARED) this.gzipped.delete(this.gzipped.keys().next().value!);
+      p.catch(() => this.gzipped.delete(key));
+    }
+    return p;
+  }
+
   private sender(subscriber: string): Sender {
     let sender = this.senders.get(subscriber);
     if (!sender) {
       sender = new Sender(subscriber, this.outbox, this.deps, {
+        compress: (key, json) => this.compress(key, json),
         stopped: () => this.stopped,
-        ack: (ids) => this.ack(subscriber, ids),
+        ack: (batches) => this.ack(subscriber, batches),
         flushAcks: () => this.flushAcks(),
+        dropped: () => this.waiting.delete(subscriber),
       });
       this.senders.set(subscriber, sender);
     }
     return sender;
   }
+}
+
+interface SenderOwner {
+  /** The gzipped body for `json`, shared by the senders that send the same request (`key`). */
+  compress(key: string | undefined, json: string): Promise<Buffer>;
+  stopped(): boolean;
+  ack(batches: readonly Batch[]): void;
+  flushAcks(): Promise<void>;
+  /** The subscriber's queue was dropped (it left the registry). */
+  dropped(): void;
 }
 
 class Sender {
@@ -256,15 +415,40 @@ class Sender {
   private lastRead = 0;
   /** Batches per request; halved after a subscriber refused a request as too large. */
   private maxBatches = SEND_BATCHES;
+  /** Readings per request, from the subscriber's apply rate. */
+  private readonly flow: FlowControl;
+  /** How long the subscriber may apply before it answers 202. */
+  private readonly applyWaitMs: number;
+  /**
+   * Sent and not acknowledged: the subscriber may be applying them (it answered 202, or the
+   * request failed after it arrived). The sender asks for their progress before sending anything.
+   */
+  private inFlight: Batch[] = [];
+  /** The next request may repeat batches the subscriber already has (it then checks its records). */
+  private retry = false;
   /** The subscriber's registry entry as last read (null: not registered), and when. */
   private target: { node: MeshNode | null; at: number } | undefined;
+  private readonly stats = {
+    state: 'idle' as SubscriberProgress['state'],
+    readingsSent: 0,
+    readingsAcked: 0,
+    batchesAcked: 0,
+    failures: 0,
+    lastError: null as SubscriberProgress['last_error'],
+    lastAckAt: null as string | null,
+    /** Acknowledgements of the last RATE_WINDOW_MS: [time, readings]. */
+    recent: [] as Array<[number, number]>,
+  };
 
   constructor(
     private readonly subscriber: string,
     private readonly outbox: Collection<OutboxDoc>,
     private readonly deps: SenderDeps,
-    private readonly owner: { stopped(): boolean; ack(ids: readonly ObjectId[]): void; flushAcks(): Promise<void> },
-  ) {}
+    private readonly owner: SenderOwner,
+  ) {
+    this.flow = new FlowControl({ targetMs: deps.sendTimeoutMs * TARGET_APPLY_SHARE, ...FLOW_READINGS });
+    this.applyWaitMs = Math.round(deps.sendTimeoutMs * APPLY_WAIT_SHARE);
+  }
 
   /** A batch may have been stored without being handed over: read the outbox back. */
   lostTrack(): void {
@@ -294,6 +478,34 @@ class Sender {
     if (this.timer) clearTimeout(this.timer);
     this.wakeUp?.();
     await this.running;
+  }
+
+  progress(batchesPending: number, readingsPending: number): SubscriberProgress {
+    const now = Date.now();
+    const recent = this.stats.recent.filter(([t]) => now - t <= RATE_WINDOW_MS);
+    this.stats.recent = recent;
+    let rate: number | null = null;
+    if (recent.length > 0) {
+      const span = Math.max(now - recent[0]![0], 1_000);
+      rate = Math.round((recent.reduce((n, [, r]) => n + r, 0) / span) * 1000);
+    }
+    const msPer = this.flow.msPerReading;
+    return {
+      state: this.stats.state,
+      batches_pending: batchesPending,
+      readings_pending: readingsPending,
+      readings_sent: this.stats.readingsSent,
+      readings_acked: this.stats.readingsAcked,
+      batches_acked: this.stats.batchesAcked,
+      in_flight: { batches: this.inFlight.length, readings: readingsOf(this.inFlight) },
+      rate_per_s: rate,
+      eta_s: readingsPending === 0 ? 0 : rate ? Math.round(readingsPending / rate) : null,
+      request_readings: this.flow.budget,
+      apply_ms_per_reading: msPer === undefined ? null : Math.round(msPer * 1000) / 1000,
+      failures: this.stats.failures,
+      last_error: this.stats.lastError,
+      last_ack_at: this.stats.lastAckAt,
+    };
   }
 
   private remember(batches: readonly Batch[]): void {
@@ -334,10 +546,16 @@ class Sender {
         if (sent) attempt = 0;
       } catch (err) {
         const delayMs = backoffDelayMs(attempt++, RETRY_BACKOFF);
-        log.warn({ subscriber: this.subscriber, err: (err as Error).message, retryInMs: delayMs }, 'replication to subscriber failed; will retry');
+        const code = err instanceof SyncmeshError ? err.code : 'EDGE_SYNCMESH_INTERNAL';
+        this.stats.failures++;
+        this.stats.lastError = { code, message: (err as Error).message.slice(0, 300), at: new Date().toISOString() };
+        this.stats.state = 'retrying';
+        this.target = undefined; // the registry is read again before the retry (the address may have changed)
+        log.warn({ subscriber: this.subscriber, code, err: (err as Error).message, retryInMs: delayMs }, 'replication to subscriber failed; will retry');
         await this.sleep(delayMs);
         continue;
       }
+      if (!sent) this.stats.state = 'idle';
       if (!sent && !this.again) await this.sleep(IDLE_POLL_MS);
     }
   }
@@ -351,10 +569,14 @@ class Sender {
     this.lastRead = Date.now();
     await this.owner.flushAcks(); // batches already delivered are not read back
     const docs = await this.outbox
-      .find({ pending: this.subscriber }, { projection: { pending: 0 } })
+      .find({ pending: this.subscriber }, { projection: { pending: 0, n: 0 } })
       .sort({ _id: 1 })
       .limit(this.maxBatches)
       .toArray();
+    // Read back from the outbox: some may have reached the subscriber before (an acknowledgement
+    // lost in a restart), so it checks its records of applied batches.
+    const known = new Set(this.queue.map((b) => b._id.toHexString()));
+    if (docs.some((d) => !known.has(d._id.toHexString()))) this.retry = true;
     this.queue = [];
     this.queued.clear();
     this.remember(docs);
@@ -363,12 +585,21 @@ class Sender {
     return docs;
   }
 
-  /** Sends the oldest batches; false when there was nothing to send. */
-  private async sendOnce(): Promise<boolean> {
-    const batches = fitting(await this.next());
-    if (batches.length === 0) return false;
+  /** The subscriber's registry entry (read again every REGISTRY_TTL_MS and after a failure). */
+  private async node(): Promise<MeshNode | null> {
     if (!this.target || Date.now() - this.target.at > REGISTRY_TTL_MS) this.target = { node: await this.deps.registry.get(this.subscriber), at: Date.now() };
-    const node = this.target.node;
+    return this.target.node;
+  }
+
+  /** Sends the oldest batches (or asks about those in flight); false when there was nothing to do. */
+  private async sendOnce(): Promise<boolean> {
+    if (this.inFlight.length > 0) {
+      await this.settle();
+      return true;
+    }
+    const batches = fitting(await this.next(), this.flow.budget);
+    if (batches.length === 0) return false;
+    const node = await this.node();
     if (!node) {
       this.target = undefined;
       // Unregistered subscribers get nothing more; their queue is dropped on purpose.
@@ -377,37 +608,117 @@ class Sender {
       this.queue = [];
       this.queued.clear();
       this.inSync = false;
+      this.owner.dropped();
       this.deps.log.warn({ subscriber: this.subscriber, dropped: res.modifiedCount }, 'subscriber is no longer in the registry; dropped its queue');
       return false;
     }
-    if (!this.deps.auth) throw new SyncmeshError('EDGE_SYNCMESH_NO_MESH_SECRET', 'this node has no mesh secret, so it cannot sign replication requests');
-    const json = replicateJson(this.deps.nodeId, batches);
-    try {
-      const payload = await gzip(json);
-      // Signed for this subscriber only: a /replicate for B does not verify at C.
-      const signature = this.deps.auth.sign({ path: '/replicate', target: this.subscriber, body: payload, contentEncoding: 'gzip' });
-      const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signature };
-      const res = await post(`${node.address.replace(/\/+$/, '')}/replicate`, payload, headers, AbortSignal.timeout(SEND_TIMEOUT_MS));
-      if (res.status === 413 && batches.length > 1) {
-        this.maxBatches = Math.max(1, Math.floor(batches.length / 2));
-        this.deps.log.warn(
-          { subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches },
-          'subscriber refused the request as too large; sending fewer batches per request',
-        );
-        // Not a failure of the subscriber: send again at once, without backing off.
-        return true;
+    const readings = readingsOf(batches);
+    this.stats.state = 'sending';
+    // Until the subscriber says what became of them, these batches may be applied there.
+    this.inFlight = batches;
+    const key = `${this.applyWaitMs}|${this.retry}|${batches.map((b) => b._id.toHexString()).join(',')}`;
+    const res = await this.call(node, '/replicate', replicateJson(this.deps.nodeId, batches, { waitMs: this.applyWaitMs, retry: this.retry }), key);
+    this.stats.readingsSent += readings;
+    if (res.status === 413 && batches.length > 1) {
+      this.inFlight = []; // refused before anything was applied
+      this.maxBatches = Math.max(1, Math.floor(batches.length / 2));
+      this.flow.tooLarge(readings);
+      this.deps.log.warn(
+        { subscriber: this.subscriber, batches: batches.length, nowAtMost: this.maxBatches, readings: this.flow.budget },
+        'subscriber refused the request as too large; sending fewer batches per request',
+      );
+      // Not a failure of the subscriber: send again at once, without backing off.
+      return true;
+    }
+    if (res.status !== 200 && res.status !== 202) {
+      // A 4xx refuses the request as a whole (nothing applied); after a 5xx an apply may have started.
+      if (res.status < 500) this.inFlight = [];
+      throw new SyncmeshError('EDGE_SYNCMESH_PEER_HTTP_ERROR', `subscriber answered HTTP ${res.status}: ${res.text.slice(0, 200)}`, {
+        details: { http_status: res.status },
+      });
+    }
+    this.take(parseReport(res.text, res.status, batches));
+    if (this.inFlight.length > 0) await this.settle();
+    this.flow.succeeded(readings);
+    this.retry = false;
+    return true;
+  }
+
+  /** Asks the subscriber about the batches in flight until none is being applied any more. */
+  private async settle(): Promise<void> {
+    const node = await this.node();
+    if (!node) {
+      this.inFlight = []; // sendOnce drops the queue
+      return;
+    }
+    while (this.inFlight.length > 0 && !this.stopped) {
+      this.stats.state = 'waiting-for-apply';
+      const ids = this.inFlight.map((b) => b._id.toHexString());
+      const body = JSON.stringify({ origin: this.deps.nodeId, ids, wait_ms: this.applyWaitMs });
+      const res = await this.call(node, '/replicate/status', body);
+      if (res.status === 404) {
+        // A subscriber of an older version (no status endpoint): send them again; its revision
+        // checks make that a no-op for what it applied.
+        this.inFlight = [];
+        this.retry = true;
+        return;
       }
       if (res.status !== 200) {
-        throw new SyncmeshError('EDGE_SYNCMESH_PEER_HTTP_ERROR', `subscriber answered HTTP ${res.status}: ${res.text.slice(0, 200)}`, {
+        throw new SyncmeshError('EDGE_SYNCMESH_PEER_HTTP_ERROR', `subscriber answered HTTP ${res.status} to a progress question: ${res.text.slice(0, 200)}`, {
           details: { http_status: res.status },
         });
       }
+      this.take(parseReport(res.text, res.status, []));
+    }
+  }
+
+  /** Takes a subscriber's report on the batches in flight: acknowledges, keeps, or marks for sending again. */
+  private take(report: Report): void {
+    const acked = new Set(report.acked);
+    const unknown = new Set(report.unknown);
+    let ops = 0;
+    let ms = 0;
+    const inFlight = new Set(this.inFlight.map((b) => b._id.toHexString()));
+    for (const a of report.applied) {
+      if (!inFlight.has(a.id)) continue;
+      ops += a.ops;
+      ms += a.ms;
+    }
+    this.flow.applied(ops, ms);
+    const done = this.inFlight.filter((b) => acked.has(b._id.toHexString()));
+    if (done.length > 0) {
+      this.forget(done);
+      this.owner.ack(done);
+      const n = readingsOf(done);
+      this.stats.readingsAcked += n;
+      this.stats.batchesAcked += done.length;
+      this.stats.failures = 0;
+      this.stats.lastAckAt = new Date().toISOString();
+      this.stats.recent.push([Date.now(), n]);
+    }
+    // Unknown there (never arrived, or its apply failed): sent again, first, by the next request.
+    if (unknown.size > 0) this.retry = true;
+    this.inFlight = this.inFlight.filter((b) => !acked.has(b._id.toHexString()) && !unknown.has(b._id.toHexString()));
+  }
+
+  /** One signed POST to the subscriber; a timeout shrinks the next requests. */
+  private async call(node: MeshNode, path: '/replicate' | '/replicate/status', json: string, shareKey?: string) {
+    if (!this.deps.auth) throw new SyncmeshError('EDGE_SYNCMESH_NO_MESH_SECRET', 'this node has no mesh secret, so it cannot sign replication requests');
+    const payload = await this.owner.compress(shareKey, json);
+    // Signed for this subscriber only: a /replicate for B does not verify at C.
+    const signature = this.deps.auth.sign({ path, target: this.subscriber, body: payload, contentEncoding: 'gzip' });
+    const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip', ...signature };
+    const signal = AbortSignal.timeout(this.deps.sendTimeoutMs);
+    try {
+      return await post(`${node.address.replace(/\/+$/, '')}${path}`, payload, headers, signal);
     } catch (err) {
-      this.target = undefined; // the registry is read again before the retry (the address may have changed)
+      if (signal.aborted) {
+        this.flow.timedOut();
+        throw new SyncmeshError('EDGE_SYNCMESH_SUBSCRIBER_TIMEOUT', `the subscriber did not answer ${path} within ${this.deps.sendTimeoutMs} ms`, {
+          cause: err,
+        });
+      }
       throw err;
     }
-    this.forget(batches);
-    this.owner.ack(batches.map((b) => b._id));
-    return true;
   }
 }

@@ -58,13 +58,21 @@ export interface TestNode {
   app: App;
   client: MongoClient;
   db: TestServer | undefined;
+  /**
+   * Stops the function (replication, then the server) and starts a new one on the same port and
+   * database, as a restarted process would (`app` is the new one).
+   */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Starts a node; `env` overrides the test defaults (an undefined value removes one, e.g. `SYNCMESH_WRITE_KEY: undefined`). */
-export async function startNode(id: string, env: Record<string, string | undefined> = {}): Promise<TestNode> {
+/**
+ * Starts a node; `env` overrides the test defaults (an undefined value removes one, e.g.
+ * `SYNCMESH_WRITE_KEY: undefined`); `heapMb`: its test server's heap (default 96 MB, one sensor-month).
+ */
+export async function startNode(id: string, env: Record<string, string | undefined> = {}, opts: { heapMb?: number } = {}): Promise<TestNode> {
   const real = process.env['MONGODB_URI'];
-  const db = real ? undefined : await startTestServer();
+  const db = real ? undefined : await startTestServer(opts.heapMb === undefined ? {} : { heapMb: opts.heapMb });
   const uri = real ?? db!.uri;
   const config = loadConfig({
     PORT: '0',
@@ -74,6 +82,8 @@ export async function startNode(id: string, env: Record<string, string | undefin
     SYNCMESH_MESH_SECRET: MESH_SECRET,
     SYNCMESH_NODE_TIMEOUT_MS: '1500',
     SYNCMESH_DEADLINE_MS: '3000',
+    // no background anti-entropy rounds unless a test asks for them
+    SYNCMESH_ANTI_ENTROPY_INTERVAL_S: '0',
     SYNCMESH_WRITE_KEY: WRITE_KEY,
     // never a key file of the machine the tests run on
     SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
@@ -83,23 +93,34 @@ export async function startNode(id: string, env: Record<string, string | undefin
     ...env,
   });
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 3000 });
-  const app = buildApp({ config, client, log: createLogger({ level: config.logLevel, svc: 'syncmesh-fn', node: id }) });
-  await app.service.stores.ensureIndexes();
-  await app.replication.start();
-  app.server.listen(0, '127.0.0.1');
-  await once(app.server, 'listening');
-  const { port } = app.server.address() as AddressInfo;
+  const launch = async (port: number) => {
+    const app = buildApp({ config, client, log: createLogger({ level: config.logLevel, svc: 'syncmesh-fn', node: id }) });
+    await app.service.stores.ensureIndexes();
+    await app.replication.start();
+    app.server.listen(port, '127.0.0.1');
+    await once(app.server, 'listening');
+    return app;
+  };
+  const shut = async (app: App) => {
+    await app.replication.stop();
+    app.server.closeAllConnections();
+    await new Promise<void>((r) => app.server.close(() => r()));
+  };
+  const first = await launch(0);
+  const { port } = first.server.address() as AddressInfo;
   idsByUrl.set(`http://127.0.0.1:${port}/function/syncmesh-fn`, id);
-  return {
+  const node: TestNode = {
     id,
     url: `http://127.0.0.1:${port}/function/syncmesh-fn`,
-    app,
+    app: first,
     client,
     db,
+    async restart() {
+      await shut(node.app);
+      node.app = await launch(port);
+    },
     async close() {
-      await app.replication.stop();
-      app.server.closeAllConnections();
-      await new Promise<void>((r) => app.server.close(() => r()));
+      await shut(node.app);
       if (real) {
         for (const name of [...config.databases, config.metaDatabase]) await client.db(name).dropDatabase();
       }
@@ -107,6 +128,7 @@ export async function startNode(id: string, env: Record<string, string | undefin
       await db?.stop();
     },
   };
+  return node;
 }
 
 export interface Answer {
@@ -156,9 +178,9 @@ export async function seed(node: TestNode, readings: Array<Record<string, unknow
     .insertMany(readings.map((r) => ({ ...r })));
 }
 
-/** Polls `probe` every 50 ms until it returns true; fails with `what` after `timeoutMs` (the lab's one fixed-interval poll). */
-export function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  return waitForEvery(what, probe, timeoutMs, 50);
+/** Polls `probe` every `everyMs` (50) until it returns true; fails with `what` after `timeoutMs` (the lab's one fixed-interval poll). */
+export function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000, everyMs = 50): Promise<void> {
+  return waitForEvery(what, probe, timeoutMs, everyMs);
 }
 
 /** An HTTP server that accepts requests and answers after `delayMs` (or never, with Infinity). */

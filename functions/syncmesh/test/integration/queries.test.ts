@@ -122,5 +122,11 @@ test('queries - health and readiness', async () => {
   assert.equal((await fetch(`${base}/healthz`)).status, 200);
   const ready = await fetch(`${node.url}/readyz`);
   assert.equal(ready.status, 200);
-  assert.deepEqual(await ready.json(), { status: 'ready', node: 'q1' });
+  const body = (await ready.json()) as Record<string, any>;
+  assert.deepEqual({ status: body['status'], node: body['node'] }, { status: 'ready', node: 'q1' });
+  // replication progress: nothing subscribed, nothing held, no rounds (anti-entropy is off in tests)
+  assert.deepEqual(body['replication']['subscribers'], {});
+  assert.deepEqual(body['replication']['origins'], {});
+  assert.deepEqual(body['replication']['snapshots'], []);
+  assert.equal(body['replication']['anti_entropy']['interval_s'], 0);
 });
