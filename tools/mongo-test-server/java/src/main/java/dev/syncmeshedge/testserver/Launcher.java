@@ -21,6 +21,7 @@ import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.oplog.Oplog;
+import de.bwaldvogel.mongo.wire.message.MongoMessage;
 import org.h2.mvstore.MVStore;
 
 /**
@@ -50,12 +51,18 @@ public final class Launcher {
      */
     static final int DEFAULT_H2_RETENTION_S = 300;
 
+    /** Commands that write (--durable-writes commits after each of them). */
+    static final java.util.Set<String> WRITE_COMMANDS = java.util.Set.of("insert", "update", "delete", "findAndModify", "findandmodify",
+            "create", "drop", "dropDatabase", "createIndexes", "dropIndexes", "renameCollection");
+
     private static final String USAGE = String.join("\n",
-            "usage: mongo-test-server [--bind HOST] [--port PORT] [--data-dir DIR] [--oplog-max-entries N]",
+            "usage: mongo-test-server [--bind HOST] [--port PORT] [--data-dir DIR [--durable-writes]] [--oplog-max-entries N]",
             "                         [--oplog-max-age-seconds S] [--h2-retention-seconds S] [--exit-on-stdin-eof]",
             "  --bind HOST                address to listen on (default 127.0.0.1)",
             "  --port PORT                TCP port, 0 picks a free one (default 27017)",
             "  --data-dir DIR             keep data on disk in DIR/mongo.mv (H2 MVStore); default: in memory",
+            "  --durable-writes           with --data-dir: commit the store before answering a command that wrote,",
+            "                             so kill -9 loses nothing acknowledged (default: H2 commits once a second)",
             "  --oplog-max-entries N      oplog entries kept for change streams (default " + DEFAULT_OPLOG_MAX_ENTRIES + ")",
             "  --oplog-max-age-seconds S  oplog entries older than this are dropped (default " + DEFAULT_OPLOG_MAX_AGE_S + ")",
             "  --h2-retention-seconds S   with --data-dir: how long replaced chunks are kept for readers of older",
@@ -71,6 +78,7 @@ public final class Launcher {
         int port = 27017;
         Path dataDir = null;
         boolean exitOnStdinEof = false;
+        boolean durableWrites = false;
         int oplogMaxEntries = DEFAULT_OPLOG_MAX_ENTRIES;
         int oplogMaxAgeS = DEFAULT_OPLOG_MAX_AGE_S;
         int h2RetentionS = DEFAULT_H2_RETENTION_S;
@@ -83,6 +91,7 @@ public final class Launcher {
                 case "--oplog-max-age-seconds" -> oplogMaxAgeS = parsePositive("--oplog-max-age-seconds", value(args, ++i));
                 case "--h2-retention-seconds" -> h2RetentionS = parsePositive("--h2-retention-seconds", value(args, ++i));
                 case "--exit-on-stdin-eof" -> exitOnStdinEof = true;
+                case "--durable-writes" -> durableWrites = true;
                 case "--help", "-h" -> {
                     System.out.println(USAGE);
                     return;
@@ -91,7 +100,11 @@ public final class Launcher {
             }
         }
 
+        if (durableWrites && dataDir == null) {
+            fail("--durable-writes needs --data-dir (an in-memory server keeps nothing across a restart)");
+        }
         int maxEntries = oplogMaxEntries;
+        boolean durable = durableWrites;
         Duration maxAge = Duration.ofSeconds(oplogMaxAgeS);
         AtomicReference<CappedOplog> capped = new AtomicReference<>();
         AbstractMongoBackend backend;
@@ -112,6 +125,26 @@ public final class Launcher {
                 protected Oplog createOplog() {
                     capped.set(CappedOplog.create(this, oplogStorage(this), getCursorRegistry(), maxEntries, maxAge));
                     return capped.get();
+                }
+
+                /**
+                 * --durable-writes: a write command (and any other that left changes) is
+                 * committed, written to the file, before it is answered, as MongoDB's journal with
+                 * j:true. Every current driver sends its commands as OP_MSG, which arrive here.
+                 * The commit takes the store's lock first, so it waits for a commit in progress
+                 * and then writes what is left: concurrent writers are covered too. No fsync:
+                 * survives kill -9 of this process, not a power cut.
+                 */
+                @Override
+                public Document handleMessage(MongoMessage message) {
+                    try {
+                        return super.handleMessage(message);
+                    } finally {
+                        String command = message.getDocument().keySet().stream().findFirst().orElse("");
+                        if (durable && (WRITE_COMMANDS.contains(command) || store.hasUnsavedChanges())) {
+                            store.commit();
+                        }
+                    }
                 }
             };
         }
