@@ -44,6 +44,9 @@ import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import { httpOk, leftovers, run } from '@syncmesh-edge/lab';
 import { SDK_MAIN, type SdkClient } from '../../src/chaos-driver.js';
 import { pathToFileURL } from 'node:url';
+import { assertOriginalBodiesExact } from '../../src/testing/original-bodies.js';
+import { trackedConnections } from '../../src/network.js';
+import { linkProxies } from '../../src/plan.js';
 import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
@@ -282,6 +285,36 @@ test("faasd mesh - the aggregate through each node's gateway equals the value co
     for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
       assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${n.id} ${k}: mesh ${got[k]} vs direct ${want[k]}`);
     }
+  }
+});
+
+test("faasd mesh - the original client's bodies naming the function_urls mesh-up prints are answered exactly through every gateway, through the links", {
+  skip,
+}, async () => {
+  const lines = await assertOriginalBodiesExact(mesh.topology, mesh.secret, expected, DEADLINE_MS + 10_000);
+  for (const l of lines) process.stderr.write(`[faasd test] original bodies (faasd runtime): ${l}\n`);
+  // the function's (and the agent's) container asked its peers' own addresses; node-1's namespace
+  // sent every such connection (routed from the container bridge: PREROUTING) to the link's
+  // proxy on the host
+  const plan = readState(join(stateRoot, name))!.plan;
+  const node1 = plan.nodes[0]!;
+  const links = new Map(
+    linkProxies(plan)
+      .filter((l) => l.from === 1)
+      .map((l) => [l.upstream, l]),
+  );
+  const conns = (await trackedConnections(node1)).filter((c) => links.has(`${c.dst}:${c.dport}`));
+  assert.ok(
+    conns.some((c) => c.dport === 8080),
+    "node-1's function connected to its peers' gateways",
+  );
+  for (const c of conns) {
+    const l = links.get(`${c.dst}:${c.dport}`)!;
+    assert.deepEqual(
+      [c.replySrc, c.replySport],
+      [l.listenHost, l.listenPort],
+      `${c.src} -> ${c.dst}:${c.dport} answered by ${l.name}'s proxy: ${JSON.stringify(c)}`,
+    );
   }
 });
 
