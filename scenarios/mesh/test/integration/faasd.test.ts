@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { postFunction, type TimedAnswer } from '../../src/client.js';
 import { down, status, up, type MeshHandle } from '../../src/mesh.js';
-import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
+import { expectedFromMongo, expectedOf, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, originalRequest } from '../../src/queries.js';
 import { readState } from '../../src/state.js';
 import {
@@ -82,18 +82,8 @@ function aggregateOf(a: TimedAnswer): { count: number; average_temperature: numb
   return a.answer.data!['sensorsAggregate'] as never;
 }
 
-async function expected(start: string, end: string): Promise<ExpectedAggregate> {
-  return cfg.dataDir
-    ? expectedFromCsv(
-        [1, 2, 3].map((i) => join(cfg.dataDir!, `${i}.csv`)),
-        start,
-        end,
-      )
-    : expectedFromMongo(
-        mesh.topology.nodes.map((n) => n.mongodb_uri),
-        start,
-        end,
-      );
+function expected(start: string, end: string): Promise<ExpectedAggregate> {
+  return expectedOf({ dataDir: cfg.dataDir, uris: mesh.topology.nodes.map((n) => n.mongodb_uri) }, start, end);
 }
 
 function nodePid(nodeId: string): number {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { postFunction, type TimedAnswer } from '../../src/client.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
-import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
+import { expectedOf, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
 import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 import { leftovers } from '@syncmesh-edge/lab';
@@ -44,19 +44,9 @@ function assertEqualAggregate(got: ReturnType<typeof aggregateOf>, want: Expecte
   }
 }
 
-async function expected(nodes: number[]): Promise<ExpectedAggregate> {
-  return cfg.dataDir
-    ? expectedFromCsv(
-        nodes.map((i) => join(cfg.dataDir!, `${i}.csv`)),
-        MONTH_START,
-        MONTH_END,
-      )
-    : expectedFromMongo(
-        nodes.map((i) => mesh.topology.nodes[i - 1]!.mongodb_uri),
-        MONTH_START,
-        MONTH_END,
-      );
-}
+/** The truth over some nodes' data (1-based), or over all of them. */
+const source = () => ({ dataDir: cfg.dataDir, uris: mesh.topology.nodes.map((n) => n.mongodb_uri) });
+const expected = (nodes: number[]): Promise<ExpectedAggregate> => expectedOf(source(), MONTH_START, MONTH_END, nodes);
 
 const query = () =>
   postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), {
@@ -112,23 +102,7 @@ test('mesh e2e - the mesh-wide aggregate equals the value computed directly from
 });
 
 test("mesh e2e - the original client's bodies naming the function_urls mesh-up prints are answered exactly through every node", { skip }, async () => {
-  const lines = await assertOriginalBodiesExact(
-    mesh.topology,
-    mesh.secret,
-    (start, end) =>
-      cfg.dataDir
-        ? expectedFromCsv(
-            [1, 2, 3].map((i) => join(cfg.dataDir!, `${i}.csv`)),
-            start,
-            end,
-          )
-        : expectedFromMongo(
-            mesh.topology.nodes.map((n) => n.mongodb_uri),
-            start,
-            end,
-          ),
-    DEADLINE_MS + 10_000,
-  );
+  const lines = await assertOriginalBodiesExact(mesh.topology, mesh.secret, (start, end) => expectedOf(source(), start, end), DEADLINE_MS + 10_000);
   for (const l of lines) console.log(`# original bodies (process runtime): ${l}`);
 });
 
