@@ -314,16 +314,25 @@ async function driverWrite<T>(fn: () => Promise<T>): Promise<{ outcome: QueryOut
 }
 
 /** Relative weights of the writers' operations (the non-inserts need an acknowledged reading of the node). */
-const WRITE_MIX = { insert: 4, delete: 1, update: 1, replace: 1, set: 1 } as const;
+export const WRITE_MIX = { insert: 4, delete: 1, update: 1, replace: 1, set: 1 } as const;
+export type WriteOp = keyof typeof WRITE_MIX;
 
 /**
  * Writes to a random node, one request at a time: inserts (addSensors), updates (the function's
  * `update`) and deletes (deleteSensor) through its function; replaces and `$set` updates
- * straight into its database with the driver (when `ctx.databases` is given). Every insert,
+ * straight into its database with the driver (when `ctx.databases` is given); `ops` narrows the
+ * mix (inserts must stay in it). Every insert,
  * update and replace gives the reading a new version, so the check can tell a stale replica.
  */
-export async function runWriter(ctx: WorkerContext, rng: Prng, writes: WriteRecord[], nextKey: () => number): Promise<Record<keyof typeof WRITE_MIX, number>> {
+export async function runWriter(
+  ctx: WorkerContext,
+  rng: Prng,
+  writes: WriteRecord[],
+  nextKey: () => number,
+  ops: readonly WriteOp[] = Object.keys(WRITE_MIX) as WriteOp[],
+): Promise<Record<WriteOp, number>> {
   const sent = { insert: 0, delete: 0, update: 0, replace: 0, set: 0 };
+  const on = (op: WriteOp) => (ops.includes(op) ? WRITE_MIX[op] : 0);
   while (!ctx.stop.aborted) {
     const node = rng.int(1, ctx.topology.nodes.length);
     const url = ctx.topology.nodes[node - 1]!.function_url;
@@ -331,11 +340,11 @@ export async function runWriter(ctx: WorkerContext, rng: Prng, writes: WriteReco
     const candidates = writes.filter((w) => w.origin === node && w.acked && !w.deleted && !w.deleteUncertain && !w.busy);
     const some = candidates.length > 0 ? 1 : 0;
     const op = rng.weighted({
-      insert: WRITE_MIX.insert,
-      delete: WRITE_MIX.delete * some,
-      update: WRITE_MIX.update * some,
-      replace: WRITE_MIX.replace * some * (db ? 1 : 0),
-      set: WRITE_MIX.set * some * (db ? 1 : 0),
+      insert: on('insert'),
+      delete: on('delete') * some,
+      update: on('update') * some,
+      replace: on('replace') * some * (db ? 1 : 0),
+      set: on('set') * some * (db ? 1 : 0),
     });
     const startMs = elapsed(ctx.t0);
     sent[op]++;
@@ -555,7 +564,7 @@ export interface OutageOptions {
   readonly oplogMaxEntries: number;
   /** Readings per insertMany; each batch is followed by one bulkWrite of updates, replaces and deletes of earlier ones. */
   readonly batch?: number;
-  /** How long the listener may take to ask for the resync after the restart. */
+  /** How long the listener may take to have its resync acknowledged by the function after the restart (default 300 s; no other fault of the node runs meanwhile). */
   readonly resyncDeadlineMs?: number;
   /** Ends the background watch of the subscribers' catch-up. */
   readonly watchUntil: AbortSignal;
@@ -575,10 +584,10 @@ export interface OutageReport {
   oplog_max_entries: number;
   /** From the kill until the node's processes were started again. */
   down_s: number;
-  /** Resyncs the restarted listener requested (history lost: the oplog moved past its position). */
+  /** Resyncs the restarted listener requested and the function acknowledged (history lost: the oplog moved past its position). */
   resyncs: number;
-  /** From the restart until the listener had requested the resync. */
-  resync_requested_s: number | null;
+  /** From the restart until the function had acknowledged the listener's resync request. */
+  resync_acknowledged_s: number | null;
   /** From the restart until both subscribers held as many replicas of the node as it holds readings (polled); null: not within the watch. */
   caught_up_s: number | null;
 }
@@ -620,7 +629,7 @@ export async function runOutage(
     oplog_max_entries: opts.oplogMaxEntries,
     down_s: 0,
     resyncs: 0,
-    resync_requested_s: null,
+    resync_acknowledged_s: null,
     caught_up_s: null,
   };
   const mine: WriteRecord[] = [];
@@ -724,20 +733,20 @@ export async function runOutage(
     }
   };
   try {
-    await waitFor(`the listener of node-${node} to ask for a resync`, async () => (report.resyncs = await resyncs()) > 0, opts.resyncDeadlineMs ?? 120_000);
-    report.resync_requested_s = Number(((performance.now() - up) / 1000).toFixed(1));
+    await waitFor(`the listener of node-${node} to ask for a resync`, async () => (report.resyncs = await resyncs()) > 0, opts.resyncDeadlineMs ?? 300_000);
+    report.resync_acknowledged_s = Number(((performance.now() - up) / 1000).toFixed(1));
   } catch (err) {
     log(`outage of node-${node}: ${(err as Error).message}`);
   }
   log(
-    `outage of node-${node}: back after ${report.down_s} s; resyncs requested: ${report.resyncs}${report.resync_requested_s !== null ? ` (${report.resync_requested_s} s after the restart)` : ''}`,
+    `outage of node-${node}: back after ${report.down_s} s; resyncs acknowledged: ${report.resyncs}${report.resync_acknowledged_s !== null ? ` (${report.resync_acknowledged_s} s after the restart)` : ''}`,
   );
   const caughtUp = watchCatchUp(ctx, node, subscribers, up, report, opts.watchUntil, log);
   return { report, caughtUp };
 }
 
 /**
- * Polls (every 2 s, until `until` is aborted) until both subscribers hold as many replicas of
+ * Polls (every 5 s, until `until` is aborted) until both subscribers hold as many replicas of
  * `node` as it holds readings: the resync and the events after it have arrived (counts only;
  * the exact check comes after the heal).
  */
@@ -770,7 +779,7 @@ async function watchCatchUp(
     } catch (err) {
       squashError(err); // a database is down for a fault meanwhile
     }
-    await sleep(2_000, undefined, { signal: until }).catch(squashError);
+    await sleep(5_000, undefined, { signal: until }).catch(squashError);
   }
   log(`outage of node-${node}: the subscribers had not caught up when the watch ended`);
 }

@@ -58,7 +58,9 @@ import {
   FaultDriver,
   readHoldings,
   runOutage,
+  WRITE_MIX,
   type OutageReport,
+  type WriteOp,
   runCrdtWorker,
   runReader,
   runWriter,
@@ -83,9 +85,17 @@ const durationS = Number(process.env['CHAOS_DURATION_S'] ?? 25);
 const outageReadings = Number(process.env['CHAOS_OUTAGE_READINGS'] ?? 2_000);
 /** Every test server's oplog keeps half of that: the outage writes more than it holds, so a resync follows. */
 const oplogMaxEntries = Math.max(200, Math.floor(outageReadings / 2));
+/**
+ * Each test server's heap: the test server keeps query results, the oplog's documents and the
+ * snapshot batches in its heap; 96 MB ran out (OutOfMemoryError) on the outage node of a
+ * 20,000-reading outage, so 1 MB more per 100 readings.
+ */
+const mongoHeapMb = 96 + Math.ceil(outageReadings / 100);
+/** CHAOS_WRITES=insert,delete narrows the writers' mix (default: insert, delete, update, replace, set). */
+const writeOps = (process.env['CHAOS_WRITES'] ?? Object.keys(WRITE_MIX).join(',')).split(',').map((s) => s.trim()) as WriteOp[];
 // printed before anything else, so a failed or interrupted run can always be replayed
 console.log(
-  `# chaos seed=${seed} duration_s=${durationS} outage_readings=${outageReadings} (replay: CHAOS_SEED=${seed} CHAOS_DURATION_S=${durationS} CHAOS_OUTAGE_READINGS=${outageReadings})`,
+  `# chaos seed=${seed} duration_s=${durationS} outage_readings=${outageReadings} writes=${writeOps.join(',')} (replay: CHAOS_SEED=${seed} CHAOS_DURATION_S=${durationS} CHAOS_OUTAGE_READINGS=${outageReadings} CHAOS_WRITES=${writeOps.join(',')})`,
 );
 
 const builtMains = [
@@ -99,6 +109,9 @@ const skip =
   (!(durationS >= 5) ? `CHAOS_DURATION_S must be at least 5, got ${process.env['CHAOS_DURATION_S']}` : false) ||
   (!(Number.isInteger(outageReadings) && outageReadings >= 0)
     ? `CHAOS_OUTAGE_READINGS must be a non-negative integer, got ${process.env['CHAOS_OUTAGE_READINGS']}`
+    : false) ||
+  (!writeOps.includes('insert') || writeOps.some((o) => !(o in WRITE_MIX))
+    ? `CHAOS_WRITES must list insert and any of ${Object.keys(WRITE_MIX).join(', ')}, got ${process.env['CHAOS_WRITES']}`
     : false) ||
   netnsSkipReason() ||
   builtMains.map((m) => (existsSync(m) ? false : `needs ${m} (make build)`)).find(Boolean) ||
@@ -155,7 +168,7 @@ before(async () => {
     MESH_DATA: dataDir,
     // on disk, so that a restarted test server still holds everything it acknowledged
     MESH_MONGO_STORAGE: 'disk',
-    MESH_MONGO_HEAP_MB: '96',
+    MESH_MONGO_HEAP_MB: String(mongoHeapMb),
     MESH_MONGO_OPLOG_MAX_ENTRIES: String(oplogMaxEntries),
     MESH_NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS),
     MESH_DEADLINE_MS: String(FN_DEADLINE_MS),
@@ -275,8 +288,8 @@ test('mesh chaos - acknowledged writes, updates, replaces, deletes and CRDT ops 
   });
 
   const workers = Promise.all([
-    runWriter(ctx, rng.fork('writer-1'), writes, nextKey),
-    runWriter(ctx, rng.fork('writer-2'), writes, nextKey),
+    runWriter(ctx, rng.fork('writer-1'), writes, nextKey, writeOps),
+    runWriter(ctx, rng.fork('writer-2'), writes, nextKey, writeOps),
     runReader(ctx, rng.fork('reader')),
     runCrdtWorker(ctx, rng.fork('crdt'), clients, model, nextKey),
   ]);
