@@ -54,6 +54,8 @@ export class FaultDriver {
   readonly windows: FaultWindow[] = [];
   readonly executed: Fault[] = [];
   readonly errors: string[] = [];
+  /** Processes that exited during their start and were started again (`role of node-i: reason`). */
+  readonly restarts: string[] = [];
   /** cut/restore one at a time: two neighbours share a link, and its toxics must end up right. */
   private links: Promise<unknown> = Promise.resolve();
 
@@ -62,6 +64,25 @@ export class FaultDriver {
     private readonly log: (line: string) => void,
     private readonly outageWork?: OutageWork,
   ) {}
+
+  /**
+   * Starts a process of a node again as the appliance's supervisor would (`restart:
+   * on-failure`): one that exits during its start (the MISO agent does when its database does
+   * not answer within 10 s) is started again, up to 4 more times, 1, 2, 4, 8 s apart. Each
+   * such restart is recorded; the last failure is thrown.
+   */
+  private async start(ref: string, role: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await startNodeService(this.cfg, ref, role);
+        return;
+      } catch (err) {
+        if (attempt >= 4 || !/exited during start/.test((err as Error).message)) throw err;
+        this.restarts.push(`${role} of node-${ref}: ${(err as Error).message.split('\n')[0]}`);
+        await sleep(1_000 * 2 ** attempt);
+      }
+    }
+  }
 
   /** kill -9 of one process of a node (if it runs); resolves once it is gone. */
   private async kill9(ref: string, role: string): Promise<void> {
@@ -103,7 +124,7 @@ export class FaultDriver {
         case 'kill': {
           await this.kill9(ref, f.role!);
           await sleep(f.holdMs);
-          await startNodeService(this.cfg, ref, f.role!);
+          await this.start(ref, f.role!);
           break;
         }
         case 'db-kill': {
@@ -111,7 +132,7 @@ export class FaultDriver {
           // journaling MongoDB: nothing acknowledged may be lost
           await this.kill9(ref, 'mongo');
           await sleep(f.holdMs);
-          await startNodeService(this.cfg, ref, 'mongo');
+          await this.start(ref, 'mongo');
           break;
         }
         case 'outage': {
@@ -122,7 +143,7 @@ export class FaultDriver {
           await this.outageWork(f.node, async () => {
             const left = f.holdMs - (performance.now() - down);
             if (left > 0) await sleep(left); // the plan's least hold; the writes may take longer
-            for (const role of roles) await startNodeService(this.cfg, ref, role);
+            for (const role of roles) await this.start(ref, role);
           });
           break;
         }
@@ -135,7 +156,7 @@ export class FaultDriver {
           const rec = nodeProcess(this.cfg.stateRoot, this.cfg.name, ref, 'mongo');
           if (rec) await stopProcess(rec); // SIGTERM: the on-disk store is committed and closed
           await sleep(f.holdMs);
-          await startNodeService(this.cfg, ref, 'mongo');
+          await this.start(ref, 'mongo');
           break;
         }
         case 'db-freeze': {
@@ -174,7 +195,7 @@ export class FaultDriver {
           if (role === 'mongo') process.kill(rec.pid, 'SIGCONT'); // harmless when it runs
           continue;
         }
-        await startNodeService(this.cfg, String(node.index), role);
+        await this.start(String(node.index), role);
         done.push(`started ${role} of ${node.id}`);
       }
     }
