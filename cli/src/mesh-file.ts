@@ -33,7 +33,16 @@ export const meshNodeSchema = z
     peers: z.record(z.string(), url).describe("the URL this node's registry holds for each peer, by peer id (may be empty)"),
     namespace: z.string().nullable().describe("the node's network namespace (emulated mesh, Ansible lab) or the namespace of its VM's link; null: the host's"),
     host_interface: z.string().nullable().describe("the host side of the node's link (where to capture its traffic); null when there is none"),
-    agent_peers: z.record(z.string(), z.string()).nullable().optional().describe("emulated mesh only: where this node's agent reaches each peer's agent"),
+    agent_peers: z.record(z.string(), z.string()).nullable().optional().describe("emulated mesh only: where this node's agent dials each peer's agent (the peers' own addresses)"),
+    links: z
+      .record(z.string(), hostPort)
+      .optional()
+      .describe("emulated mesh only: the link proxy on the host that this node's connection to each peer's function really crosses"),
+    agent_links: z
+      .record(z.string(), hostPort)
+      .nullable()
+      .optional()
+      .describe('emulated mesh only: the link proxy each agent connection crosses; null with mDNS (direct links) or when no agent runs'),
     gateway_url: url.optional().describe('faasd nodes: the OpenFaaS gateway (/healthz, /system/info, /system/logs)'),
     basic_auth_file: z
       .string()

@@ -42,6 +42,10 @@ for host in hosts:
             "listener_url": f"http://{addr}:8091",
         }
     )
+# what every node's registry holds for its peers (the syncmesh_node role's registry.yml.j2): their
+# own function URLs, the same as their function_url here
+for node in nodes:
+    node["peers"] = {p["id"]: p["function_url"] for p in nodes if p is not node}
 topology = {
     "runtime": "faasd",
     "mesh": "ansible",

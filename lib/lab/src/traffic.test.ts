@@ -182,7 +182,7 @@ test('traffic - VMs on a bridge: the layout comes from the topology, every packe
   assert.equal(r.counted_bytes, 2300 + 1850);
 });
 
-test('traffic - the emulated mesh topology: peers through the host are link proxies', () => {
+test('traffic - the emulated mesh topology: nodes name peers by their own addresses; the links and agent links it lists are the proxies', () => {
   const l = layoutFromTopology({
     host_address: H,
     nodes: [
@@ -192,14 +192,16 @@ test('traffic - the emulated mesh topology: peers through the host are link prox
         function_url: `http://${N1}:8080/function/syncmesh-fn`,
         agent_address: `${N1}:7070`,
         mongodb_uri: `mongodb://${N1}:27017/?directConnection=true`,
-        peers: { 'node-2': `http://${H}:20102/function/syncmesh-fn` },
-        agent_peers: { 'node-2': `${H}:25102` },
+        peers: { 'node-2': `http://${N2}:8080/function/syncmesh-fn` },
+        links: { 'node-2': `${H}:20102` },
+        agent_links: { 'node-2': `${H}:25102` },
       },
     ],
   });
   assert.deepEqual(l.proxyHost?.meshProxies.get(20102), { from: 'node-1', to: 'node-2' });
   assert.deepEqual(l.proxyHost?.agentProxies.get(25102), { from: 'node-1', to: 'node-2' });
   assert.equal(l.proxyHost?.agentProxies.size, 1);
+  assert.equal(l.proxyHost?.meshProxies.size, 1, "a peer's own URL is not a proxy");
   assert.deepEqual(l.clientAddrs, []);
   assert.deepEqual(l.nodes[0], { id: 'node-1', addr: N1, functionPort: 8080, agentPort: 7070, mongoPort: 27017 });
 });

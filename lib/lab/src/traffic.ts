@@ -297,10 +297,12 @@ export interface TopologyLike {
     function_url: string;
     agent_address: string | null;
     mongodb_uri: string | null;
-    /** How this node reaches each peer: a link proxy on the host, or the peer itself. */
+    /** The URL this node names each peer by (its registry entry). */
     peers: Readonly<Record<string, string>>;
-    /** How this node's agent reaches each peer's agent (host:port): an agent link proxy on the host, or the agent itself; absent or null without agents. */
-    agent_peers?: Readonly<Record<string, string>> | null;
+    /** The emulated mesh: the link proxy (host:port) this node's traffic to each peer's function crosses; absent for real links (VMs). */
+    links?: Readonly<Record<string, string>> | null;
+    /** The emulated mesh: the agent link proxy (host:port) to each peer's agent; absent or null when the agents connect directly or none run. */
+    agent_links?: Readonly<Record<string, string>> | null;
   }[];
 }
 
@@ -310,22 +312,25 @@ function portOf(url: string, fallback: number): number {
 }
 
 /**
- * The layout of a mesh from its topology: node addresses and ports; peers (and peer agents,
- * `agent_peers`) reached through the host (`host_address`) are link proxies (the emulated mesh),
- * peers reached at their own address are direct (VMs on a bridge, real links). `clientAddrs` defaults to the host's address when
- * the mesh has no link proxies (the operator's machine is the client).
+ * The layout of a mesh from its topology: node addresses and ports; the link proxies on the host
+ * (`host_address`) that `links` and `agent_links` list are the emulated mesh's (its nodes name
+ * each other by their own addresses, and their namespaces redirect those to the proxies, so the
+ * packets on the wire go to the proxies); without them, nodes reach each other directly (VMs on a
+ * bridge, real links). `clientAddrs` defaults to the host's address when the mesh has no link
+ * proxies (the operator's machine is the client).
  */
 export function layoutFromTopology(t: TopologyLike, opts: { clientAddrs?: readonly string[] } = {}): Layout {
   const meshProxies = new Map<number, { from: string; to: string }>();
   const agentProxies = new Map<number, { from: string; to: string }>();
   for (const n of t.nodes) {
-    for (const [to, url] of Object.entries(n.peers)) {
-      const u = new URL(url);
-      if (u.hostname === t.host_address) meshProxies.set(portOf(url, 80), { from: n.id, to });
-    }
-    for (const [to, address] of Object.entries(n.agent_peers ?? {})) {
-      const u = new URL(`tcp://${address}`);
-      if (u.hostname === t.host_address && u.port) agentProxies.set(Number(u.port), { from: n.id, to });
+    for (const [proxies, into] of [
+      [n.links, meshProxies],
+      [n.agent_links, agentProxies],
+    ] as const) {
+      for (const [to, address] of Object.entries(proxies ?? {})) {
+        const u = new URL(`tcp://${address}`);
+        if (u.hostname === t.host_address && u.port) into.set(Number(u.port), { from: n.id, to });
+      }
     }
   }
   const proxied = meshProxies.size + agentProxies.size > 0;

@@ -63,8 +63,9 @@ const topologySchema = z.object({
         namespace: z.string().nullable(),
         host_interface: z.string().nullable(),
         peers: z.record(z.string(), url),
-        // the emulated mesh's agent links (scenarios/mesh); Terraform meshes have none
-        agent_peers: z.record(z.string(), z.string()).nullable().optional(),
+        // the emulated mesh's link proxies (scenarios/mesh); Terraform meshes have none
+        links: z.record(z.string(), z.string()).nullable().optional(),
+        agent_links: z.record(z.string(), z.string()).nullable().optional(),
       }),
     )
     .min(1)

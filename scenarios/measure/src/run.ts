@@ -316,7 +316,8 @@ async function runCell(
   if (baseline && (!central || !ingest)) throw new ScenarioError('EDGE_SCENARIO_CONFIG', 'a baseline cell needs the central server');
   const first = mesh.nodes[0]!;
   const entry = baseline ? central!.clientUrl : first.function_url;
-  // node-1 reaches its peers through their emulated links: the proxied URLs from its topology entry
+  // the peers' URLs as node-1's registry holds them (their own addresses; node-1's namespace
+  // redirects them to its emulated links): the original client's external_nodes
   const peers = mesh.nodes.slice(1, spec.nodes).map((n) => first.peers[n.id]!);
   const forward = baseline ? 'none' : cfg.radiusKm !== undefined ? 'registry' : 'external';
   const env: Record<string, string> = {

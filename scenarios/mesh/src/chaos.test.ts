@@ -1,6 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { countFaults, CrdtModel, planFaults, Prng, queryStats, verifyCrdts, verifyData, type Fault, type WriteRecord } from './chaos.js';
+import {
+  canonicalFields,
+  countFaults,
+  CrdtModel,
+  planFaults,
+  planOutage,
+  Prng,
+  queryStats,
+  verifyCrdts,
+  verifyData,
+  type Fault,
+  type HeldReading,
+  type WriteRecord,
+} from './chaos.js';
 
 const SEEDS = [0, 1, 7, 42, 1234, 99999, 2 ** 31 - 1];
 
@@ -60,13 +73,35 @@ test('chaos plan - faults are bounded: healed by the end, one per node at a time
 test('chaos plan - a long plan reaches every kind, every killable role and every node', () => {
   const faults = planFaults({ seed: 5, nodes: 5, durationMs: 600_000 });
   const kinds = countFaults(faults);
-  for (const k of ['kill:function', 'kill:listener', 'kill:agent', 'partition', 'db-restart', 'db-freeze'])
+  for (const k of ['kill:function', 'kill:listener', 'kill:agent', 'partition', 'db-restart', 'db-kill', 'db-freeze'])
     assert.ok((kinds[k] ?? 0) > 0, `no ${k} in ${JSON.stringify(kinds)}`);
+  assert.equal(kinds['outage'], undefined, 'an outage is never drawn, only placed');
   assert.deepEqual([...new Set(faults.map((f) => f.node))].sort(), [1, 2, 3, 4, 5]);
   assert.deepEqual(
     countFaults(planFaults({ seed: 5, nodes: 5, durationMs: 600_000, weights: { partition: 0, 'db-restart': 0, 'db-freeze': 0 } })).partition,
     undefined,
   );
+});
+
+test('chaos plan - the outage is placed once, from the seed; the drawn faults keep clear of its node while it lasts', () => {
+  const settleMs = 2_000;
+  for (const seed of SEEDS) {
+    const outage = planOutage(seed, 5, 60_000, 20_000);
+    assert.deepEqual(outage, planOutage(seed, 5, 60_000, 20_000));
+    assert.equal(outage.atMs, 12_000);
+    const faults = planFaults({ seed, nodes: 5, durationMs: 60_000, settleMs, reserved: [outage] });
+    const placed = faults.filter((f) => f.kind === 'outage');
+    assert.equal(placed.length, 1);
+    assert.deepEqual(
+      faults.map((f) => f.seq),
+      faults.map((_, i) => i + 1),
+      'numbered in time order',
+    );
+    for (const f of faults) {
+      if (f !== placed[0] && f.node === outage.node) assert.ok(!overlaps(f, placed[0]!, settleMs), `seed ${seed}: fault ${f.seq} overlaps the outage`);
+    }
+    for (let i = 1; i < faults.length; i++) assert.ok(faults[i - 1]!.atMs <= faults[i]!.atMs);
+  }
 });
 
 test('chaos plan - bad options are refused', () => {
@@ -107,25 +142,31 @@ const w = (key: number, origin: number, over: Partial<WriteRecord> = {}): WriteR
   ...over,
 });
 const subs = (o: number) => (o === 1 ? [2] : []);
+/** A reading at `key` with version `v` (a replace may drop a field: `extra`). */
+const r = (key: number, v = 0, extra: Record<string, unknown> = { pressure: 94_000 }): HeldReading => ({
+  key,
+  value: v,
+  fields: canonicalFields({ timestamp: new Date(key), temperature: v, ...extra }),
+});
 
 test('chaos data - exact: acknowledged on origin and subscriber once, deleted nowhere, uncertain consistent', () => {
   const writes = [w(1, 1), w(2, 1, { deleted: true }), w(3, 1, { acked: false }), w(4, 1, { acked: false })];
   const good = verifyData(
     writes,
     [
-      { node: 1, own: [1, 3], replicas: new Map() },
-      { node: 2, own: [], replicas: new Map([[1, [1, 3]]]) },
+      { node: 1, own: [r(1), r(3)], replicas: new Map() },
+      { node: 2, own: [], replicas: new Map([[1, [r(1), r(3)]]]) },
     ],
     subs,
   );
-  assert.deepEqual([good.losses, good.duplicates, good.resurrected, good.orphans], [[], [], [], []]);
+  assert.deepEqual([good.losses, good.duplicates, good.resurrected, good.orphans, good.stale], [[], [], [], [], []]);
   assert.equal(good.uncertainHeld, 1);
 
   const bad = verifyData(
     writes,
     [
-      { node: 1, own: [1, 1, 2], replicas: new Map() },
-      { node: 2, own: [9], replicas: new Map([[1, [4]]]) },
+      { node: 1, own: [r(1), r(1), r(2)], replicas: new Map() },
+      { node: 2, own: [r(9)], replicas: new Map([[1, [r(4)]]]) },
     ],
     subs,
   );
@@ -133,6 +174,31 @@ test('chaos data - exact: acknowledged on origin and subscriber once, deleted no
   assert.equal(bad.resurrected.length, 1);
   assert.deepEqual(bad.losses.length, 2, bad.losses.join('; ')); // 1 and 2 are not on the subscriber (2 is also resurrected)
   assert.equal(bad.orphans.length, 2, bad.orphans.join('; ')); // 9 was never sent to node-2; node-1 lacks 4
+});
+
+test('chaos data - versions: the origin holds its last acknowledged write (or a later unanswered one), every replica the same fields', () => {
+  const writes = [w(1, 1, { value: 5, maybe: [] }), w(2, 1, { value: 6, maybe: [8] }), w(3, 1, { value: 7, maybe: [] })];
+  const origin = { node: 1, own: [r(1, 5), r(2, 8), r(3, 7, {})], replicas: new Map() };
+  const good = verifyData(writes, [origin, { node: 2, own: [], replicas: new Map([[1, [r(1, 5), r(2, 8), r(3, 7, {})]]]) }], subs);
+  assert.deepEqual([good.losses, good.stale], [[], []]);
+  // a replica behind its origin's update, and one that kept the field a replace dropped
+  const stale = verifyData(writes, [origin, { node: 2, own: [], replicas: new Map([[1, [r(1, 4), r(2, 8), r(3, 7)]]]) }], subs);
+  assert.equal(stale.stale.length, 2, stale.stale.join('; '));
+  assert.match(stale.stale[0]!, /replica of node-1's 1 is version 4, node-1 holds version 5/);
+  assert.deepEqual(stale.losses, []);
+  // the origin lost an acknowledged update
+  const lost = verifyData(writes, [{ ...origin, own: [r(1, 3), r(2, 8), r(3, 7, {})] }], () => []);
+  assert.equal(lost.losses.length, 1);
+  assert.match(lost.losses[0]!, /holds version 3 of 1, but its last acknowledged write set 5/);
+});
+
+test('chaos data - canonical fields ignore the replica bookkeeping and key order', () => {
+  const t = new Date(1000);
+  assert.equal(
+    canonicalFields({ _id: 'x', temperature: 1, timestamp: t }),
+    canonicalFields({ timestamp: t, _rev: 9, _origin: 'node-1', _origin_id: 'x', temperature: 1, _id: 'node-1|x' }),
+  );
+  assert.notEqual(canonicalFields({ temperature: 1 }), canonicalFields({ temperature: 1, pressure: 2 }));
 });
 
 test('chaos crdt - agents must agree and match the acknowledged ops; uncertain ops widen the range only', () => {

@@ -28,10 +28,16 @@ export type KillableRole = (typeof KILLABLE_ROLES)[number];
  * - `partition`: cut the node off (toxiproxy cut of all its links + iptables DROP in its
  *   namespace, so agent traffic is cut too); restored after `holdMs`.
  * - `db-restart`: stop the node's test server (SIGTERM: the on-disk store is committed), start it
- *   again after `holdMs`. See the README on why the test server is not killed with SIGKILL.
+ *   again after `holdMs`.
+ * - `db-kill`: SIGKILL the test server (it commits every write before answering it, as MongoDB's
+ *   journal does: `--durable-writes`), start it again after `holdMs`. Its oplog is gone, so the
+ *   node's listener resyncs.
  * - `db-freeze`: SIGSTOP the test server (a database that hangs), SIGCONT after `holdMs`.
+ * - `outage`: the node goes down (function, listener and agent killed) while its database keeps
+ *   taking its sensors' writes, more than its oplog holds; never drawn at random (weight 0):
+ *   placed once by `planOutage`, held until the writes are done (see chaos-driver.ts).
  */
-export const FAULT_KINDS = ['kill', 'partition', 'db-restart', 'db-freeze'] as const;
+export const FAULT_KINDS = ['kill', 'partition', 'db-restart', 'db-kill', 'db-freeze', 'outage'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface Fault {
@@ -69,15 +75,28 @@ export interface PlanOptions {
   settleMs?: number;
   /** No fault starts before this offset (the workers get going first). */
   warmupMs?: number;
+  /** Faults placed beforehand (an outage): the drawn ones keep clear of their nodes and count them as active. */
+  reserved?: readonly Fault[];
 }
 
-export const DEFAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = { kill: 5, partition: 3, 'db-restart': 1, 'db-freeze': 1 };
+export const DEFAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = { kill: 5, partition: 3, 'db-restart': 1, 'db-kill': 1, 'db-freeze': 1, outage: 0 };
 export const DEFAULT_HOLD_MS: Readonly<Record<FaultKind, readonly [number, number]>> = {
   kill: [100, 3_000],
   partition: [1_000, 6_000],
   'db-restart': [200, 2_000],
+  'db-kill': [200, 2_000],
   'db-freeze': [500, 3_000],
+  outage: [5_000, 5_000],
 };
+
+/**
+ * The one outage of a run: a node (drawn from the seed) goes down at `atFraction` of the chaos
+ * phase for at least `holdMs` (the driver holds it longer until its writes are done).
+ */
+export function planOutage(seed: number, nodes: number, durationMs: number, holdMs: number, atFraction = 0.2): Fault {
+  const node = new Prng(seed).fork('outage').int(1, nodes);
+  return { seq: 0, atMs: Math.round(durationMs * atFraction), node, kind: 'outage', holdMs };
+}
 
 /**
  * The faults of one run: every fault starts after the warm-up and is healed by `durationMs`;
@@ -96,9 +115,11 @@ export function planFaults(opts: PlanOptions): Fault[] {
   if (opts.nodes < 1) throw new RangeError(`nodes must be at least 1, got ${opts.nodes}`);
   if (gapMin < 1 || gapMax < gapMin) throw new RangeError(`gapMs must be [min >= 1, max >= min], got [${gapMin}, ${gapMax}]`);
 
-  const faults: Fault[] = [];
-  /** Per node: busy until (fault end + settle). */
-  const busyUntil = new Array<number>(opts.nodes + 1).fill(0);
+  const reserved = opts.reserved ?? [];
+  const faults: Fault[] = [...reserved];
+  /** Per node: busy from-until (fault start, fault end + settle). */
+  const busy = (node: number, at: number, hold: number) =>
+    faults.some((f) => f.node === node && f.atMs < at + hold + settleMs && at < f.atMs + f.holdMs + settleMs);
   let t = warmupMs;
   for (;;) {
     t += rng.int(gapMin, gapMax);
@@ -116,16 +137,15 @@ export function planFaults(opts: PlanOptions): Fault[] {
     let node = 0;
     for (let k = 0; k < opts.nodes; k++) {
       const cand = ((wanted - 1 + k) % opts.nodes) + 1;
-      if (busyUntil[cand]! <= t) {
+      if (!busy(cand, t, holdMs)) {
         node = cand;
         break;
       }
     }
     if (node === 0) continue;
-    busyUntil[node] = t + holdMs + settleMs;
-    faults.push({ seq: faults.length + 1, atMs: t, node, kind, ...(role ? { role } : {}), holdMs });
+    faults.push({ seq: 0, atMs: t, node, kind, ...(role ? { role } : {}), holdMs });
   }
-  return faults;
+  return faults.sort((a, b) => a.atMs - b.atMs).map((f, i) => ({ ...f, seq: i + 1 }));
 }
 
 /** Faults by kind (`kill` split by role, e.g. `kill:agent`), for the summary. */
@@ -198,14 +218,14 @@ export function queryStats(records: readonly QueryRecord[], windows: readonly Fa
 
 // ---------------------------------------------------------------------------------- data checks
 
-/** A reading the writer tried to insert: its unique key, and what became of it. */
+/** A reading the writers tried to insert: its unique key, and what became of it. */
 export interface WriteRecord {
   /** Unique per run: the reading's timestamp (ms since epoch) identifies it everywhere. */
   readonly key: number;
   readonly origin: number;
   /** When the insert was sent (ms from the start of the chaos phase). */
   readonly atMs?: number;
-  /** The function acknowledged the insert (answered its id). */
+  /** The insert was acknowledged (the function answered its id, or the driver the write). */
   acked: boolean;
   /** The id the origin answered, when acked. */
   id?: string;
@@ -213,19 +233,48 @@ export interface WriteRecord {
   deleted: boolean;
   /** A delete was sent without an acknowledgement: the reading may or may not be gone. */
   deleteUncertain: boolean;
-  /** A writer is deleting it right now. */
-  deleting?: boolean;
+  /**
+   * The reading's version (its `temperature`, unique per write in a run) as the last
+   * acknowledged insert, update or replace left it.
+   */
+  value?: number;
+  /** Versions of writes sent since that one without an acknowledgement: the origin may hold any of them instead. */
+  maybe?: number[];
+  /** A writer is changing or deleting it right now (one write at a time per reading). */
+  busy?: boolean;
 }
 
-/** What one node holds: its own readings' keys, and its replicas' keys per origin (with repeats). */
+/** One reading as a node holds it: its key, its version and all its data fields (canonical JSON). */
+export interface HeldReading {
+  readonly key: number;
+  readonly value: number | null;
+  readonly fields: string;
+}
+
+/** What one node holds: its own readings, and its replicas per origin (with repeats). */
 export interface NodeHoldings {
   readonly node: number;
-  readonly own: readonly number[];
-  readonly replicas: ReadonlyMap<number, readonly number[]>;
+  readonly own: readonly HeldReading[];
+  readonly replicas: ReadonlyMap<number, readonly HeldReading[]>;
+}
+
+/** Fields a replica adds to the reading (functions/syncmesh/src/replication/replicas.ts); `_id` differs too. */
+const REPLICA_FIELDS = new Set(['_id', '_origin', '_origin_id', '_rev']);
+
+/**
+ * A reading's data fields as one canonical string (sorted keys, dates as ISO strings), without
+ * `_id` and the replica's own fields, so an origin's document and its replica compare equal
+ * exactly when the replica is up to date (a replace that dropped a field must drop it there too).
+ */
+export function canonicalFields(doc: Readonly<Record<string, unknown>>): string {
+  const keys = Object.keys(doc)
+    .filter((k) => !REPLICA_FIELDS.has(k))
+    .sort();
+  return JSON.stringify(keys.map((k) => [k, doc[k] instanceof Date ? (doc[k] as Date).toISOString() : doc[k]]));
 }
 
 export interface DataVerdict {
-  /** Acknowledged, not deleted, and missing from its origin or from a subscriber. */
+  /** Acknowledged, not deleted, and missing from its origin or from a subscriber; or an acknowledged update the origin does not hold. */
   losses: string[];
   /** A key held twice by one node (own or replica). */
   duplicates: string[];
@@ -233,66 +282,80 @@ export interface DataVerdict {
   resurrected: string[];
   /** A reading held by a subscriber that its origin does not hold (or a key nobody wrote). */
   orphans: string[];
+  /** A replica whose fields differ from its origin's reading (an update, replace or the reading itself not applied). */
+  stale: string[];
   /** Readings whose insert or delete was never acknowledged and that exist (consistently). */
   uncertainHeld: number;
+}
+
+function byKey(list: readonly HeldReading[]): Map<number, HeldReading[]> {
+  const m = new Map<number, HeldReading[]>();
+  for (const r of list) {
+    const l = m.get(r.key);
+    if (l) l.push(r);
+    else m.set(r.key, [r]);
+  }
+  return m;
 }
 
 /**
  * The exact promise, for every origin o and every node s subscribed to o:
  * - an acknowledged insert that was not deleted is on o and on s exactly once;
+ * - o holds the version of its last acknowledged write (or of one sent later without an answer);
  * - a reading whose delete was acknowledged is on neither;
- * - whatever o holds (also an unacknowledged insert that did land) s holds exactly once, and s
- *   holds nothing of o that o does not hold;
- * - no node holds any key twice, and nobody holds a key the writer never sent.
+ * - whatever o holds (also an unacknowledged insert that did land) s holds exactly once, with
+ *   the same fields, and s holds nothing of o that o does not hold;
+ * - no node holds any key twice, and nobody holds a key the writers never sent.
  */
 export function verifyData(
   writes: readonly WriteRecord[],
   holdings: readonly NodeHoldings[],
   subscribersOf: (origin: number) => readonly number[],
 ): DataVerdict {
-  const v: DataVerdict = { losses: [], duplicates: [], resurrected: [], orphans: [], uncertainHeld: 0 };
-  const byKey = new Map(writes.map((w) => [w.key, w]));
-  const byNode = new Map(holdings.map((h) => [h.node, h]));
-  const counts = (keys: readonly number[]) => {
-    const m = new Map<number, number>();
-    for (const k of keys) m.set(k, (m.get(k) ?? 0) + 1);
-    return m;
-  };
-  const ownCounts = new Map(holdings.map((h) => [h.node, counts(h.own)]));
+  const v: DataVerdict = { losses: [], duplicates: [], resurrected: [], orphans: [], stale: [], uncertainHeld: 0 };
+  const written = new Map(writes.map((w) => [w.key, w]));
+  const own = new Map(holdings.map((h) => [h.node, byKey(h.own)]));
+  const replicas = new Map(holdings.map((h) => [h.node, new Map([...h.replicas].map(([o, list]) => [o, byKey(list)]))]));
   for (const h of holdings) {
-    for (const [k, n] of ownCounts.get(h.node)!) {
-      if (n > 1) v.duplicates.push(`node-${h.node} holds its reading ${k} ${n} times`);
-      const w = byKey.get(k);
-      if (!w || w.origin !== h.node) v.orphans.push(`node-${h.node} holds reading ${k}, which the writer never sent to it`);
+    for (const [k, list] of own.get(h.node)!) {
+      if (list.length > 1) v.duplicates.push(`node-${h.node} holds its reading ${k} ${list.length} times`);
+      const w = written.get(k);
+      if (!w || w.origin !== h.node) v.orphans.push(`node-${h.node} holds reading ${k}, which the writers never sent to it`);
     }
-    for (const [origin, keys] of h.replicas) {
-      const originOwn = ownCounts.get(origin) ?? new Map<number, number>();
-      for (const [k, n] of counts(keys)) {
-        if (n > 1) v.duplicates.push(`node-${h.node} holds the replica of node-${origin}'s ${k} ${n} times`);
-        if (!originOwn.has(k)) {
-          const w = byKey.get(k);
+    for (const [origin, keys] of replicas.get(h.node)!) {
+      const originOwn = own.get(origin) ?? new Map<number, HeldReading[]>();
+      for (const [k, list] of keys) {
+        if (list.length > 1) v.duplicates.push(`node-${h.node} holds the replica of node-${origin}'s ${k} ${list.length} times`);
+        const there = originOwn.get(k);
+        if (!there) {
+          const w = written.get(k);
           if (w?.deleted) v.resurrected.push(`node-${h.node} still holds the replica of node-${origin}'s ${k}, whose delete was acknowledged`);
           else v.orphans.push(`node-${h.node} holds a replica of node-${origin}'s ${k}, which node-${origin} does not hold`);
+        } else if (list.some((r) => r.fields !== there[0]!.fields)) {
+          v.stale.push(`node-${h.node}'s replica of node-${origin}'s ${k} is version ${list[0]!.value}, node-${origin} holds version ${there[0]!.value}`);
         }
       }
     }
   }
   for (const w of writes) {
-    const origin = byNode.get(w.origin);
+    const origin = own.get(w.origin);
     if (!origin) continue;
-    const onOrigin = ownCounts.get(w.origin)!.get(w.key) ?? 0;
+    const held = origin.get(w.key);
+    const onOrigin = held?.length ?? 0;
     if (w.deleted && onOrigin > 0) v.resurrected.push(`node-${w.origin} still holds ${w.key}, whose delete was acknowledged`);
     const at = w.atMs === undefined ? '' : ` (inserted at t=${(w.atMs / 1000).toFixed(1)} s)`;
     if (w.acked && !w.deleted && !w.deleteUncertain && onOrigin === 0) v.losses.push(`node-${w.origin} lost its acknowledged reading ${w.key}${at}`);
     if (onOrigin > 0 && (!w.acked || w.deleteUncertain)) v.uncertainHeld++;
     if (onOrigin === 0) continue;
+    const accepted = [...(w.value !== undefined ? [w.value] : []), ...(w.maybe ?? [])];
+    if (w.value !== undefined && !accepted.includes(held![0]!.value as number)) {
+      v.losses.push(
+        `node-${w.origin} holds version ${held![0]!.value} of ${w.key}, but its last acknowledged write set ${w.value}${w.maybe?.length ? ` (or one of ${w.maybe.join(', ')})` : ''}${at}`,
+      );
+    }
     for (const s of subscribersOf(w.origin)) {
-      const held =
-        byNode
-          .get(s)
-          ?.replicas.get(w.origin)
-          ?.filter((k) => k === w.key).length ?? 0;
-      if (held === 0)
+      const there = replicas.get(s)?.get(w.origin)?.get(w.key)?.length ?? 0;
+      if (there === 0)
         v.losses.push(
           `node-${s} (subscribed to node-${w.origin}) lacks the replica of ${w.key}${at}${w.acked ? '' : ', insert not acknowledged, but on its origin'}`,
         );

@@ -63,6 +63,8 @@ const envSchema = z.object({
   MESH_REPLAY_WINDOW_MS: z.coerce.number().int().positive().optional(),
   MESH_MONGO_STORAGE: z.enum(['disk', 'memory']).default('memory'),
   MESH_MONGO_HEAP_MB: z.coerce.number().int().min(32).max(4096).default(DEFAULT_MONGO_HEAP_MB),
+  MESH_MONGO_OPLOG_MAX_ENTRIES: z.coerce.number().int().positive().optional(),
+  MESH_MONGO_OPLOG_MAX_AGE_S: z.coerce.number().int().positive().optional(),
   MESH_READY_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_READY_TIMEOUT_MS),
   MESH_START_CONCURRENCY: z.coerce.number().int().min(1).max(MAX_NODES).default(DEFAULT_START_CONCURRENCY),
   MESH_FUNCTION_MAIN: z
@@ -126,6 +128,9 @@ export interface MeshConfig {
   /** disk: each node's test server keeps its data in its own data directory; memory: in the JVM heap. */
   readonly mongoStorage: 'disk' | 'memory';
   readonly mongoHeapMb: number;
+  /** The test server's oplog window (`--oplog-max-entries`, `--oplog-max-age-seconds`); undefined keeps its defaults (10,000 entries, 120 s). */
+  readonly mongoOplogMaxEntries: number | undefined;
+  readonly mongoOplogMaxAgeS: number | undefined;
   readonly readyTimeoutMs: number;
   readonly startConcurrency: number;
   readonly functionMain: string;
@@ -182,6 +187,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     replayWindowMs: e.MESH_REPLAY_WINDOW_MS,
     mongoStorage: e.MESH_MONGO_STORAGE,
     mongoHeapMb: e.MESH_MONGO_HEAP_MB,
+    mongoOplogMaxEntries: e.MESH_MONGO_OPLOG_MAX_ENTRIES,
+    mongoOplogMaxAgeS: e.MESH_MONGO_OPLOG_MAX_AGE_S,
     readyTimeoutMs: e.MESH_READY_TIMEOUT_MS,
     startConcurrency: e.MESH_START_CONCURRENCY,
     functionMain: resolve(e.MESH_FUNCTION_MAIN),

@@ -12,7 +12,7 @@ import { clientNamespace, startMeshCapture, type MeshTraffic } from './capture.j
 import type { MeshConfig } from './config.js';
 import { postFunction, type TimedAnswer } from './client.js';
 import { down, up, type Progress } from './mesh.js';
-import { expectedFromCsv, expectedFromMongo, relDiff } from './oracle.js';
+import { expectedOf, relDiff } from './oracle.js';
 import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from './queries.js';
 import { join } from 'node:path';
 
@@ -125,17 +125,7 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
         out.push(`  ${name}: ${n.node} ${n.status} ${fmt(n.ms, 1)} ms${n['reason'] ? ` (${String(n['reason'])})` : ''}`);
       for (const e of a.answer.errors ?? []) out.push(`  ${name}: error ${e.message}`);
     }
-    const expected = cfg.dataDir
-      ? await expectedFromCsv(
-          mesh.plan.nodes.map((n) => join(cfg.dataDir!, `${n.index}.csv`)),
-          MONTH_START,
-          MONTH_END,
-        )
-      : await expectedFromMongo(
-          mesh.topology.nodes.map((n) => n.mongodb_uri),
-          MONTH_START,
-          MONTH_END,
-        );
+    const expected = await expectedOf({ dataDir: cfg.dataDir, uris: mesh.topology.nodes.map((n) => n.mongodb_uri) }, MONTH_START, MONTH_END);
     const ok = agg !== undefined && agg['count'] === expected.count && relDiff(agg['average_temperature'] as number, expected.average_temperature) <= 1e-9;
     out.push(
       `  aggregate vs ${cfg.dataDir ? 'the CSV files' : "the nodes' databases"} computed directly: count ${expected.count}, avg temp ${fmt(expected.average_temperature, 3)} -> ${ok ? 'equal' : 'DIFFERENT'}`,

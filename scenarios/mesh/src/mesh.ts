@@ -3,8 +3,9 @@
  *
  * Order of `up` (every step records itself in the state file first, so `down` can undo any
  * prefix of it): preflight (changes nothing) -> bridge -> toxiproxy with one proxy per directed
- * pair (and one more per pair for the agents' links) -> per node (a few at a time): namespace,
- * MongoDB, data, function -> registries -> link profile -> topology.json.
+ * pair (and one more per pair for the agents' links) -> per node (a few at a time): namespace
+ * (with the redirects of its peers' addresses to its links), MongoDB, data, function ->
+ * registries -> link profile -> topology.json.
  */
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -328,7 +329,11 @@ async function startService(svc: NodeService, ctx: ServiceContext, state: MeshSt
   );
 }
 
-/** Each node learns its own location (set by the loader) and every peer at its proxied address. */
+/**
+ * Each node learns its own location (set by the loader) and every peer at the address its links
+ * name it by: the peer's own function URL (the node's namespace redirects it to the link's proxy),
+ * or the proxy's URL in loopback mode.
+ */
 export async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState): Promise<void> {
   await pool(plan.nodes, 4, async (node) => {
     const own = await ownNode(node.functionUrl, secret);

@@ -4,6 +4,7 @@
  * answer with it.
  */
 import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { MongoClient } from 'mongodb';
 import { MeshError } from './errors.js';
@@ -98,6 +99,31 @@ export async function expectedFromMongo(uris: readonly string[], start: string, 
     }
   }
   return finish(s);
+}
+
+/**
+ * The expected aggregate of a mesh's nodes (1-based `nodes`, default all): from their CSV files
+ * (`dataDir/<i>.csv`) when the mesh loaded them, else straight from their databases (`uris`,
+ * node i at `uris[i - 1]`).
+ */
+export function expectedOf(
+  source: { dataDir?: string | undefined; uris: readonly string[] },
+  start: string,
+  end: string,
+  nodes?: readonly number[],
+): Promise<ExpectedAggregate> {
+  const which = nodes ?? source.uris.map((_, i) => i + 1);
+  return source.dataDir
+    ? expectedFromCsv(
+        which.map((i) => join(source.dataDir!, `${i}.csv`)),
+        start,
+        end,
+      )
+    : expectedFromMongo(
+        which.map((i) => source.uris[i - 1]!),
+        start,
+        end,
+      );
 }
 
 /**

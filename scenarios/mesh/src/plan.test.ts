@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { linkRedirectRules, LINK_CHAIN, redirectedLinks } from './network.js';
 import { misoPeers } from './services.js';
 import {
   defaultPortBase,
@@ -31,13 +32,35 @@ test('plan - one proxy per directed pair, on distinct host ports', () => {
   }
 });
 
-test('plan - a link forwards to the destination function and is reached at the host address', () => {
+test("plan - a link forwards to the destination function; netns: the source names the destination's own URL, redirected to the link", () => {
   const plan = planMesh({ name: 'sme0', nodes: 3, isolation: 'netns', subnet: '10.77.3.0/24', stateRoot: '/tmp/x' });
   const l = plan.links.find((x) => x.from === 1 && x.to === 2)!;
   assert.equal(l.upstream, '10.77.3.12:8080');
-  assert.equal(l.url, 'http://10.77.3.1:20102/function/syncmesh-fn');
+  assert.equal(`${l.listenHost}:${l.listenPort}`, '10.77.3.1:20102');
+  assert.equal(l.url, 'http://10.77.3.12:8080/function/syncmesh-fn', "the peer's own function URL, as mesh-up prints it");
+  assert.equal(l.url, plan.nodes[1]!.functionUrl);
+  assert.equal(l.redirected, true);
   assert.equal(plan.nodes[0]!.functionUrl, 'http://10.77.3.11:8080/function/syncmesh-fn');
   assert.equal(plan.nodes[0]!.netns, 'sme0-n1');
+  // loopback: no namespace to redirect in, so the registry names the proxy
+  const lo = planMesh({ name: 'sme0', nodes: 3, isolation: 'loopback', portBase: 30000, stateRoot: '/tmp/x' });
+  const ll = lo.links.find((x) => x.from === 1 && x.to === 2)!;
+  assert.equal(ll.redirected, false);
+  assert.equal(ll.url, `http://127.0.0.1:${ll.listenPort}/function/syncmesh-fn`);
+});
+
+test("plan - netns: each node's namespace redirects exactly its outgoing links, a peer's address and port to that link's proxy", () => {
+  const plan = planMesh({ name: 'sme0', nodes: 3, isolation: 'netns', subnet: '10.77.3.0/24', stateRoot: '/tmp/x', agentLinks: true });
+  const links = redirectedLinks(plan, plan.nodes[0]!);
+  assert.deepEqual(links.map((l) => l.name).sort(), ['node-1>node-2', 'node-1>node-2:agent', 'node-1>node-3', 'node-1>node-3:agent']);
+  const rules = linkRedirectRules(links).split('\n');
+  assert.deepEqual(rules.slice(0, 4), ['*nat', `:${LINK_CHAIN} - [0:0]`, `-A OUTPUT -j ${LINK_CHAIN}`, `-A PREROUTING -j ${LINK_CHAIN}`]);
+  assert.ok(rules.includes(`-A ${LINK_CHAIN} -d 10.77.3.12/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.77.3.1:20102`), rules.join('\n'));
+  assert.ok(rules.includes(`-A ${LINK_CHAIN} -d 10.77.3.13/32 -p tcp -m tcp --dport 7070 -j DNAT --to-destination 10.77.3.1:25103`), rules.join('\n'));
+  assert.equal(rules.filter((r) => r.includes('DNAT')).length, 4);
+  assert.equal(rules.at(-2), 'COMMIT');
+  const lo = planMesh({ name: 'sme0', nodes: 3, isolation: 'loopback', portBase: 30000, stateRoot: '/tmp/x', agentLinks: true });
+  assert.deepEqual(redirectedLinks(lo, lo.nodes[0]!), [], 'loopback: nothing to redirect, the peers are named by their proxies');
 });
 
 test('plan - meshes with different names get different subnets and port ranges', () => {
@@ -61,7 +84,8 @@ test('plan - agent links: one proxy per directed pair, on host ports of their ow
         assert.equal(l.name, `node-${l.from}>node-${l.to}:agent`);
         const dest = plan.nodes[l.to - 1]!;
         assert.equal(l.upstream, `${dest.addr}:${dest.agentPort}`, 'forwards to the destination agent');
-        assert.equal(l.address, `${plan.hostAddr}:${l.listenPort}`, 'listens where the node reaches the host');
+        assert.equal(`${l.listenHost}:${l.listenPort}`, `${plan.hostAddr}:${l.listenPort}`, 'listens where the node reaches the host');
+        assert.equal(l.address, isolation === 'netns' ? l.upstream : `${plan.hostAddr}:${l.listenPort}`, "netns: the peer agent's own address, redirected");
         assert.ok(l.listenPort < 65536);
         if (plan.portBase !== null)
           assert.ok(l.listenPort >= plan.portBase && l.listenPort < plan.portBase + LOOPBACK_PORT_SPAN, `${l.name} at ${l.listenPort}`);
@@ -79,9 +103,9 @@ test('plan - agent links: one proxy per directed pair, on host ports of their ow
   }
 });
 
-test('plan - static MISO peers are the agent links: node-id@proxy for every other node', () => {
+test("plan - static MISO peers are every other node's agent: netns at its own address (redirected to the agent link), loopback at the agent link", () => {
   const plan = planMesh({ name: 'sme0', nodes: 3, isolation: 'netns', subnet: '10.77.3.0/24', stateRoot: '/tmp/x', agentLinks: true });
-  assert.equal(misoPeers(plan, plan.nodes[0]!), 'node-2@10.77.3.1:25102,node-3@10.77.3.1:25103');
+  assert.equal(misoPeers(plan, plan.nodes[0]!), 'node-2@10.77.3.12:7070,node-3@10.77.3.13:7070');
   const l = plan.agentLinks.find((x) => x.from === 1 && x.to === 2)!;
   assert.equal(l.upstream, '10.77.3.12:7070');
   const loop = planMesh({ name: 'sme0', nodes: 3, isolation: 'loopback', portBase: 30000, stateRoot: '/tmp/x', agentLinks: true });

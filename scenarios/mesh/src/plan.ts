@@ -47,7 +47,14 @@ export interface NodePlan {
   readonly dir: string;
 }
 
-/** One toxiproxy proxy: one direction of one node pair, for one service. */
+/**
+ * One toxiproxy proxy: one direction of one node pair, for one service.
+ *
+ * netns mode: `from` names `to` by `to`'s own address (`upstream`), and `from`'s namespace
+ * redirects that address and port to the proxy (iptables DNAT, see network.ts), so registries,
+ * MISO peers and `topology.json` hold the nodes' real addresses while the traffic still crosses
+ * the emulated link. Loopback mode has no namespaces to redirect in: `from` names the proxy.
+ */
 export interface ProxyPlan {
   /** toxiproxy proxy name, e.g. node-1>node-2 (function) or node-1>node-2:agent */
   readonly name: string;
@@ -57,17 +64,25 @@ export interface ProxyPlan {
   readonly listenPort: number;
   /** host:port the proxy forwards to (the destination's function server or agent). */
   readonly upstream: string;
+  /** netns mode: `from`'s namespace redirects connections to `upstream` to this proxy. */
+  readonly redirected: boolean;
 }
 
 /** The function link from one node to another. */
 export interface LinkPlan extends ProxyPlan {
-  /** URL under which `from` reaches `to` through the emulated link. */
+  /**
+   * URL under which `from` reaches `to` (its registry entry): `to`'s own function URL, redirected
+   * to the link in netns mode; the proxy's URL in loopback mode.
+   */
   readonly url: string;
 }
 
 /** The MISO agent link from one node to another (static discovery). */
 export interface AgentLinkPlan extends ProxyPlan {
-  /** host:port under which `from`'s agent reaches `to`'s agent through the emulated link (its MISO_PEERS entry). */
+  /**
+   * host:port under which `from`'s agent reaches `to`'s agent (its MISO_PEERS entry): `to`'s own
+   * agent address, redirected to the link in netns mode; the proxy in loopback mode.
+   */
   readonly address: string;
 }
 
@@ -168,8 +183,8 @@ export function planMesh(input: PlanInput): MeshPlan {
     for (const a of nodeList) {
       for (const b of nodeList) {
         if (a === b) continue;
-        links.push(link(a, b, hostAddr, NETNS_PROXY_PORT_BASE + a.index * 100 + b.index));
-        if (input.agentLinks) agentLinks.push(agentLink(a, b, hostAddr, NETNS_AGENT_PROXY_PORT_BASE + a.index * 100 + b.index));
+        links.push(link(a, b, hostAddr, NETNS_PROXY_PORT_BASE + a.index * 100 + b.index, true));
+        if (input.agentLinks) agentLinks.push(agentLink(a, b, hostAddr, NETNS_AGENT_PROXY_PORT_BASE + a.index * 100 + b.index, true));
       }
     }
     return {
@@ -210,8 +225,8 @@ export function planMesh(input: PlanInput): MeshPlan {
   for (const a of nodeList) {
     for (const b of nodeList) {
       if (a === b) continue;
-      links.push(link(a, b, host, base + 1000 + a.index * 32 + b.index));
-      if (input.agentLinks) agentLinks.push(agentLink(a, b, host, base + 2000 + a.index * 32 + b.index));
+      links.push(link(a, b, host, base + 1000 + a.index * 32 + b.index, false));
+      if (input.agentLinks) agentLinks.push(agentLink(a, b, host, base + 2000 + a.index * 32 + b.index, false));
     }
   }
   return {
@@ -229,7 +244,7 @@ export function planMesh(input: PlanInput): MeshPlan {
   };
 }
 
-function link(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number): LinkPlan {
+function link(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number, redirected: boolean): LinkPlan {
   return {
     name: `${a.id}>${b.id}`,
     from: a.index,
@@ -237,20 +252,28 @@ function link(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number):
     listenHost,
     listenPort,
     upstream: `${b.addr}:${b.functionPort}`,
-    url: `http://${listenHost}:${listenPort}${FUNCTION_PATH}`,
+    redirected,
+    url: redirected ? b.functionUrl : `http://${listenHost}:${listenPort}${FUNCTION_PATH}`,
   };
 }
 
-function agentLink(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number): AgentLinkPlan {
+function agentLink(a: NodePlan, b: NodePlan, listenHost: string, listenPort: number, redirected: boolean): AgentLinkPlan {
+  const upstream = `${b.addr}:${b.agentPort}`;
   return {
     name: `${a.id}>${b.id}:agent`,
     from: a.index,
     to: b.index,
     listenHost,
     listenPort,
-    upstream: `${b.addr}:${b.agentPort}`,
-    address: `${listenHost}:${listenPort}`,
+    upstream,
+    redirected,
+    address: redirected ? upstream : `${listenHost}:${listenPort}`,
   };
+}
+
+/** Where a proxy listens (host:port). */
+export function proxyAddress(p: ProxyPlan): string {
+  return `${p.listenHost}:${p.listenPort}`;
 }
 
 /** Every proxy of the mesh: the function links, then the agent links. Profiles and cuts apply to all of them. */

@@ -47,3 +47,12 @@ export function estimateRequest(opts: QueryOptions = {}): Record<string, unknown
     ...(opts.radius !== undefined ? { radius: opts.radius } : {}),
   };
 }
+
+/**
+ * A body as the original Syncmesh client sends it: the database and collection named, the
+ * request type, and the nodes to ask in `external_nodes` (their function URLs, as `mesh-up`
+ * prints them and `topology.json` lists them); no registry options.
+ */
+export function originalRequest(query: string, requestType: 'collect' | 'aggregate', externalNodes: readonly string[]): Record<string, unknown> {
+  return { query, database: 'syncmesh', collection: 'sensor_data', request_type: requestType, external_nodes: [...externalNodes] };
+}

@@ -72,11 +72,16 @@ test('faasd node description - an input without a value, a value that is not an 
   await assert.rejects(renderFunctions(fnVars, 'functions: [unclosed'), (err: unknown) => err instanceof MeshError && /not YAML/.test(err.message));
 });
 
-test('faasd node - every other agent is a static MISO peer with its node id pinned, at its agent link on the host', () => {
+test("faasd node - every other agent is a static MISO peer with its node id pinned, at the peer's own address (redirected to its agent link)", () => {
   const plan = planMesh({ name: 'smf0', nodes: 3, isolation: 'netns', subnet: '10.77.3.0/24', stateRoot: '/tmp/x', agentLinks: true });
-  assert.equal(misoPeers(plan, plan.nodes[1]!), 'node-1@10.77.3.1:25201,node-3@10.77.3.1:25203');
-  // the agent container reaches the host's bridge address as the function's container reaches its links
-  assert.equal(new URL(plan.links.find((l) => l.from === 2 && l.to === 1)!.url).hostname, '10.77.3.1');
+  assert.equal(misoPeers(plan, plan.nodes[1]!), 'node-1@10.77.3.11:7070,node-3@10.77.3.13:7070');
+  // the registry names node-1 by its gateway's URL, as topology.json does
+  assert.equal(plan.links.find((l) => l.from === 2 && l.to === 1)!.url, 'http://10.77.3.11:8080/function/syncmesh-fn');
+  // what the node's namespace sends through the links instead (PREROUTING covers the containers)
+  assert.deepEqual(
+    plan.agentLinks.filter((l) => l.from === 2).map((l) => `${l.upstream} -> ${l.listenHost}:${l.listenPort}`),
+    ['10.77.3.11:7070 -> 10.77.3.1:25201', '10.77.3.13:7070 -> 10.77.3.1:25203'],
+  );
 });
 
 test("faasd node - the listener signs /events for the function's node id, the agent gets pinned peers", () => {

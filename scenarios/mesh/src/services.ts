@@ -42,8 +42,11 @@ export const mongoService: NodeService = {
     testServerCommand({
       bind: bindAddr(ctx),
       port: ctx.node.mongoPort,
-      ...(ctx.cfg.mongoStorage === 'disk' ? { dataDir: join(ctx.node.dir, 'db') } : {}),
+      // on disk, an acknowledged write survives kill -9, as a node's MongoDB journals it
+      ...(ctx.cfg.mongoStorage === 'disk' ? { dataDir: join(ctx.node.dir, 'db'), durableWrites: true } : {}),
       heapMb: ctx.cfg.mongoHeapMb,
+      ...(ctx.cfg.mongoOplogMaxEntries !== undefined ? { oplogMaxEntries: ctx.cfg.mongoOplogMaxEntries } : {}),
+      ...(ctx.cfg.mongoOplogMaxAgeS !== undefined ? { oplogMaxAgeSeconds: ctx.cfg.mongoOplogMaxAgeS } : {}),
     }),
   env: () => ({ ...LEAN_ENV }),
   ready: (ctx) => tcpOpen(ctx.node.addr, ctx.node.mongoPort),
@@ -51,8 +54,9 @@ export const mongoService: NodeService = {
 
 /**
  * Every other node's agent as a static MISO peer, its id pinned (`id@host:port`): a peer
- * answering with another id is refused. The address is the agent link's proxy, so agent traffic
- * gets the link profile and the cuts of the pair, as the functions' does.
+ * answering with another id is refused. The address is the peer agent's own (the node's
+ * namespace redirects it to the agent link's proxy; loopback mode: the proxy itself), so agent
+ * traffic gets the link profile and the cuts of the pair, as the functions' does.
  */
 export function misoPeers(plan: MeshPlan, node: NodePlan): string {
   // a single node has no peers, so no links (bench-function RUNTIME=faasd runs one)
@@ -143,9 +147,10 @@ export const agentService: NodeService = {
 };
 
 /**
- * static: every other node's agent as a static peer, at its agent link's proxy (agents dial
- * back, so the full list is harmless; a peer pinned here is never dialled back at another
- * address). mdns: no list; the agent announces itself and browses on the namespace's eth0, and
+ * static: every other node's agent as a static peer, at its own address, which the node's
+ * namespace redirects to the agent link's proxy (agents dial back, so the full list is harmless;
+ * a peer pinned here is never dialled back at another address, and a dial-back at an advertised
+ * address is redirected as well). mdns: no list; the agent announces itself and browses on the namespace's eth0, and
  * dials what it finds directly: mDNS links bypass the link emulation.
  */
 function agentDiscoveryEnv(ctx: ServiceContext): Record<string, string> {

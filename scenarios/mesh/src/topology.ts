@@ -3,7 +3,7 @@
  * node from the machine that ran mesh-up. Every URL in it is reachable from there.
  */
 import { join } from 'node:path';
-import type { MeshPlan, NodePlan } from './plan.js';
+import { proxyAddress, type MeshPlan, type NodePlan, type ProxyPlan } from './plan.js';
 import type { MeshState } from './state.js';
 
 export interface TopologyNode {
@@ -21,13 +21,21 @@ export interface TopologyNode {
   address: string;
   /** Host side of the node's link (capture here), null without isolation. */
   host_interface: string | null;
-  /** How this node reaches each peer: through the emulated link (toxiproxy). */
-  peers: Record<string, string>;
   /**
-   * How this node's agent reaches each peer's agent (host:port): through the emulated agent link
-   * with static discovery, the peer's own agent address with mDNS; null when no agent runs.
+   * The URL this node's registry holds for each peer: the peer's own `function_url` (its namespace
+   * redirects it to the link's proxy); the proxy's URL in loopback mode.
+   */
+  peers: Record<string, string>;
+  /** The link proxy (host:port on the host, toxiproxy) that this node's traffic to each peer's function crosses. */
+  links: Record<string, string>;
+  /**
+   * Where this node's agent dials each peer's agent (host:port): the peer's own agent address
+   * (redirected to its agent link with static discovery; direct with mDNS), the agent link's
+   * proxy in loopback mode; null when no agent runs.
    */
   agent_peers: Record<string, string> | null;
+  /** The agent link proxy (host:port) to each peer's agent (static discovery); null when the agents' links are direct or no agent runs. */
+  agent_links: Record<string, string> | null;
   /** faasd runtime only: the node's OpenFaaS gateway. */
   gateway_url?: string;
   /** faasd runtime only: file holding `user:password` of the gateway's basic auth. */
@@ -56,12 +64,17 @@ export interface Topology {
   nodes: TopologyNode[];
 }
 
-/** Where `node`'s agent reaches every other agent: its agent links, or (mDNS, no agent links) the agents themselves. */
+/** Where `node`'s agent reaches every other agent: as its agent links say, or (mDNS, no agent links) the agents themselves. */
 function agentPeers(plan: MeshPlan, node: NodePlan): Record<string, string> {
   if (plan.agentLinks.length > 0) {
     return Object.fromEntries(plan.agentLinks.filter((l) => l.from === node.index).map((l) => [plan.nodes[l.to - 1]!.id, l.address]));
   }
   return Object.fromEntries(plan.nodes.filter((p) => p !== node).map((p) => [p.id, `${p.addr}:${p.agentPort}`]));
+}
+
+/** Per peer, the proxy of `node`'s link to it. */
+function proxiesFrom(plan: MeshPlan, node: NodePlan, links: readonly ProxyPlan[]): Record<string, string> {
+  return Object.fromEntries(links.filter((l) => l.from === node.index).map((l) => [plan.nodes[l.to - 1]!.id, proxyAddress(l)]));
 }
 
 export function buildTopology(state: MeshState): Topology {
@@ -95,7 +108,9 @@ export function buildTopology(state: MeshState): Topology {
         address: n.addr,
         host_interface: n.hostIf,
         peers: Object.fromEntries(plan.links.filter((l) => l.from === n.index).map((l) => [plan.nodes[l.to - 1]!.id, l.url])),
+        links: proxiesFrom(plan, n, plan.links),
         agent_peers: hasAgent ? agentPeers(plan, n) : null,
+        agent_links: hasAgent && plan.agentLinks.length > 0 ? proxiesFrom(plan, n, plan.agentLinks) : null,
         ...(faasd ? { gateway_url: `http://${n.addr}:8080`, basic_auth_file: join(n.dir, 'faasd', 'basic-auth') } : {}),
         listener_url: hasListener ? `http://${n.addr}:${n.listenerPort}` : null,
       };

@@ -34,6 +34,8 @@ export interface TestServerOptions {
   oplogMaxEntries?: number;
   /** Oplog entries older than this are dropped (launcher default 120 s). */
   oplogMaxAgeSeconds?: number;
+  /** With `dataDir`: commit before answering each write, so kill -9 loses nothing acknowledged (`--durable-writes`). */
+  durableWrites?: boolean;
 }
 
 export interface TestServer {
@@ -79,6 +81,7 @@ export function testServerCommand(opts: TestServerOptions & { exitOnStdinEof?: b
   const args = ['java', ...jvmFlags(opts.heapMb ?? DEFAULT_HEAP_MB), '-jar', ensureTestServerJar()];
   args.push('--bind', opts.bind ?? '127.0.0.1', '--port', String(opts.port ?? 0));
   if (opts.dataDir) args.push('--data-dir', opts.dataDir);
+  if (opts.durableWrites) args.push('--durable-writes');
   if (opts.oplogMaxEntries !== undefined) args.push('--oplog-max-entries', String(opts.oplogMaxEntries));
   if (opts.oplogMaxAgeSeconds !== undefined) args.push('--oplog-max-age-seconds', String(opts.oplogMaxAgeSeconds));
   if (opts.exitOnStdinEof) args.push('--exit-on-stdin-eof');

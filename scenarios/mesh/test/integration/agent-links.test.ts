@@ -1,9 +1,10 @@
 /**
  * The MISO agents' links go through the link emulation as the functions' do: a 3-node mesh with
  * static discovery, where node-1 <-> node-2 has 200 ms one-way latency and node-1 <-> node-3
- * none. Every agent's static peers are its agent link proxies, every agent connection runs
- * through toxiproxy (none between two nodes directly: the agents' dial-back keeps to the pinned
- * proxies), the link is authenticated both ways through the proxy, an update from node-1 reaches
+ * none. Every agent's static peers are the other agents' own addresses, which each node's
+ * namespace redirects to its agent link proxies; every agent connection runs through toxiproxy
+ * (none between two nodes directly: the kernel's connection table shows each one answered by
+ * the link's proxy), the link is authenticated both ways through the proxy, an update from node-1 reaches
  * node-2 no sooner than the link's latency and its acknowledgement takes the round trip, while
  * node-3 gets it at once; a capture counts that traffic as agent traffic, once, per directed
  * pair; a cut blocks agent replication through the proxies and the restore
@@ -15,11 +16,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runInNetns } from '@syncmesh-edge/lab';
 import { loadConfig, PACKAGE_ROOT } from '../../src/config.js';
 import { startMeshCapture } from '../../src/capture.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { misoPeers } from '../../src/services.js';
+import { trackedConnections } from '../../src/network.js';
 import { readState } from '../../src/state.js';
 import { ToxiproxyClient } from '../../src/toxiproxy.js';
 import { AgentClients, agentSkipReason, has, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName, until } from '../../src/testing/helpers.js';
@@ -83,7 +84,9 @@ after(async () => {
   rmSync(stateRoot, { recursive: true, force: true }); // also the empty one of a skipped run
 });
 
-test('agent links - every agent reaches every other through its agent link proxy, authenticated both ways', { skip }, async () => {
+test('agent links - every agent names the others by their own addresses and reaches them through its agent link proxy, authenticated both ways', {
+  skip,
+}, async () => {
   const { plan } = mesh;
   assert.equal(plan.agentLinks.length, 6);
   assert.ok(
@@ -96,8 +99,14 @@ test('agent links - every agent reaches every other through its agent link proxy
     const env = readFileSync(`/proc/${rec.pid}/environ`, 'utf8').split('\0');
     const peers = env.find((v) => v.startsWith('MISO_PEERS='))!.slice('MISO_PEERS='.length);
     assert.equal(peers, misoPeers(plan, n));
-    for (const entry of peers.split(',')) assert.match(entry, new RegExp(`^node-\\d@${plan.hostAddr.replace(/\./g, '\\.')}:25\\d{3}$`), entry);
-    assert.deepEqual(mesh.topology.nodes[n.index - 1]!.agent_peers, Object.fromEntries(peers.split(',').map((e) => e.split('@') as [string, string])));
+    // each peer at its own agent address, as topology.json lists it (agent_address)
+    const own = Object.fromEntries(mesh.topology.nodes.filter((t) => t.id !== n.id).map((t) => [t.id, t.agent_address!]));
+    assert.deepEqual(Object.fromEntries(peers.split(',').map((e) => e.split('@') as [string, string])), own);
+    assert.deepEqual(mesh.topology.nodes[n.index - 1]!.agent_peers, own);
+    assert.deepEqual(
+      mesh.topology.nodes[n.index - 1]!.agent_links,
+      Object.fromEntries(plan.agentLinks.filter((l) => l.from === n.index).map((l) => [`node-${l.to}`, `${l.listenHost}:${l.listenPort}`])),
+    );
   }
   const proxies = new Set((await new ToxiproxyClient(plan.toxiproxyApi.host, plan.toxiproxyApi.port).proxyNames()).filter((p) => p.endsWith(':agent')));
   assert.deepEqual([...proxies].sort(), plan.agentLinks.map((l) => l.name).sort());
@@ -112,18 +121,23 @@ test('agent links - every agent reaches every other through its agent link proxy
     }
     return true;
   });
-  // Every TCP connection of a node goes to the host (its proxies) or stays inside the node: no
-  // agent dialled a peer's own address (the dial-back of an inbound Hello keeps to the proxy).
-  // Each pair is linked through a proxy: one side's agent dialled its agent link to the other
-  // (which side depends on who was up first; a pair needs one link, not two).
+  // Every connection a node makes to another node's address is answered by that link's proxy on
+  // the host (the namespace's redirect; conntrack shows both ends), and no node is reached from
+  // another node's address (the proxies connect from the host). Each pair is linked through a
+  // proxy: one side's agent dialled the other (which side depends on who was up first; a pair
+  // needs one link, not two).
   const dialled = new Set<string>();
   for (const n of plan.nodes) {
-    const others = plan.nodes.filter((o) => o !== n).map((o) => o.addr);
-    const conns = (await runInNetns(n.netns!, ['ss', '-Htn', 'state', 'established'])).stdout.trim().split('\n').filter(Boolean);
-    const direct = conns.filter((l) => others.some((a) => l.includes(`${a}:`)));
-    assert.deepEqual(direct, [], `${n.id} has connections straight to another node`);
-    for (const l of plan.agentLinks.filter((x) => x.from === n.index)) {
-      if (conns.some((c) => c.split(/\s+/).at(-1) === `${l.listenHost}:${l.listenPort}`)) dialled.add(`${l.from}-${l.to}`);
+    const others = new Map(plan.nodes.filter((o) => o !== n).map((o) => [o.addr, o]));
+    const proxies = new Map(plan.agentLinks.filter((l) => l.from === n.index).map((l) => [l.upstream, l]));
+    const conns = (await trackedConnections(n)).filter((c) => c.state === 'ESTABLISHED');
+    const direct = conns.filter(
+      (c) => others.has(c.src) || (others.has(c.dst) && !(c.replySrc === plan.hostAddr && proxies.get(`${c.dst}:${c.dport}`)?.listenPort === c.replySport)),
+    );
+    assert.deepEqual(direct, [], `${n.id} has connections straight to or from another node`);
+    for (const c of conns) {
+      const l = proxies.get(`${c.dst}:${c.dport}`);
+      if (l && c.replySport === l.listenPort) dialled.add(`${l.from}-${l.to}`);
     }
   }
   for (const a of plan.nodes) {

@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { postFunction, type TimedAnswer } from '../../src/client.js';
-import { expectedFromCsv, expectedFromMongo, relDiff, warmAggregate, type ExpectedAggregate } from '../../src/oracle.js';
+import { expectedFromMongo, expectedOf, relDiff, warmAggregate, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, WEEK_END } from '../../src/queries.js';
 import { GatewayClient } from '../../src/runtime-faasd.js';
 import type { Topology } from '../../src/topology.js';
@@ -47,18 +47,8 @@ before(async () => {
   }
 });
 
-async function expected(start: string, end: string): Promise<ExpectedAggregate> {
-  return dataDir
-    ? expectedFromCsv(
-        topo.nodes.map((_, i) => join(dataDir, `${i + 1}.csv`)),
-        start,
-        end,
-      )
-    : expectedFromMongo(
-        topo.nodes.map((n) => n.mongodb_uri),
-        start,
-        end,
-      );
+function expected(start: string, end: string): Promise<ExpectedAggregate> {
+  return expectedOf({ dataDir, uris: topo.nodes.map((n) => n.mongodb_uri) }, start, end);
 }
 
 function aggregateOf(a: TimedAnswer): Record<'count' | 'average_temperature' | 'average_humidity' | 'average_pressure', number> {

@@ -1,18 +1,26 @@
 /**
- * The chaos test: a 5-node mesh (test server on disk, function, listener and MISO agent per
- * node; every node subscribes to its two ring neighbours) under a seeded fault plan — kill -9 of
- * the function, listener or agent of any node, partitions (toxiproxy cut + iptables DROP),
- * clean restarts and freezes (SIGSTOP) of a test server — while a writer inserts and deletes
- * readings through the functions, a CRDT worker updates a gcounter, a pncounter and an orset
+ * The chaos test: a 5-node mesh (test server on disk, committing every write before answering
+ * it; function, listener and MISO agent per node; every node subscribes to its two ring
+ * neighbours) under a seeded fault plan — kill -9 of the function, listener, agent or database
+ * of any node, partitions (toxiproxy cut + iptables DROP), clean restarts and freezes (SIGSTOP)
+ * of a test server, and one outage: a node down (function, listener, agent) while its database
+ * takes more writes than its oplog holds (CHAOS_OUTAGE_READINGS inserts plus updates, replaces
+ * and deletes), so its listener must resync when it is back — while two writers insert, update
+ * and delete readings through the functions and replace and update them straight in the
+ * databases with the driver, a CRDT worker updates a gcounter, a pncounter and an orset
  * through the agents, and a reader sends mesh-wide aggregates. Then everything is healed and,
  * polling with a deadline, the test checks:
- *  - every acknowledged insert is on its origin and on both subscribers exactly once;
+ *  - every acknowledged insert is on its origin and on both subscribers exactly once, with the
+ *    version of its last acknowledged write, the same fields everywhere (0 lost, 0 stale, 0
+ *    duplicated);
  *  - every acknowledged delete is gone everywhere; nobody holds a reading twice or one its
  *    origin lacks;
+ *  - the outage's listener asked for a resync;
  *  - every agent holds the same CRDT state, equal to the acknowledged ops;
  *  - no request hung past its client deadline (errors during faults are allowed).
  * The seed is printed first; CHAOS_SEED=n replays the fault plan, CHAOS_DURATION_S sets the
- * length of the chaos phase (default 25 s here; `make test-chaos` runs a longer one).
+ * length of the chaos phase (default 25 s here; `make test-chaos` runs a longer one, with a
+ * 20,000-reading outage).
  * To narrow a finding down: CHAOS_KINDS (e.g. `db-restart`), CHAOS_FREEZE_MAX_MS (longest
  * database freeze, default 3000), CHAOS_REPORT_FILE (every request, fault window and the verdict
  * as JSON), CHAOS_LOG_DIR (keep the node processes' logs). See the README's "Chaos test".
@@ -30,6 +38,7 @@ import {
   DEFAULT_WEIGHTS,
   FAULT_KINDS,
   planFaults,
+  planOutage,
   Prng,
   queryStats,
   randomSeed,
@@ -48,6 +57,10 @@ import {
   CRDT_OBJECT,
   FaultDriver,
   readHoldings,
+  runOutage,
+  WRITE_MIX,
+  type OutageReport,
+  type WriteOp,
   runCrdtWorker,
   runReader,
   runWriter,
@@ -63,12 +76,27 @@ import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { down, up, type MeshHandle } from '../../src/mesh.js';
 import { freeTestSubnet, netnsSkipReason, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 import { leftovers } from '@syncmesh-edge/lab';
+import { MongoClient } from 'mongodb';
 
 const NODES = 5;
 const seed = process.env['CHAOS_SEED'] ? Number(process.env['CHAOS_SEED']) : randomSeed();
 const durationS = Number(process.env['CHAOS_DURATION_S'] ?? 25);
+/** Readings written into the outage node's database while it is down (0: no outage). */
+const outageReadings = Number(process.env['CHAOS_OUTAGE_READINGS'] ?? 2_000);
+/** Every test server's oplog keeps half of that: the outage writes more than it holds, so a resync follows. */
+const oplogMaxEntries = Math.max(200, Math.floor(outageReadings / 2));
+/**
+ * Each test server's heap: the test server keeps query results, the oplog's documents and the
+ * snapshot batches in its heap; 96 MB ran out (OutOfMemoryError) on the outage node of a
+ * 20,000-reading outage, so 1 MB more per 100 readings.
+ */
+const mongoHeapMb = 96 + Math.ceil(outageReadings / 100);
+/** CHAOS_WRITES=insert,delete narrows the writers' mix (default: insert, delete, update, replace, set). */
+const writeOps = (process.env['CHAOS_WRITES'] ?? Object.keys(WRITE_MIX).join(',')).split(',').map((s) => s.trim()) as WriteOp[];
 // printed before anything else, so a failed or interrupted run can always be replayed
-console.log(`# chaos seed=${seed} duration_s=${durationS} (replay: CHAOS_SEED=${seed} CHAOS_DURATION_S=${durationS})`);
+console.log(
+  `# chaos seed=${seed} duration_s=${durationS} outage_readings=${outageReadings} writes=${writeOps.join(',')} (replay: CHAOS_SEED=${seed} CHAOS_DURATION_S=${durationS} CHAOS_OUTAGE_READINGS=${outageReadings} CHAOS_WRITES=${writeOps.join(',')})`,
+);
 
 const builtMains = [
   join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js'),
@@ -79,6 +107,12 @@ const builtMains = [
 const skip =
   (!Number.isInteger(seed) || seed < 0 ? `CHAOS_SEED must be a non-negative integer, got ${process.env['CHAOS_SEED']}` : false) ||
   (!(durationS >= 5) ? `CHAOS_DURATION_S must be at least 5, got ${process.env['CHAOS_DURATION_S']}` : false) ||
+  (!(Number.isInteger(outageReadings) && outageReadings >= 0)
+    ? `CHAOS_OUTAGE_READINGS must be a non-negative integer, got ${process.env['CHAOS_OUTAGE_READINGS']}`
+    : false) ||
+  (!writeOps.includes('insert') || writeOps.some((o) => !(o in WRITE_MIX))
+    ? `CHAOS_WRITES must list insert and any of ${Object.keys(WRITE_MIX).join(', ')}, got ${process.env['CHAOS_WRITES']}`
+    : false) ||
   netnsSkipReason() ||
   builtMains.map((m) => (existsSync(m) ? false : `needs ${m} (make build)`)).find(Boolean) ||
   false;
@@ -105,6 +139,10 @@ const dataDir = mkdtempSync(join(tmpdir(), 'chaos-data-'));
 let cfg: MeshConfig;
 let mesh: MeshHandle;
 let clients: SdkClient[] = [];
+/** One driver client per node's database: the writes that bypass the function, and the outage's. */
+let databases: MongoClient[] = [];
+/** Ends the outage's background watch (also when the test fails before it would). */
+const watchEnd = new AbortController();
 
 const TINY_ROWS = 5;
 /** TINY_ROWS readings per node, in the Sofia CSV format: the loader sets each node's own location from them. */
@@ -132,7 +170,8 @@ before(async () => {
     MESH_DATA: dataDir,
     // on disk, so that a restarted test server still holds everything it acknowledged
     MESH_MONGO_STORAGE: 'disk',
-    MESH_MONGO_HEAP_MB: '96',
+    MESH_MONGO_HEAP_MB: String(mongoHeapMb),
+    MESH_MONGO_OPLOG_MAX_ENTRIES: String(oplogMaxEntries),
     MESH_NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS),
     MESH_DEADLINE_MS: String(FN_DEADLINE_MS),
     // an acknowledged CRDT op is in the agent's database (the write-behind default may lose the
@@ -153,10 +192,24 @@ before(async () => {
     await meta(mesh.topology.nodes[i - 1]!.function_url, secret, `mutation { ${subs} }`);
   }
   clients = await sdkClients(mesh.topology, mesh.plan.stateDir, SDK_DEADLINE_MS);
+  // short server selection: a write to a database that is down fails fast and certainly unsent
+  databases = await Promise.all(
+    mesh.topology.nodes.map((n) =>
+      MongoClient.connect(n.mongodb_uri, {
+        serverSelectionTimeoutMS: 2_000,
+        connectTimeoutMS: 2_000,
+        socketTimeoutMS: CLIENT_DEADLINE_MS,
+        retryWrites: false,
+        maxPoolSize: 4,
+      }),
+    ),
+  );
 });
 
 after(async () => {
+  watchEnd.abort();
   for (const c of clients) c.close();
+  await Promise.all(databases.map((d) => d.close(true)));
   if (!skip) await down(stateRoot, name);
   rmSync(stateRoot, { recursive: true, force: true });
   rmSync(dataDir, { recursive: true, force: true });
@@ -174,9 +227,11 @@ async function readCrdts(): Promise<CrdtObservation[]> {
   );
 }
 
-const clean = (v: DataVerdict) => v.losses.length + v.duplicates.length + v.resurrected.length + v.orphans.length === 0;
+const clean = (v: DataVerdict) => v.losses.length + v.duplicates.length + v.resurrected.length + v.orphans.length + v.stale.length === 0;
+/** The outage's least hold (it lasts until its writes are done). */
+const OUTAGE_HOLD_MS = 5_000;
 
-test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, partitions and database restarts; nothing hangs', {
+test('mesh chaos - acknowledged writes, updates, replaces, deletes and CRDT ops survive kill -9 (also of a database), partitions, database restarts and an outage past the oplog; nothing hangs', {
   skip,
   timeout: (durationS + 900) * 1000,
 }, async () => {
@@ -185,7 +240,15 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   // CHAOS_KINDS=kill,partition: only these kinds (to narrow down a finding); default all
   const kinds = process.env['CHAOS_KINDS'] ? process.env['CHAOS_KINDS'].split(',').map((k) => k.trim()) : [...FAULT_KINDS];
   const weights = Object.fromEntries(FAULT_KINDS.map((k) => [k, kinds.includes(k) ? DEFAULT_WEIGHTS[k] : 0]));
-  const faults = planFaults({ seed, nodes: NODES, durationMs, weights, holdMs: { 'db-freeze': [Math.min(500, freezeMaxMs / 2), freezeMaxMs] } });
+  const outage = outageReadings > 0 ? planOutage(seed, NODES, durationMs, OUTAGE_HOLD_MS) : undefined;
+  const faults = planFaults({
+    seed,
+    nodes: NODES,
+    durationMs,
+    weights,
+    holdMs: { 'db-freeze': [Math.min(500, freezeMaxMs / 2), freezeMaxMs] },
+    reserved: outage ? [outage] : [],
+  });
   console.log(`# chaos plan: ${faults.length} faults ${JSON.stringify(countFaults(faults))}`);
   const rng = new Prng(seed);
   const queries: QueryRecord[] = [];
@@ -193,7 +256,7 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   const model = new CrdtModel();
   let key = 0;
   const nextKey = () => CHAOS_EPOCH_MS + 1000 * key++;
-  const driver = new FaultDriver(cfg, (line) => console.log(`# chaos ${line}`));
+  let version = 0;
   const stop = new AbortController();
   const t0 = performance.now();
   const ctx: WorkerContext = {
@@ -203,11 +266,32 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
     deadlineMs: CLIENT_DEADLINE_MS,
     stop: stop.signal,
     writeKey: readFileSync(mesh.topology.write_key_file, 'utf8').trim(),
+    databases,
+    nextVersion: () => ++version,
   };
+  const log = (line: string) => console.log(`# chaos ${line}`);
+  let outageReport: OutageReport | undefined;
+  let caughtUp: Promise<void> = Promise.resolve();
+  const driver = new FaultDriver(cfg, log, async (node, restart) => {
+    const r = await runOutage(
+      ctx,
+      mesh.plan,
+      node,
+      subscribersOf(node),
+      rng.fork('outage'),
+      writes,
+      nextKey,
+      { readings: outageReadings, oplogMaxEntries, watchUntil: watchEnd.signal },
+      restart,
+      log,
+    );
+    outageReport = r.report;
+    caughtUp = r.caughtUp;
+  });
 
   const workers = Promise.all([
-    runWriter(ctx, rng.fork('writer-1'), writes, nextKey),
-    runWriter(ctx, rng.fork('writer-2'), writes, nextKey),
+    runWriter(ctx, rng.fork('writer-1'), writes, nextKey, writeOps),
+    runWriter(ctx, rng.fork('writer-2'), writes, nextKey, writeOps),
     runReader(ctx, rng.fork('reader')),
     runCrdtWorker(ctx, rng.fork('crdt'), clients, model, nextKey),
   ]);
@@ -218,7 +302,11 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   const [w1, w2, reads] = await workers;
   const chaosS = (performance.now() - t0) / 1000;
 
-  const healed = await driver.healAll();
+  // a heal that fails is reported with the rest (the summary still shows what the mesh holds)
+  const healed = await driver.healAll().catch((err: Error) => {
+    driver.errors.push(`heal: ${err.message.split('\n')[0]}`);
+    return [] as string[];
+  });
   if (healed.length > 0) console.log(`# chaos heal: ${healed.join(', ')}`);
 
   // converge: poll both checks until clean, with a deadline
@@ -233,6 +321,9 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
     }
   }
   const dataConvergeS = (performance.now() - tc) / 1000;
+  // the outage's watch has seen its catch-up by now, or never will
+  watchEnd.abort();
+  await caughtUp;
   let crdtProblems: string[] = ['not read'];
   let seen: CrdtObservation[] = [];
   const tk = performance.now(); // its own deadline: the data's wait may have used up the first
@@ -267,11 +358,15 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
     chaos_s: Number(chaosS.toFixed(1)),
     faults: countFaults(driver.executed),
     fault_errors: driver.errors.length,
-    writes_sent: w1.inserts + w2.inserts,
+    // processes that exited during their start and were started again, as a supervisor does
+    restarted_after_failed_start: driver.restarts.length,
+    // the writers' requests by kind (function: insert, update, delete; driver: replace, set), the outage's apart
+    writers_sent: Object.fromEntries(Object.keys(w1).map((k) => [k, w1[k as keyof typeof w1] + w2[k as keyof typeof w2]])),
     writes_acknowledged: acked.length,
     writes_uncertain: writes.filter((w) => !w.acked).length,
-    deletes_sent: w1.deletes + w2.deletes,
+    updates_answered: queries.filter((q) => q.outcome === 'ok' && ['update', 'db-replace', 'db-set'].includes(q.what)).length,
     deletes_acknowledged: writes.filter((w) => w.deleted).length,
+    outage: outageReport ?? null,
     crdt_ops_acknowledged: model.ops,
     crdt_uncertain: { gcounter: model.gcounterUncertain, pncounter: model.pncounterUncertain, orset: model.orsetUncertain.size },
     reads: reads,
@@ -286,6 +381,7 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
       max_ok_ms: Math.round(stats.maxOkMs),
     },
     losses: verdict.losses.length,
+    stale: verdict.stale.length,
     duplicates: verdict.duplicates.length,
     resurrected: verdict.resurrected.length,
     orphans: verdict.orphans.length,
@@ -296,6 +392,7 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
   };
   console.log(`# chaos summary ${JSON.stringify(summary)}`);
   // every loss with the faults of its origin around it
+  for (const st of verdict.stale.slice(0, 5)) console.log(`# chaos stale: ${st}`);
   for (const l of verdict.losses.slice(0, 10)) {
     // "node-O lost its acknowledged reading K (inserted at t=T s)" or "node-S (subscribed to node-O) lacks the replica of K (inserted at t=T s)"
     const m = /^node-(\d+) (?:\(subscribed to node-(\d+)\) )?.*\(inserted at t=([\d.]+) s\)/.exec(l);
@@ -336,15 +433,29 @@ test('mesh chaos - acknowledged writes, deletes and CRDT ops survive kill -9, pa
         (errorsByReason.get(`${q.what} ${q.outcome}: ${(q.reason ?? '').replace(/[0-9a-f]{24}/g, '…').slice(0, 90)}`) ?? 0) + 1,
       );
   for (const [r, n] of [...errorsByReason].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`# chaos failed request x${n}: ${r}`);
+  for (const r of driver.restarts) console.log(`# chaos restarted after a failed start: ${r}`);
 
   assert.deepEqual(driver.errors, [], 'every fault was injected and healed');
   assert.ok(acked.length > 0, 'the writer got acknowledgements');
   assert.deepEqual(verdict.losses, [], 'no acknowledged write is missing from its origin or a subscriber');
+  assert.deepEqual(verdict.stale, [], 'every replica holds its origin reading as it is now');
   assert.deepEqual(verdict.duplicates, [], 'no reading is held twice');
   assert.deepEqual(verdict.resurrected, [], 'deleted readings stay deleted everywhere');
   assert.deepEqual(verdict.orphans, [], 'no node holds a replica its origin does not hold');
   assert.deepEqual(aggregates, [], 'after the heal, every node answers the exact mesh-wide count');
   assert.deepEqual(crdtProblems, [], 'every agent holds the same CRDT state, equal to the acknowledged ops');
+  if (outage) {
+    assert.ok(outageReport, 'the outage ran');
+    assert.ok(
+      outageReport.inserted >= outageReadings,
+      `the outage node's database took ${outageReport.inserted} of ${outageReadings} readings while it was down`,
+    );
+    assert.ok(
+      outageReport.oplog_entries_written > oplogMaxEntries,
+      `the outage wrote more than the oplog holds (${outageReport.oplog_entries_written} > ${oplogMaxEntries})`,
+    );
+    assert.ok(outageReport.resyncs >= 1, 'the outage node could not resume behind its oplog, and its listener asked for a resync');
+  }
   assert.deepEqual(
     stats.hung.map((q) => `${q.what} via node-${q.node} at ${(q.startMs / 1000).toFixed(1)} s: ${q.reason}`),
     [],

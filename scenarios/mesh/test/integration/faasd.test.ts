@@ -19,8 +19,8 @@ import { join } from 'node:path';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { postFunction, type TimedAnswer } from '../../src/client.js';
 import { down, status, up, type MeshHandle } from '../../src/mesh.js';
-import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
-import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
+import { expectedFromMongo, expectedOf, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
+import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, originalRequest } from '../../src/queries.js';
 import { readState } from '../../src/state.js';
 import {
   deployFunctions,
@@ -36,7 +36,7 @@ import {
   serviceAddress,
   stackVars,
 } from '../../src/runtime-faasd.js';
-import { MeshError } from '../../src/errors.js';
+import { MeshError, squashError } from '../../src/errors.js';
 import { cut, restore } from '../../src/mesh.js';
 import { listNodes, meta } from '../../src/client.js';
 import { MongoClient, ObjectId } from 'mongodb';
@@ -44,6 +44,11 @@ import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import { httpOk, leftovers, run } from '@syncmesh-edge/lab';
 import { SDK_MAIN, type SdkClient } from '../../src/chaos-driver.js';
 import { pathToFileURL } from 'node:url';
+import { assertOriginalBodiesExact } from '../../src/testing/original-bodies.js';
+import { trackedConnections } from '../../src/network.js';
+import { linkProxies } from '../../src/plan.js';
+import { linkShapes } from '../../src/latency.js';
+import { ToxiproxyClient } from '../../src/toxiproxy.js';
 import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
@@ -77,18 +82,8 @@ function aggregateOf(a: TimedAnswer): { count: number; average_temperature: numb
   return a.answer.data!['sensorsAggregate'] as never;
 }
 
-async function expected(start: string, end: string): Promise<ExpectedAggregate> {
-  return cfg.dataDir
-    ? expectedFromCsv(
-        [1, 2, 3].map((i) => join(cfg.dataDir!, `${i}.csv`)),
-        start,
-        end,
-      )
-    : expectedFromMongo(
-        mesh.topology.nodes.map((n) => n.mongodb_uri),
-        start,
-        end,
-      );
+function expected(start: string, end: string): Promise<ExpectedAggregate> {
+  return expectedOf({ dataDir: cfg.dataDir, uris: mesh.topology.nodes.map((n) => n.mongodb_uri) }, start, end);
 }
 
 function nodePid(nodeId: string): number {
@@ -129,13 +124,13 @@ async function agentClient(nodeId: string): Promise<SdkClient> {
 
 const CRDT = { fn: 'faasd-test', object: 'counters', name: 'hits' } as const;
 
-/** Adds n to the test's grow-only counter through a node's agent (retried while the agent restarts). */
-async function crdtAdd(nodeId: string, n: number): Promise<void> {
+/** Adds n to one of the test's grow-only counters through a node's agent (retried while the agent restarts). */
+async function crdtAdd(nodeId: string, n: number, counter: string = CRDT.name): Promise<void> {
   await pollUntil(`+${n} through ${nodeId}'s agent`, 60_000, async () => {
     const c = await agentClient(nodeId);
     try {
       await c.register(CRDT.fn, `faasd-test-${nodeId}`);
-      await c.apply(CRDT.fn, CRDT.object, CRDT.name, 'gcounter', { op: 'add', n });
+      await c.apply(CRDT.fn, CRDT.object, counter, 'gcounter', { op: 'add', n });
       return true;
     } catch (err) {
       // a call that never reached the agent did nothing: retry; one the agent refused is a failure
@@ -148,14 +143,14 @@ async function crdtAdd(nodeId: string, n: number): Promise<void> {
 }
 
 /** Waits until every node's agent reads `want` for the counter; returns the ms it took. */
-async function crdtConverged(want: number, deadlineMs = 60_000): Promise<number> {
+async function crdtConverged(want: number, deadlineMs = 60_000, counter: string = CRDT.name): Promise<number> {
   const t0 = Date.now();
   const seen: Record<string, unknown> = {};
   await pollUntil(`every agent reads ${want} (last: ${JSON.stringify(seen)})`, deadlineMs, async () => {
     for (const n of mesh.topology.nodes) {
       const c = await agentClient(n.id);
       try {
-        seen[n.id] = (await c.read(CRDT.fn, CRDT.object, CRDT.name, 'gcounter')).value;
+        seen[n.id] = (await c.read(CRDT.fn, CRDT.object, counter, 'gcounter')).value;
       } catch (err) {
         seen[n.id] = String((err as Error).message).slice(0, 60);
       } finally {
@@ -282,6 +277,96 @@ test("faasd mesh - the aggregate through each node's gateway equals the value co
     for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
       assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${n.id} ${k}: mesh ${got[k]} vs direct ${want[k]}`);
     }
+  }
+});
+
+test("faasd mesh - the original client's bodies naming the function_urls mesh-up prints are answered exactly through every gateway, through the links", {
+  skip,
+}, async () => {
+  const lines = await assertOriginalBodiesExact(mesh.topology, mesh.secret, expected, DEADLINE_MS + 10_000);
+  for (const l of lines) process.stderr.write(`[faasd test] original bodies (faasd runtime): ${l}\n`);
+  // the function's (and the agent's) container asked its peers' own addresses; node-1's namespace
+  // sent every such connection (routed from the container bridge: PREROUTING) to the link's
+  // proxy on the host
+  const plan = readState(join(stateRoot, name))!.plan;
+  const node1 = plan.nodes[0]!;
+  const links = new Map(
+    linkProxies(plan)
+      .filter((l) => l.from === 1)
+      .map((l) => [l.upstream, l]),
+  );
+  const conns = (await trackedConnections(node1)).filter((c) => links.has(`${c.dst}:${c.dport}`));
+  assert.ok(
+    conns.some((c) => c.dport === 8080),
+    "node-1's function connected to its peers' gateways",
+  );
+  for (const c of conns) {
+    const l = links.get(`${c.dst}:${c.dport}`)!;
+    assert.deepEqual(
+      [c.replySrc, c.replySport],
+      [l.listenHost, l.listenPort],
+      `${c.src} -> ${c.dst}:${c.dport} answered by ${l.name}'s proxy: ${JSON.stringify(c)}`,
+    );
+  }
+});
+
+test("faasd mesh - the link profile still applies: node-1's function and agent, naming node-2 by its own address, wait for the node-1 > node-2 link's latency", {
+  skip,
+}, async () => {
+  const ONE_WAY_MS = 150;
+  const state = readState(join(stateRoot, name))!;
+  const plan = state.plan;
+  const toxi = new ToxiproxyClient(plan.toxiproxyApi.host, plan.toxiproxyApi.port);
+  const slow = linkProxies(plan).filter((l) => l.from === 1 && l.to === 2);
+  const shape = { latencyMs: ONE_WAY_MS, jitterMs: 0, bandwidthKbitS: null, loss: 0 };
+  await toxi.applyShapes(slow, [{ from: 1, to: 2, upstream: shape, downstream: shape }]);
+  try {
+    const [n1, n2, n3] = mesh.topology.nodes;
+    const body = originalRequest(`{ sensorsAggregate(start_time: "${MONTH_START}", end_time: "${DAY_END}") { count } }`, 'aggregate', [
+      n2!.function_url,
+      n3!.function_url,
+    ]);
+    const to2: number[] = [];
+    const to3: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const a = await postFunction(n1!.function_url, body, { timeoutMs: DEADLINE_MS + 10_000 });
+      assert.deepEqual(a.answer.errors ?? [], []);
+      if (i === 0) continue; // the first call opens the connections
+      const ms = (id: string) => a.answer.extensions?.nodes?.find((x) => x.node === id)?.ms ?? Number.NaN;
+      to2.push(ms('node-2'));
+      to3.push(ms('node-3'));
+    }
+    // the agent: an add on node-1 reaches node-2 across the slow link, node-3 across a fast one
+    // (a counter of its own: the kill tests below count theirs from 0)
+    const counter = 'link-latency';
+    for (const id of ['node-1', 'node-2', 'node-3']) await crdtAdd(id, 1, counter);
+    await crdtConverged(3, 60_000, counter);
+    const t0 = Date.now();
+    await crdtAdd('node-1', 1, counter);
+    const arrival = async (id: string) => {
+      await pollUntil(`${id} reads 4`, 60_000, async () => {
+        const c = await agentClient(id);
+        try {
+          return Number((await c.read(CRDT.fn, CRDT.object, counter, 'gcounter')).value ?? 0) === 4;
+        } catch (err) {
+          squashError(err);
+          return false;
+        } finally {
+          c.close();
+        }
+      });
+      return Date.now() - t0;
+    };
+    const [agent2, agent3] = await Promise.all([arrival('node-2'), arrival('node-3')]);
+    process.stderr.write(
+      `[faasd test] links: node-1 > node-2 at ${ONE_WAY_MS} ms one-way: node-1's function got node-2's answer after ${to2.map(Math.round).join(', ')} ms, node-3's (site profile) after ${to3.map(Math.round).join(', ')} ms; a gcounter add on node-1 read on node-2 after ${agent2} ms, on node-3 after ${agent3} ms\n`,
+    );
+    for (const ms of to2) assert.ok(ms >= 2 * ONE_WAY_MS, `node-2 answered node-1 after ${ms} ms, less than the link's ${2 * ONE_WAY_MS} ms round trip`);
+    assert.ok(Math.min(...to3) < Math.min(...to2), 'node-3, on a fast link, answers sooner');
+    assert.ok(agent2 >= ONE_WAY_MS, `the add reached node-2 after ${agent2} ms, before the link's ${ONE_WAY_MS} ms`);
+  } finally {
+    const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
+    await toxi.applyShapes(slow, linkShapes(cfg.latency, plan.nodes.length, coords));
   }
 });
 

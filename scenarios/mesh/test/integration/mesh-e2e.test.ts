@@ -1,6 +1,8 @@
 /**
  * A 3-node mesh end to end with the real Syncmesh function, in network namespaces: the mesh-wide
- * aggregate equals the value computed directly from the same data, a cut-off node shows up as
+ * aggregate equals the value computed directly from the same data, the original Syncmesh
+ * client's bodies naming the function_urls mesh-up prints are answered exactly through every
+ * node (its registry holds its peers at those URLs), a cut-off node shows up as
  * failed within the node timeout and is included again after it is restored, and mesh-down
  * leaves nothing behind. Data: ../shared/data/sofia when present, else generated.
  * Needs root, toxiproxy and iptables (make tools) and a built function (make build).
@@ -12,10 +14,11 @@ import { join } from 'node:path';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { postFunction, type TimedAnswer } from '../../src/client.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
-import { expectedFromCsv, expectedFromMongo, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
+import { expectedOf, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
 import { aggregateRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/queries.js';
 import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 import { leftovers } from '@syncmesh-edge/lab';
+import { assertOriginalBodiesExact } from '../../src/testing/original-bodies.js';
 
 const NODE_TIMEOUT_MS = 8_000; // generous: the test server is slow on a busy 2-core machine
 const DEADLINE_MS = 16_000;
@@ -41,19 +44,9 @@ function assertEqualAggregate(got: ReturnType<typeof aggregateOf>, want: Expecte
   }
 }
 
-async function expected(nodes: number[]): Promise<ExpectedAggregate> {
-  return cfg.dataDir
-    ? expectedFromCsv(
-        nodes.map((i) => join(cfg.dataDir!, `${i}.csv`)),
-        MONTH_START,
-        MONTH_END,
-      )
-    : expectedFromMongo(
-        nodes.map((i) => mesh.topology.nodes[i - 1]!.mongodb_uri),
-        MONTH_START,
-        MONTH_END,
-      );
-}
+/** The truth over some nodes' data (1-based), or over all of them. */
+const source = () => ({ dataDir: cfg.dataDir, uris: mesh.topology.nodes.map((n) => n.mongodb_uri) });
+const expected = (nodes: number[]): Promise<ExpectedAggregate> => expectedOf(source(), MONTH_START, MONTH_END, nodes);
 
 const query = () =>
   postFunction(mesh.topology.nodes[0]!.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), {
@@ -106,6 +99,11 @@ test('mesh e2e - the mesh-wide aggregate equals the value computed directly from
   assert.equal(a.answer.extensions?.['answered'], 3, JSON.stringify(a.answer.extensions));
   assert.equal(a.answer.extensions?.partial, false);
   assertEqualAggregate(aggregateOf(a), await expected([1, 2, 3]));
+});
+
+test("mesh e2e - the original client's bodies naming the function_urls mesh-up prints are answered exactly through every node", { skip }, async () => {
+  const lines = await assertOriginalBodiesExact(mesh.topology, mesh.secret, (start, end) => expectedOf(source(), start, end), DEADLINE_MS + 10_000);
+  for (const l of lines) console.log(`# original bodies (process runtime): ${l}`);
 });
 
 test('mesh e2e - a cut-off node is reported failed within the timeout, and included again once restored', { skip }, async () => {

@@ -1,7 +1,9 @@
 /**
  * The mesh's plumbing without the Syncmesh function: namespaces, the bridge, one toxiproxy with a
- * proxy per directed pair, link latency, cut/restore, refusing a start whose names are taken,
- * and mesh-down leaving nothing behind. A tiny echo server stands in for the function.
+ * proxy per directed pair, every node naming its peers by their own addresses (as mesh-up prints
+ * them) while its namespace redirects them to its links, link latency, cut/restore, refusing a
+ * start whose names are taken, and mesh-down leaving nothing behind. A tiny echo server stands
+ * in for the function.
  * Needs root (network namespaces), toxiproxy and iptables (make tools).
  */
 import { after, before, test } from 'node:test';
@@ -13,6 +15,7 @@ import { MeshError } from '../../src/errors.js';
 import { createNamespace, deleteNamespace, leftovers, removeNamespace, runInNetns } from '@syncmesh-edge/lab';
 import { clientNamespace, startMeshCapture } from '../../src/capture.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
+import { trackedConnections } from '../../src/network.js';
 import { PACKAGE_ROOT } from '../../src/config.js';
 import {
   has,
@@ -88,6 +91,25 @@ test('mesh plumbing - every node runs in its own namespace and is reachable from
   assert.match(routes, /224\.0\.0\.0\/4 dev eth0/, 'multicast route for mDNS');
 });
 
+test('mesh plumbing - a node names its peers by their own URLs, and its namespace sends them through its links', { skip }, async () => {
+  for (const n of mesh.topology.nodes) {
+    const others = mesh.topology.nodes.filter((o) => o !== n);
+    assert.deepEqual(n.peers, Object.fromEntries(others.map((o) => [o.id, o.function_url])), `${n.id}: peers at the URLs mesh-up prints`);
+    assert.deepEqual(
+      n.links,
+      Object.fromEntries(mesh.plan.links.filter((l) => `node-${l.from}` === n.id).map((l) => [`node-${l.to}`, `${l.listenHost}:${l.listenPort}`])),
+    );
+  }
+  const answer = await via(1, 2);
+  assert.equal(answer.forwarded?.answer?.node, 'node-2');
+  // node-1 asked node-2's own address; the kernel's connection table shows the link's proxy answered
+  const l12 = mesh.plan.links.find((l) => l.from === 1 && l.to === 2)!;
+  const conns = await trackedConnections(mesh.plan.nodes[0]!);
+  const toNode2 = conns.filter((c) => `${c.dst}:${c.dport}` === l12.upstream);
+  assert.ok(toNode2.length > 0, `node-1 connected to ${l12.upstream}: ${JSON.stringify(conns)}`);
+  for (const c of toNode2) assert.deepEqual([c.replySrc, c.replySport], [l12.listenHost, l12.listenPort], `redirected to ${l12.name}: ${JSON.stringify(c)}`);
+});
+
 test('mesh plumbing - node A to node B really waits for the link latency', { skip }, async () => {
   await via(1, 2); // warm up the connections
   await via(1, 3);
@@ -96,6 +118,9 @@ test('mesh plumbing - node A to node B really waits for the link latency', { ski
   assert.ok(slow.forwarded!.ms >= 2 * LINK_MS, `node-1 -> node-2 took ${slow.forwarded!.ms} ms, expected >= ${2 * LINK_MS}`);
   // the unshaped link does not wait (best of three: the machine may be busy)
   const fast = Math.min(...(await Promise.all([via(1, 3), via(1, 3), via(1, 3)])).map((e) => e.forwarded!.ms));
+  console.log(
+    `# plumbing: node-1 -> node-2 (its own URL, ${LINK_MS} ms one-way on the link) answered after ${Math.round(slow.forwarded!.ms)} ms; node-1 -> node-3 (no latency) after ${Math.round(fast)} ms`,
+  );
   assert.ok(fast < 2 * LINK_MS, `node-1 -> node-3 took ${fast} ms, expected < ${2 * LINK_MS}`);
 });
 

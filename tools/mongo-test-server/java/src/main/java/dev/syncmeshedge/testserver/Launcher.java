@@ -43,12 +43,18 @@ public final class Launcher {
      */
     static final int DEFAULT_H2_RETENTION_S = 300;
 
+    /** Commands that write (--durable-writes commits after each of them). */
+    static final java.util.Set<String> WRITE_COMMANDS = java.util.Set.of("insert", "update", "delete", "findAndModify", "findandmodify",
+            "create", "drop", "dropDatabase", "createIndexes", "dropIndexes", "renameCollection");
+
     private static final String USAGE = String.join("\n",
-            "usage: mongo-test-server [--bind HOST] [--port PORT] [--data-dir DIR] [--oplog-max-entries N]",
+            "usage: mongo-test-server [--bind HOST] [--port PORT] [--data-dir DIR [--durable-writes]] [--oplog-max-entries N]",
             "                         [--oplog-max-age-seconds S] [--h2-retention-seconds S] [--exit-on-stdin-eof]",
             "  --bind HOST                address to listen on (default 127.0.0.1)",
             "  --port PORT                TCP port, 0 picks a free one (default 27017)",
             "  --data-dir DIR             keep data on disk in DIR/mongo.mv (H2 MVStore); default: in memory",
+            "  --durable-writes           with --data-dir: commit the store before answering a command that wrote,",
+            "                             so kill -9 loses nothing acknowledged (default: H2 commits once a second)",
             "  --oplog-max-entries N      oplog entries kept for change streams (default " + DEFAULT_OPLOG_MAX_ENTRIES + ")",
             "  --oplog-max-age-seconds S  oplog entries older than this are dropped (default " + DEFAULT_OPLOG_MAX_AGE_S + ")",
             "  --h2-retention-seconds S   with --data-dir: how long replaced chunks are kept for readers of older",
@@ -64,6 +70,7 @@ public final class Launcher {
         int port = 27017;
         Path dataDir = null;
         boolean exitOnStdinEof = false;
+        boolean durableWrites = false;
         int oplogMaxEntries = DEFAULT_OPLOG_MAX_ENTRIES;
         int oplogMaxAgeS = DEFAULT_OPLOG_MAX_AGE_S;
         int h2RetentionS = DEFAULT_H2_RETENTION_S;
@@ -76,6 +83,7 @@ public final class Launcher {
                 case "--oplog-max-age-seconds" -> oplogMaxAgeS = parsePositive("--oplog-max-age-seconds", value(args, ++i));
                 case "--h2-retention-seconds" -> h2RetentionS = parsePositive("--h2-retention-seconds", value(args, ++i));
                 case "--exit-on-stdin-eof" -> exitOnStdinEof = true;
+                case "--durable-writes" -> durableWrites = true;
                 case "--help", "-h" -> {
                     System.out.println(USAGE);
                     return;
@@ -84,6 +92,9 @@ public final class Launcher {
             }
         }
 
+        if (durableWrites && dataDir == null) {
+            fail("--durable-writes needs --data-dir (an in-memory server keeps nothing across a restart)");
+        }
         Duration maxAge = Duration.ofSeconds(oplogMaxAgeS);
         AbstractMongoBackend backend;
         if (dataDir == null) {
@@ -92,7 +103,7 @@ public final class Launcher {
             Files.createDirectories(dataDir);
             MVStore store = MVStore.open(dataDir.resolve("mongo.mv").toString());
             store.setRetentionTime((int) Math.min(Integer.MAX_VALUE, h2RetentionS * 1000L));
-            backend = ObservedBackends.onDisk(store, oplogMaxEntries, maxAge);
+            backend = ObservedBackends.onDisk(store, oplogMaxEntries, maxAge, durableWrites);
         }
         backend.version(Handshake.VERSION);
         backend.enableOplog();

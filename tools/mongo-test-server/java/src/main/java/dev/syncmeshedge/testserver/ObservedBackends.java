@@ -18,6 +18,7 @@ import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.oplog.Oplog;
+import de.bwaldvogel.mongo.wire.message.MongoMessage;
 import io.netty.channel.Channel;
 
 /**
@@ -56,8 +57,9 @@ final class ObservedBackends {
         return new Memory(maxEntries, maxAge);
     }
 
-    static AbstractMongoBackend onDisk(MVStore store, int maxEntries, Duration maxAge) {
-        return new OnDisk(store, maxEntries, maxAge);
+    /** {@code durable}: --durable-writes (see {@link OnDisk#handleMessage}). */
+    static AbstractMongoBackend onDisk(MVStore store, int maxEntries, Duration maxAge, boolean durable) {
+        return new OnDisk(store, maxEntries, maxAge, durable);
     }
 
     static final class Memory extends MemoryBackend implements WithOplog {
@@ -145,10 +147,34 @@ final class ObservedBackends {
         private final Duration maxAge;
         private volatile CappedOplog oplog;
 
-        OnDisk(MVStore store, int maxEntries, Duration maxAge) {
+        private final MVStore store;
+        private final boolean durable;
+
+        OnDisk(MVStore store, int maxEntries, Duration maxAge, boolean durable) {
             super(store);
+            this.store = store;
             this.maxEntries = maxEntries;
             this.maxAge = maxAge;
+            this.durable = durable;
+        }
+
+        /**
+         * --durable-writes: a write command (and any other that left changes) is committed, written
+         * to the file, before it is answered, as MongoDB's journal with j:true. Every current driver
+         * sends its commands as OP_MSG, which arrive here. The commit takes the store's lock first,
+         * so it waits for a commit in progress and then writes what is left: concurrent writers are
+         * covered too. No fsync: survives kill -9 of this process, not a power cut.
+         */
+        @Override
+        public Document handleMessage(MongoMessage message) {
+            try {
+                return super.handleMessage(message);
+            } finally {
+                String command = message.getDocument().keySet().stream().findFirst().orElse("");
+                if (durable && (Launcher.WRITE_COMMANDS.contains(command) || store.hasUnsavedChanges())) {
+                    store.commit();
+                }
+            }
         }
 
         @Override
