@@ -5,7 +5,10 @@
  * are nearest rank, ops/s are over the elapsed time, and the host metadata is read from the
  * machine (all from @syncmesh-edge/bench-kit).
  *
- *   node dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F]
+ *   node dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F] [--cpu-prof DIR]
+ *
+ * --cpu-prof DIR: every agent writes a V8 CPU profile into DIR when it exits (node --cpu-prof).
+ * --semi-space MB: the agents' --max-semi-space-size (default: the lab's, 1, as in production).
  *
  * Sections:
  *   ops        core operations/s on one agent, 10 concurrent clients (MISO: 13,800-16,300/s),
@@ -29,7 +32,7 @@ import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
-import { hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
+import { CpuMeter, hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
 import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
@@ -45,7 +48,13 @@ const opt = (k: string) => {
 const QUICK = args.includes('--quick');
 const ONLY = new Set((opt('--only') ?? 'ops,repl,bytes,table1,allreduce').split(','));
 const OUT = resolve(opt('--out') ?? resultsPath('miso'));
-const results: Record<string, unknown> = { startedAt: new Date().toISOString(), quick: QUICK, host: hostInfo() };
+const CPU_PROF = opt('--cpu-prof');
+const SEMI_SPACE = opt('--semi-space');
+const AGENT_FLAGS = [
+  ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${resolve(CPU_PROF)}`] : []),
+  ...(SEMI_SPACE ? [`--max-semi-space-size=${Number(SEMI_SPACE)}`] : []),
+];
+const results: Record<string, unknown> = { startedAt: new Date().toISOString(), quick: QUICK, args, host: hostInfo() };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -85,6 +94,7 @@ async function cluster(n: number, envIn: Record<string, string>, prefix: string,
         mongoUri,
         peers: agents.map((a) => a.peerAddress),
         env,
+        nodeFlags: AGENT_FLAGS,
       }),
     );
   }
@@ -109,22 +119,17 @@ async function stopAll(agents: AgentProc[]): Promise<void> {
   await Promise.all(agents.map((a) => a.stop()));
 }
 
-/** CPU time (user + system) a process has used so far, in ms (from /proc; clock ticks of 10 ms). */
-function cpuMsOf(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-}
-
 /**
  * `load` plus the CPU it cost per op, in the agent and in this process (the clients): a measure
  * that depends much less on what else the shared host is running than ops/s does.
  */
 async function loadWithCpu(agentPid: number, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>) {
-  const a0 = cpuMsOf(agentPid);
-  const c0 = process.cpuUsage();
-  const r = await load(workers, ms, op);
-  const c = process.cpuUsage(c0);
-  return { ...r, agentCpuUsPerOp: ((cpuMsOf(agentPid) - a0) * 1000) / r.ops, clientCpuUsPerOp: (c.user + c.system) / r.ops };
+  const meter = new CpuMeter([
+    { name: 'agent', pids: [agentPid] },
+    { name: 'clients', pids: [process.pid] },
+  ]);
+  const { result: r, cpuMs } = await meter.measure(() => load(workers, ms, op));
+  return { ...r, agentCpuUsPerOp: (cpuMs.get('agent')! * 1000) / r.ops, clientCpuUsPerOp: (cpuMs.get('clients')! * 1000) / r.ops };
 }
 
 /** Runs `workers` loops of `op` for `ms`; ops/s over the elapsed time, nearest-rank latency percentiles. */
@@ -192,6 +197,9 @@ async function benchOps(): Promise<void> {
 }
 
 // ----------------------------------------------------------------------------------------- repl
+/** How often the harness asks the origin whether every peer has acknowledged (see benchRepl). */
+const ACK_POLL_MS = 20;
+
 async function benchRepl(): Promise<void> {
   const sizes = [4, 9, 19, 29];
   const agents = await cluster(30, { MISO_DEBOUNCE_MS: '0', MISO_ANTI_ENTROPY_MS: '0' }, 'r');
@@ -216,10 +224,14 @@ async function benchRepl(): Promise<void> {
     const sends: number[] = [];
     for (let i = 0; i < iters + 5; i++) {
       await origin.client.apply(fn, 'o', 'c', 'gcounter', { op: 'add', n: 1 });
+      // The ack times are taken inside the origin (send to ack, per peer); the harness only waits
+      // for them. It asks every ACK_POLL_MS: a 30-peer status costs the origin CPU, and asked every
+      // millisecond it competed with the very acks being timed.
+      await sleep(ACK_POLL_MS);
       let st = await origin.client.status();
       const deadline = Date.now() + 5000;
       while (st.peers.some((p) => p.functions.includes(fn) && p.unacked > 0) && Date.now() < deadline) {
-        await sleep(1);
+        await sleep(ACK_POLL_MS);
         st = await origin.client.status();
       }
       const lags = st.peers.filter((p) => p.functions.includes(fn)).map((p) => p.lag_last_ms);
