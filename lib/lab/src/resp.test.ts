@@ -21,6 +21,12 @@ test('parseResp waits for the rest of a split reply', () => {
 });
 
 test('parseResp turns an error reply and garbage into EDGE_LAB_REDIS', () => {
-  assert.throws(() => parseResp(b('-ERR wrong type\r\n')), (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_REDIS' && /wrong type/.test(e.message));
-  assert.throws(() => parseResp(b('hello\r\n')), (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_REDIS');
+  assert.throws(
+    () => parseResp(b('-ERR wrong type\r\n')),
+    (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_REDIS' && /wrong type/.test(e.message),
+  );
+  assert.throws(
+    () => parseResp(b('hello\r\n')),
+    (e: unknown) => e instanceof LabError && e.code === 'EDGE_LAB_REDIS',
+  );
 });

@@ -132,10 +132,14 @@ async function main(argv: string[]): Promise<number> {
   const warmMs = Number(values['warm-ms'] ?? (quick ? 1000 : 3000));
   for (const [k, v] of Object.entries({ rounds, len, chunk, concurrency, debounceMs, pollMs, warmMs })) {
     if (!Number.isInteger(v) || v < (k === 'debounceMs' || k === 'warmMs' ? 0 : 1)) {
-      throw new MeshError('EDGE_MESH_CONFIG', `bench-allreduce: ${k} must be a ${k === 'debounceMs' || k === 'warmMs' ? 'non-negative' : 'positive'} integer, got ${v}`);
+      throw new MeshError(
+        'EDGE_MESH_CONFIG',
+        `bench-allreduce: ${k} must be a ${k === 'debounceMs' || k === 'warmMs' ? 'non-negative' : 'positive'} integer, got ${v}`,
+      );
     }
   }
-  if (!hasCommand('redis-server')) throw new MeshError('EDGE_MESH_TOOL_MISSING', 'redis-server is missing (Debian package redis-server; make bench-allreduce installs it)');
+  if (!hasCommand('redis-server'))
+    throw new MeshError('EDGE_MESH_TOOL_MISSING', 'redis-server is missing (Debian package redis-server; make bench-allreduce installs it)');
   const command = `make bench-allreduce${argv.length > 0 ? ` BENCH_ARGS="${argv.join(' ')}"` : ''}`;
   const hostBefore = hostInfo();
 
@@ -176,10 +180,10 @@ async function main(argv: string[]): Promise<number> {
     for (const n of plan.nodes) {
       if (n === primary) continue;
       const shape = shapes.find((s) => s.from === n.index && s.to === PRIMARY)!;
-      await toxi.createProxy(
-        { name: `${n.id}>${primary.id}:redis`, listen: `${plan.hostAddr}:${proxyPort(n)}`, upstream: `${primary.addr}:${primaryPort}` },
-        [...toxicsFor(shape.upstream, 'upstream'), ...toxicsFor(shape.downstream, 'downstream')],
-      );
+      await toxi.createProxy({ name: `${n.id}>${primary.id}:redis`, listen: `${plan.hostAddr}:${proxyPort(n)}`, upstream: `${primary.addr}:${primaryPort}` }, [
+        ...toxicsFor(shape.upstream, 'upstream'),
+        ...toxicsFor(shape.downstream, 'downstream'),
+      ]);
     }
     const bind = cfg.isolation === 'netns' ? '0.0.0.0' : '127.0.0.1';
     for (const n of plan.nodes) {
@@ -196,15 +200,19 @@ async function main(argv: string[]): Promise<number> {
     }
     for (const n of plan.nodes) {
       const port = redisPort(cfg, n, plan.portBase);
-      await waitFor(`redis of ${n.id}`, async () => {
-        try {
-          const c = await RespClient.open(n.addr, port);
-          probes.push(c);
-          return true;
-        } catch {
-          return false;
-        }
-      }, 30_000);
+      await waitFor(
+        `redis of ${n.id}`,
+        async () => {
+          try {
+            const c = await RespClient.open(n.addr, port);
+            probes.push(c);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        30_000,
+      );
     }
     progress('redis: primary on node-1, a replica on every other node; waiting for the replicas to sync across their links');
     await waitForEvery(
@@ -332,7 +340,18 @@ async function main(argv: string[]): Promise<number> {
     date: new Date().toISOString(),
     host: hostBefore,
     load_average_after: hostAfter.load_average,
-    params: { nodes: NODES, latency: cfg.latency, len, chunks, chunk, concurrency_per_node: concurrency, rounds, debounce_ms: debounceMs, poll_ms: pollMs, warm_ms: warmMs },
+    params: {
+      nodes: NODES,
+      latency: cfg.latency,
+      len,
+      chunks,
+      chunk,
+      concurrency_per_node: concurrency,
+      rounds,
+      debounce_ms: debounceMs,
+      poll_ms: pollMs,
+      warm_ms: warmMs,
+    },
     correct,
     target_ratio: TARGET_RATIO,
     rows,
