@@ -77,7 +77,7 @@ async function main(): Promise<void> {
       systems.flatMap((system) =>
         Array.from({ length: init!.concurrency }, async (_, w) => {
           for (let i = 0; performance.now() < end; i++) {
-            await add(system, 'warmup', sumChunk((w + i) % 100));
+            await add(system, 'warmup', sumChunk((w + i) % Math.ceil(init!.len / init!.chunk)));
             if (i % 10 === 0) await total(system, 'warmup');
           }
         }),
