@@ -1,8 +1,8 @@
 /**
  * Persistence in the node's MongoDB (database `miso` by default), write-behind:
- * changed keys are collected and written in one bulk upsert at most `delayMs` after the first
- * change (0 = the caller awaits the write before answering). On start the agent loads every
- * entry. The node identity (node id and an incarnation counter) lives in `meta`.
+ * changed keys are collected and written in one bulk upsert `delayMs` after the first change
+ * not yet written, or when the write in flight ends if that is later (0 = the caller awaits the
+ * write before answering). On start the agent loads every entry. The node identity (node id and an incarnation counter) lives in `meta`.
  *
  * Collections:
  *   crdts: { _id: "<fn>\0<object>\0<name>", fn, object, name, type, gen, state: BinData }
