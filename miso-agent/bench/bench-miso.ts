@@ -24,12 +24,13 @@
  *   table1     throughput, latency, bytes, messages per debounce interval (MISO Table I)
  *   allreduce  array sum by N invocations through the SDK vs Redis INCRBY (MISO: 26.7% faster),
  *              after a 3 s warm-up of both; 10 clients vs 10 connections, and one shared SDK
- *              client (OpsBatch) vs one pipelined Redis connection
+ *              client (OpsBatch) vs one pipelined Redis connection; all on loopback, which is not
+ *              the paper's setting: that one (5 nodes, Redis across the network) is
+ *              `make bench-allreduce` (scenarios/mesh/bench/allreduce.ts)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { CpuMeter, hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
@@ -37,7 +38,8 @@ import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
 process.env['MISO_TEST_DEADLINE_MS'] ??= '30000';
-const { freePort, spawnAgent, waitForEvery } = await import('@syncmesh-edge/lab');
+const { freePort, RespClient, spawnAgent, waitForEvery } = await import('@syncmesh-edge/lab');
+type RespClient = import('@syncmesh-edge/lab').RespClient;
 type AgentProc = import('@syncmesh-edge/lab').AgentProc;
 
 const args = process.argv.slice(2);
@@ -423,40 +425,6 @@ async function benchTable1(): Promise<void> {
 }
 
 // ------------------------------------------------------------------------------------ allreduce
-/** Minimal RESP client: one command at a time per connection. */
-class Resp {
-  private buf = '';
-  private waiters: ((line: string) => void)[] = [];
-  private constructor(private readonly s: Socket) {
-    s.setEncoding('utf8');
-    s.on('data', (d: string) => {
-      this.buf += d;
-      let i: number;
-      while ((i = this.buf.indexOf('\r\n')) >= 0) {
-        const line = this.buf.slice(0, i);
-        this.buf = this.buf.slice(i + 2);
-        if (line.startsWith('$') && line !== '$-1') continue; // bulk header: the value follows
-        this.waiters.shift()?.(line);
-      }
-    });
-  }
-  static async open(port: number): Promise<Resp> {
-    const s = connect(port, '127.0.0.1');
-    await once(s, 'connect');
-    s.setNoDelay(true);
-    return new Resp(s);
-  }
-  cmd(...parts: string[]): Promise<string> {
-    return new Promise((ok) => {
-      this.waiters.push(ok);
-      this.s.write(`*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`);
-    });
-  }
-  close(): void {
-    this.s.destroy();
-  }
-}
-
 async function startRedis(): Promise<{ port: number; proc: ChildProcess }> {
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
@@ -466,10 +434,10 @@ async function startRedis(): Promise<{ port: number; proc: ChildProcess }> {
     'redis-server to accept connections',
     async () => {
       try {
-        const r = await Resp.open(port);
+        const r = await RespClient.open('127.0.0.1', port);
         const pong = await r.cmd('PING');
         r.close();
-        return pong === '+PONG';
+        return pong === 'PONG';
       } catch {
         return false;
       }
@@ -501,11 +469,11 @@ async function benchAllReduce(): Promise<void> {
   const [agent] = await cluster(1, {}, 'ar');
   const clients = Array.from({ length: concurrency }, () => new MisoClient(agent!.sdk, 30_000));
   const redis = await startRedis();
-  const conns = await Promise.all(Array.from({ length: concurrency }, () => Resp.open(redis.port)));
+  const conns = await Promise.all(Array.from({ length: concurrency }, () => RespClient.open('127.0.0.1', redis.port)));
   // The same 10 invocations when they share one connection: one SDK client (its ops of one
   // turn go in one OpsBatch message) and one Redis connection (commands pipelined).
   const sharedClient = new MisoClient(agent!.sdk, 30_000, 'batch');
-  const sharedConn = await Resp.open(redis.port);
+  const sharedConn = await RespClient.open('127.0.0.1', redis.port);
   const times: Record<'miso' | 'redis' | 'misoShared' | 'redisShared', number[]> = { miso: [], redis: [], misoShared: [], redisShared: [] };
   let ok = true;
   const misoRound = async (cs: MisoClient[], obj: string) => {
@@ -517,7 +485,7 @@ async function benchAllReduce(): Promise<void> {
     );
     return (await cs[0]!.read('allreduce', obj, 'sum', 'pncounter')).value;
   };
-  const redisRound = async (cs: Resp[], key: string) => {
+  const redisRound = async (cs: RespClient[], key: string) => {
     let next = 0;
     await Promise.all(
       cs.map(async (c) => {
