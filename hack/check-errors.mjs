@@ -16,7 +16,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DOC = 'docs/errors.md';
 const SOURCE_DIRS = ['src', 'bench', 'scripts'];
 // components that are not npm workspaces: their Python sources (tests excluded)
-const PYTHON_DIRS = ['images/appliance/node'];
+const PYTHON_DIRS = ['images/appliance/node', 'images/appliance/node/boot'];
 const CODE_LITERAL = /['"`](EDGE_[A-Z0-9]+(?:_[A-Z0-9]+)+)['"`]/g;
 const MIN_FIX_CHARS = 10;
 

@@ -8,7 +8,7 @@
 #
 # Inputs (contract with the faasd-node work): .cache/faasd/bin/<arch>/faasd,
 # .cache/faasd/licenses/<binary>/LICENSE (make faasd-bins); .cache/images/<name>.oci.tar and
-# <name>.ref (make images); images/node/ (docker-compose.yaml, prometheus.yml, stack.yml).
+# <name>.ref (make images); images/node/ (node.yml, the node description, and prometheus.yml).
 # Missing inputs make a partial bundle (listed in manifest.json, and the faasd role refuses it
 # naming the make target); BUNDLE_STRICT=1 fails instead.
 #

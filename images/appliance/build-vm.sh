@@ -39,8 +39,8 @@ key=$(
     echo "$rootfs" "${MONGO_IMAGE:-}" "${MONGO_IMAGE_REF:-}"
     [[ ! -f ${MONGO_IMAGE:-} ]] || sha256sum "$MONGO_IMAGE"
     find "$here" -type f \( -path "$here/test/*" -o -name README.md -o -name "*.pyc" \) -prune -o -type f -print0 | sort -z | xargs -0 sha256sum
-    sha256sum "$repo"/images/node/{node-prepare.sh,node-import.sh,docker-compose.yaml,prometheus.yml,stack.yml,containerd.toml} "$repo/images/NOTICE"
-    sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/{mesh_auth,registry,mongodb_cpu}.py
+    sha256sum "$repo"/images/node/{node-prepare.sh,node-import.sh,node.yml,prometheus.yml,containerd.toml} "$repo/images/NOTICE"
+    sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/{mesh_auth,registry,mongodb_cpu,node_stack}.py
     sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/roles/mongodb/{files/rs-init.js,templates/compose-official.yml.j2,defaults/main.yml}
     sha256sum "$repo"/ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/{templates/faasd.service.j2,templates/faasd-provider.service.j2,defaults/main.yml}
     cat "${IMAGES_DIR:-$repo/.cache/images}"/*.digest "${IMAGES_DIR:-$repo/.cache/images}"/*.ref

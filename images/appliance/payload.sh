@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Puts the Syncmesh node into an unpacked appliance root (shared by every target): the boot
-# program and validator, the node's scripts and templates from images/node (the ONE node setup:
-# node-prepare.sh, node-import.sh, docker-compose.yaml, stack.yml, ...), faasd's systemd units
+# program (appliance.py and its modules in boot/) and validator, the node's scripts and its
+# description from images/node (the ONE node setup: node-prepare.sh, node-import.sh, node.yml,
+# rendered by the collection's node_stack.py, ...), faasd's systemd units
 # rendered from the Ansible role's templates, the faasd binary, the node's OCI images (one
 # architecture), the overlay (units, sshd, cloud-init) and the links faasd's fixed paths need.
 #
@@ -81,15 +82,17 @@ fi
 # --- faasd, the node's scripts and templates, the boot program -----------------------------------
 install -D -m 0755 "$FAASD_DIR/bin/$arch/faasd" "$lib/bin/faasd"
 mkdir -p "$lib/node" "$lib/python" "$root/usr/share/doc/syncmesh-edge"
-for f in node-prepare.sh node-import.sh docker-compose.yaml prometheus.yml stack.yml containerd.toml; do
+for f in node-prepare.sh node-import.sh node.yml prometheus.yml containerd.toml; do
   install -m 0644 "$repo/images/node/$f" "$lib/node/$f"
 done
 chmod 0755 "$lib/node/"*.sh
 install -m 0755 "$here/node/appliance.py" "$lib/appliance.py"
 install -m 0644 "$here/node/nodefile.py" "$lib/nodefile.py"
-install -m 0644 "$role_dir/plugins/module_utils/mesh_auth.py" "$lib/python/mesh_auth.py"
-install -m 0644 "$role_dir/plugins/module_utils/registry.py" "$lib/python/registry.py"
-install -m 0644 "$role_dir/plugins/module_utils/mongodb_cpu.py" "$lib/python/mongodb_cpu.py"
+install -d -m 0755 "$lib/boot"
+install -m 0644 "$here"/node/boot/*.py "$lib/boot/"
+for m in mesh_auth registry mongodb_cpu node_stack; do
+  install -m 0644 "$role_dir/plugins/module_utils/$m.py" "$lib/python/$m.py"
+done
 [[ -d "$FAASD_DIR/licenses" ]] && cp -r "$FAASD_DIR/licenses" "$root/usr/share/doc/syncmesh-edge/faasd-licenses"
 cp "$repo/images/NOTICE" "$root/usr/share/doc/syncmesh-edge/NOTICE"
 

@@ -13,6 +13,9 @@
 # Cached: an image is rebuilt only when the hash of its inputs (spec, build scripts, files it
 # copies, base layers, SOURCE_DATE_EPOCH and revision) differs from its stamp. Debian base
 # layers are built once per architecture (delete .cache/images/base to refresh them).
+# Gated: before an image is (re)built, the unit tests of the workspaces its spec names in
+# IMAGE_UNIT_TESTS run (`npm run -w WS test:unit`, on the compiled dist/); one failing test
+# builds nothing. This is the one build of each image: there is no other Dockerfile.
 set -o errexit -o nounset -o pipefail
 # shellcheck source=images/build/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -109,7 +112,7 @@ build_image() (
   [[ -f $spec ]] || die "no spec $spec"
   # spec defaults
   IMAGE_USER=10001:10001 IMAGE_WORKDIR=/ IMAGE_LICENSES=MIT IMAGE_STOPSIGNAL=SIGTERM IMAGE_BASE=
-  IMAGE_ENTRYPOINT=() IMAGE_CMD=() IMAGE_ENV=() IMAGE_PORTS=() IMAGE_VOLUMES=() IMAGE_LABELS=() IMAGE_SOURCES=()
+  IMAGE_ENTRYPOINT=() IMAGE_CMD=() IMAGE_ENV=() IMAGE_PORTS=() IMAGE_VOLUMES=() IMAGE_LABELS=() IMAGE_SOURCES=() IMAGE_UNIT_TESTS=()
   # shellcheck source=/dev/null
   source "$spec"
   # time and revision: the last commit touching the image's sources, its spec or the build
@@ -150,6 +153,16 @@ build_image() (
   log "$IMAGE_NAME: building $ref for ${ARCHES[*]}"
   rm -rf "$work"
   mkdir -p "$work"
+  # the component's unit tests gate the image (the compiled dist/ of make build)
+  local ws
+  for ws in "${IMAGE_UNIT_TESTS[@]}"; do
+    log "$IMAGE_NAME: unit tests of $ws"
+    if ! (cd "$REPO" && npm run --silent -w "$ws" test:unit) > "$work/unit-tests.log" 2>&1; then
+      tail -n 30 "$work/unit-tests.log" >&2
+      die "$IMAGE_NAME: the unit tests of $ws failed (whole log: $work/unit-tests.log); no image built"
+    fi
+    log "$IMAGE_NAME: $(grep -E '^# (pass|fail) ' "$work/unit-tests.log" | tr '\n' ' ')"
+  done
   if [[ -n $IMAGE_BASE ]]; then
     # start from the cached base layout (hard links; index.json is replaced, never edited in place)
     cp -al "$(base_layout "$IMAGE_BASE")" "$work/layout"

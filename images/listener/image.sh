@@ -5,6 +5,8 @@
 IMAGE_VERSION=$(jq -r .version "$REPO/listeners/package.json")
 # Sources in git whose last commit gives the image its time and revision label.
 IMAGE_SOURCES=(listeners functions/syncmesh lib/backoff lib/log lib/mesh-auth package-lock.json)
+# Workspaces whose unit tests must pass before the image is built.
+IMAGE_UNIT_TESTS=(@syncmesh-edge/listener)
 IMAGE_TITLE="Syncmesh change-stream listener"
 IMAGE_DESCRIPTION="MongoDB change-stream listener: delivers every change to the Syncmesh function, at least once, resuming where it stopped."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-2-Clause"

@@ -8,6 +8,8 @@
 IMAGE_VERSION=$(jq -r .version "$REPO/miso-agent/package.json")
 # Sources in git whose last commit gives the image its time and revision label.
 IMAGE_SOURCES=(miso-agent functions/syncmesh lib/backoff lib/log lib/mesh-auth package-lock.json)
+# Workspaces whose unit tests must pass before the image is built.
+IMAGE_UNIT_TESTS=(@syncmesh-edge/miso-agent @syncmesh-edge/miso-sdk)
 IMAGE_TITLE="MISO agent"
 IMAGE_DESCRIPTION="MISO agent: CRDT-based replicated state for serverless functions (gRPC, mDNS, delta replication, MongoDB persistence)."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-3-Clause AND BSD-2-Clause"

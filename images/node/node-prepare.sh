@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prepares one faasd node's state directory (what `faasd install` and provisioning do on a real
-# node): faasd binary, containerd config, the rendered docker-compose.yaml, prometheus.yml,
-# secrets, the list of images to import. Changes nothing outside NODE_STATE. Idempotent: an
-# existing basic-auth password, MongoDB data and agent state are kept (node restart).
+# node): faasd binary, containerd config, docker-compose.yaml rendered from the node description
+# (node.yml, by the collection's one renderer node_stack.py), prometheus.yml, the description's
+# secrets and folders with their owners and modes, the list of images to import. Changes nothing
+# outside NODE_STATE. Idempotent: an existing basic-auth password, MongoDB data and agent state
+# are kept (node restart).
 #
 # Env (documented defaults):
 #   NODE_STATE        state directory of the node (required; on a real filesystem, not overlay)
@@ -10,6 +12,8 @@
 #   NODE_ADDR         (required)        the node's address others reach it at (agent advertise)
 #   MISO_PEERS        ""                other agents, node-id@host:port,... (the id pinned; host:port accepts any mesh member)
 #   MESH_SECRET_FILE  (required)        file holding the mesh secret, at least 32 bytes (copied into faasd's secrets)
+#   WRITE_KEY_FILE    (required)        file holding the clients' write key, at least 32 bytes, not the mesh secret
+#                                       (every secret of node.yml with `file: VAR` comes from the file VAR names)
 #   MONGODB_PUBLISH   127.0.0.1         where faasd publishes MongoDB's 27017 in the node (0.0.0.0: test meshes load data from outside)
 #   MONGODB_URI_FILE  (none)            file holding the services' MongoDB URI (may carry credentials); becomes the
 #                                       node secret mongodb-uri. Default: mongodb://mongodb:27017/?directConnection=true
@@ -29,6 +33,8 @@
 #                                       (images/appliance/mongo-image.sh render: the Ansible role's compose-official.yml.j2)
 #   MONGODB_ROOT_USERNAME syncmesh      official: the root user (the Ansible mongodb role's mongodb_root_username)
 #   MONGODB_REPLICA_SET   rs0           official: the set's name in the services' URI (the role's mongodb_replica_set)
+#   NODE_DESCRIPTION  <this folder>/node.yml   the node description
+#   NODE_STACK        the collection's module_utils/node_stack.py (or ../python/node_stack.py beside this folder: the appliance)
 set -o errexit -o nounset -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,12 +44,20 @@ arch=$(dpkg --print-architecture)
 export NODE_ID=${NODE_ID:-node-1} NODE_ADDR MISO_PEERS=${MISO_PEERS:-} MONGODB_PUBLISH=${MONGODB_PUBLISH:-127.0.0.1} LOG_LEVEL=${LOG_LEVEL:-warn}
 IMAGES_DIR=${IMAGES_DIR:-$repo/.cache/images}
 FAASD_BIN=${FAASD_BIN:-$repo/.cache/faasd/bin/$arch/faasd}
+NODE_DESCRIPTION=${NODE_DESCRIPTION:-$here/node.yml}
+NODE_STACK=${NODE_STACK:-$repo/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/node_stack.py}
+[[ -r $NODE_STACK ]] || NODE_STACK=$here/../python/node_stack.py
 
 fail() { echo "node-prepare: $*" >&2; exit 1; }
 [[ -x "$FAASD_BIN" ]] || fail "no faasd binary at $FAASD_BIN (run: make faasd-bins)"
+[[ -r "$NODE_STACK" && -r "$NODE_DESCRIPTION" ]] || fail "the node description $NODE_DESCRIPTION or its renderer $NODE_STACK is missing"
+node_stack() { python3 "$NODE_STACK" "$1" --description "$NODE_DESCRIPTION" "${@:2}"; }
+# the description's secrets (name owner mode file-variable min-bytes) and folders (name owner mode)
+mapfile -t secret_specs < <(node_stack secrets) && mapfile -t volume_specs < <(node_stack volumes) && (( ${#secret_specs[@]} > 0 )) ||
+  fail "cannot read the node description $NODE_DESCRIPTION"
 MONGODB_VARIANT=${MONGODB_VARIANT:-test_server}
 case $MONGODB_VARIANT in
-  test_server) mongodb_image=mongo-test-server mongodb_uid=10001 mongodb_mode=0755 ;;
+  test_server) mongodb_image=mongo-test-server ;;
   official)
     mongodb_image=mongodb mongodb_uid=999 mongodb_mode=0750 # the official image runs mongod as 999 (the role's owner and mode)
     [[ -r "${MONGODB_COMPOSE_OVERRIDES:-}" ]] || fail "MONGODB_VARIANT=official needs MONGODB_COMPOSE_OVERRIDES, a readable file (images/appliance/mongo-image.sh render)"
@@ -52,10 +66,17 @@ case $MONGODB_VARIANT in
     ;;
   *) fail "MONGODB_VARIANT must be test_server or official, not $MONGODB_VARIANT" ;;
 esac
-[[ -r "$MESH_SECRET_FILE" ]] || fail "cannot read MESH_SECRET_FILE $MESH_SECRET_FILE"
-# the function, listener and agent refuse a shorter one at start: fail here, before anything changes
-secret_bytes=$(tr -d '\n' < "$MESH_SECRET_FILE" | wc -c)
-(( secret_bytes >= 32 )) || fail "the mesh secret in $MESH_SECRET_FILE has $secret_bytes bytes; at least 32 are required (openssl rand -hex 32)"
+# the secrets the caller gives as files (node.yml's `file:`); the services refuse a short one at
+# start: fail here, before anything changes
+for spec in "${secret_specs[@]}"; do
+  read -r name _ _ var min <<< "$spec"
+  [[ $var == - ]] && continue
+  [[ -n ${!var:-} && -r ${!var} ]] || fail "$var must name a readable file (the node's secret $name)"
+  secret_bytes=$(tr -d '\n' < "${!var}" | wc -c)
+  (( secret_bytes >= min )) || fail "the secret $name in ${!var} ($var) has $secret_bytes bytes; at least $min are required (openssl rand -hex 32)"
+done
+cmp -s <(tr -d '\n' < "$MESH_SECRET_FILE") <(tr -d '\n' < "$WRITE_KEY_FILE") &&
+  fail "the write key ($WRITE_KEY_FILE) is the mesh secret: clients hold the write key, only nodes hold the mesh secret; give it its own value"
 mkdir -p "$NODE_STATE"
 [[ "$(stat -fc %T "$NODE_STATE")" != overlayfs ]] || fail "NODE_STATE $NODE_STATE is on overlayfs; containerd's overlay snapshotter needs a real filesystem"
 
@@ -91,36 +112,28 @@ ForwardToSyslog=no
 ForwardToWall=no
 EOF_J
 
-vars='${IMAGE_GATEWAY} ${IMAGE_QUEUE_WORKER} ${IMAGE_NATS_STREAMING} ${IMAGE_PROMETHEUS} ${IMAGE_MONGODB} ${IMAGE_LISTENER} ${IMAGE_MISO_AGENT} ${NODE_ID} ${NODE_ADDR} ${MISO_PEERS} ${MONGODB_PUBLISH} ${LOG_LEVEL}'
-envsubst "$vars" < "$here/docker-compose.yaml" > "$NODE_STATE/var-lib-faasd/docker-compose.yaml"
-if [[ $MONGODB_VARIANT == official ]]; then
-  # merged as the Ansible faasd role merges faasd_compose_overrides: maps recursively, the rest replaced
-  python3 - "$NODE_STATE/var-lib-faasd/docker-compose.yaml" "$MONGODB_COMPOSE_OVERRIDES" << 'PY' || fail "cannot merge $MONGODB_COMPOSE_OVERRIDES into docker-compose.yaml"
-import sys, yaml
-path, overrides = sys.argv[1:]
-def merge(base, extra):
-    for key, value in extra.items():
-        base[key] = merge(base[key], value) if isinstance(base.get(key), dict) and isinstance(value, dict) else value
-    return base
-compose = merge(yaml.safe_load(open(path)), yaml.safe_load(open(overrides)))
-with open(path, "w") as f:
-    f.write(f"# images/node/docker-compose.yaml with {overrides} merged in (node-prepare.sh)\n")
-    yaml.safe_dump(compose, f, sort_keys=False)
-PY
-fi
+# the official database's settings are merged in as the Ansible faasd role merges its overrides
+overrides=(); [[ $MONGODB_VARIANT == official ]] && overrides=(--override "$MONGODB_COMPOSE_OVERRIDES")
+values=()
+for name in IMAGE_GATEWAY IMAGE_QUEUE_WORKER IMAGE_NATS_STREAMING IMAGE_PROMETHEUS IMAGE_MONGODB IMAGE_LISTENER IMAGE_MISO_AGENT NODE_ID NODE_ADDR MISO_PEERS MONGODB_PUBLISH LOG_LEVEL; do
+  values+=(--value "$name=${!name}")
+done
+node_stack compose "${values[@]}" "${overrides[@]}" > "$NODE_STATE/docker-compose.yaml.new" || fail "cannot render the node description $NODE_DESCRIPTION (above)"
+mv -f "$NODE_STATE/docker-compose.yaml.new" "$NODE_STATE/var-lib-faasd/docker-compose.yaml"
 cp "$here/prometheus.yml" "$NODE_STATE/var-lib-faasd/prometheus.yml"
 
-# Secrets of the core services (faasd's own folder). The gateway's password is generated once.
+# The node's secrets (faasd's own folder), each with node.yml's owner and mode: the caller's
+# files, the gateway's user and password (generated once, kept), the services' MongoDB URI.
 secrets="$NODE_STATE/var-lib-faasd/secrets"
 umask 077
+for spec in "${secret_specs[@]}"; do
+  read -r name _ _ var _ <<< "$spec"
+  [[ $var == - ]] || install -m 0400 "${!var}" "$secrets/$name"
+done
 [[ -s "$secrets/basic-auth-user" ]] || printf 'admin' > "$secrets/basic-auth-user"
 [[ -s "$secrets/basic-auth-password" ]] || head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 40 > "$secrets/basic-auth-password"
-# the gateway and queue worker read these as their own (non-root) users
-chmod 0644 "$secrets/basic-auth-user" "$secrets/basic-auth-password"
 printf '%s:%s' "$(cat "$secrets/basic-auth-user")" "$(cat "$secrets/basic-auth-password")" > "$NODE_STATE/basic-auth"
 chmod 0600 "$NODE_STATE/basic-auth"
-# the listener and the agent run as the images' app user (10001 in docker-compose.yaml)
-install -m 0400 -o 10001 -g 10001 "$MESH_SECRET_FILE" "$secrets/mesh-secret"
 # the MongoDB URI of the listener and the agent (the function gets the same value as the faasd
 # secret mongodb-uri through /system/secrets): a file, never env, as it may carry credentials
 if [[ $MONGODB_VARIANT == official ]]; then
@@ -135,20 +148,27 @@ fi
 if [[ -n "${MONGODB_URI_FILE:-}" ]]; then
   [[ -r "$MONGODB_URI_FILE" ]] || fail "cannot read MONGODB_URI_FILE $MONGODB_URI_FILE"
   grep -qE '^mongodb(\+srv)?://' "$MONGODB_URI_FILE" || fail "MONGODB_URI_FILE $MONGODB_URI_FILE must hold a URI starting with mongodb:// or mongodb+srv://"
-  install -m 0400 -o 10001 -g 10001 "$MONGODB_URI_FILE" "$secrets/mongodb-uri"
+  install -m 0400 "$MONGODB_URI_FILE" "$secrets/mongodb-uri.new"
 elif [[ $MONGODB_VARIANT == official ]]; then
   # the user name (letters, digits, _ . -) and the password (letters, digits) need no escaping in a URI
   printf 'mongodb://%s:%s@mongodb:27017/?replicaSet=%s&authSource=admin' "$MONGODB_ROOT_USERNAME" "$(cat "$secrets/mongodb-password")" "$MONGODB_REPLICA_SET" > "$secrets/mongodb-uri.new"
-  chown 10001:10001 "$secrets/mongodb-uri.new" && chmod 0400 "$secrets/mongodb-uri.new" && mv -f "$secrets/mongodb-uri.new" "$secrets/mongodb-uri"
 else
   printf 'mongodb://mongodb:27017/?directConnection=true' > "$secrets/mongodb-uri.new"
-  chown 10001:10001 "$secrets/mongodb-uri.new" && chmod 0400 "$secrets/mongodb-uri.new" && mv -f "$secrets/mongodb-uri.new" "$secrets/mongodb-uri"
 fi
+mv -f "$secrets/mongodb-uri.new" "$secrets/mongodb-uri"
+for spec in "${secret_specs[@]}"; do
+  read -r name owner mode _ _ <<< "$spec"
+  [[ -s $secrets/$name ]] || fail "nothing wrote the secret $name the node description declares"
+  chown "$owner:$owner" "$secrets/$name" && chmod "$mode" "$secrets/$name"
+done
 umask 022
-# volumes, owned by the user their service runs as (faasd would create them root-owned)
-for v in nats prometheus; do install -d -o 65534 -g 65534 "$NODE_STATE/var-lib-faasd/$v"; done
-install -d -o 10001 -g 10001 "$NODE_STATE/var-lib-faasd/miso-agent"
-install -d -m "$mongodb_mode" -o "$mongodb_uid" -g "$mongodb_uid" "$NODE_STATE/var-lib-faasd/mongodb"
+# the description's folders, owned by the user their service runs as (faasd would create them
+# root-owned); the official database's data belongs to its own user
+for spec in "${volume_specs[@]}"; do
+  read -r name owner mode <<< "$spec"
+  [[ $name == mongodb && $MONGODB_VARIANT == official ]] && owner=$mongodb_uid mode=$mongodb_mode
+  install -d -m "$mode" -o "$owner" -g "$owner" "$NODE_STATE/var-lib-faasd/$name"
+done
 
 # Images to import into the node's containerd: "<containerd namespace> <archive> <reference>"
 {

@@ -1,11 +1,15 @@
 # shellcheck shell=bash
-# The Syncmesh GraphQL function: of-watchdog 0.10.0 (MIT, `make faasd-bins`) in http mode in
-# front of our server (one esbuild bundle of functions/syncmesh, no tests, no scripts, no test
-# server), on Debian trixie's Node.js 20 with only its shared libraries (no npm, no shell).
-# stack.yml (OpenFaaS) overrides the timeouts per deployment.
+# The Syncmesh GraphQL function: of-watchdog 0.10.0 (MIT, built from ../shared/third_party by
+# `make faasd-bins`: the one watchdog version the project ships) in http mode in front of our
+# server (one esbuild bundle of functions/syncmesh, no tests, no scripts, no test server), on
+# Debian trixie's Node.js 20 with only its shared libraries (no npm, no shell). The function's
+# unit tests gate the build. The node description (images/node/node.yml) overrides the timeouts
+# per deployment.
 IMAGE_VERSION=$(jq -r .version "$REPO/functions/syncmesh/package.json")
 # Sources in git whose last commit gives the image its time and revision label.
 IMAGE_SOURCES=(functions/syncmesh lib/backoff lib/log lib/mesh-auth images/faasd package-lock.json)
+# Workspaces whose unit tests must pass before the image is built.
+IMAGE_UNIT_TESTS=(@syncmesh-edge/syncmesh-fn)
 IMAGE_TITLE="Syncmesh function"
 IMAGE_DESCRIPTION="Syncmesh GraphQL function (OpenFaaS, of-watchdog http mode) on Node.js 20: exact mesh-wide answers from any node."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-2-Clause"

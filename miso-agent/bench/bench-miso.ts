@@ -38,9 +38,11 @@ import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
 process.env['MISO_TEST_DEADLINE_MS'] ??= '30000';
-const { freePort, RespClient, spawnAgent, waitForEvery } = await import('@syncmesh-edge/lab');
+const { freePort, RespClient, waitForEvery } = await import('@syncmesh-edge/lab');
 type RespClient = import('@syncmesh-edge/lab').RespClient;
-type AgentProc = import('@syncmesh-edge/lab').AgentProc;
+// imported after the deadline is set: the launcher reads MISO_TEST_DEADLINE_MS when it loads
+const { spawnAgent } = await import('@syncmesh-edge/miso-agent/testing');
+type AgentProc = import('@syncmesh-edge/miso-agent/testing').AgentProc;
 
 const args = process.argv.slice(2);
 const opt = (k: string) => {

@@ -1,4 +1,5 @@
-"""The boot program's gateway client against a real local HTTP server (python3 -m unittest discover -s images/appliance/node)."""
+"""The boot program's gateway client and its deploy step, and its registry client, against real
+local HTTP servers (python3 -m unittest discover -s images/appliance/node)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COLLECTION = os.path.join(HERE, "..", "..", "..", "ansible", "collections", "ansible_collections", "syncmesh", "edge")
 sys.path.insert(0, os.path.join(COLLECTION, "plugins", "module_utils"))
 
-import appliance  # noqa: E402
+import node_stack  # noqa: E402
+from boot import gateway, registry_client  # noqa: E402
+
+REPO = os.path.join(HERE, "..", "..", "..")
+NODE = os.path.join(REPO, "images", "node")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -76,7 +81,7 @@ class GatewayRetryTest(unittest.TestCase):
     def test_a_connection_closed_without_an_answer_is_retried(self):
         s = Server(drop={1, 2})
         try:
-            gw = appliance.Gateway("admin:pw", url=s.url, retry_s=10, pause_s=0.05)
+            gw = gateway.Gateway("admin:pw", url=s.url, retry_s=10, pause_s=0.05)
             self.assertEqual(gw.request("GET", "/system/functions"), (200, "3"))
             self.assertEqual(s.requests, 3)
         finally:
@@ -86,7 +91,7 @@ class GatewayRetryTest(unittest.TestCase):
         with socket.socket() as free:  # a port nothing listens on
             free.bind(("127.0.0.1", 0))
             port = free.getsockname()[1]
-        gw = appliance.Gateway("admin:pw", url=f"http://127.0.0.1:{port}", retry_s=0.3, pause_s=0.05)
+        gw = gateway.Gateway("admin:pw", url=f"http://127.0.0.1:{port}", retry_s=0.3, pause_s=0.05)
         with self.assertRaises(RuntimeError) as ctx:
             gw.request("GET", "/system/functions")
         self.assertIn("did not answer GET /system/functions", str(ctx.exception))
@@ -99,6 +104,7 @@ class FakeGateway(Fake):
 
     def __init__(self, slow_create: float | None = None, never_create: bool = False):
         self.functions: dict[str, dict] = {}
+        self.secrets: dict[str, str] = {}
         self.calls: list[str] = []
         outer = self
 
@@ -111,6 +117,9 @@ class FakeGateway(Fake):
 
             def write(self, method: str):
                 fn = self.body()
+                if self.path == "/system/secrets":
+                    outer.secrets[fn["name"]] = fn["value"]
+                    return self.answer(202)
                 outer.calls.append(method)
                 if method == "POST" and (slow_create is not None or never_create):
                     if not never_create:
@@ -140,8 +149,8 @@ class GatewayDeployTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.state)
 
-    def gateway(self, fake: FakeGateway, settle_s: float = 10) -> appliance.Gateway:
-        return appliance.Gateway("admin:pw", url=fake.url, retry_s=2, pause_s=0.05, state_dir=self.state, settle_s=settle_s)
+    def gateway(self, fake: FakeGateway, settle_s: float = 10) -> gateway.Gateway:
+        return gateway.Gateway("admin:pw", url=fake.url, retry_s=2, pause_s=0.05, state_dir=self.state, settle_s=settle_s)
 
     def test_the_same_spec_is_not_sent_again_and_a_changed_one_is_an_update(self):
         fake = FakeGateway()
@@ -181,6 +190,47 @@ class GatewayDeployTest(unittest.TestCase):
             fake.close()
 
 
+class DeployTest(unittest.TestCase):
+    """deploy_functions: the node description rendered by the collection's node_stack (the golden
+    input renders the golden functions), each secret the functions list stored from the folder."""
+
+    def setUp(self):
+        self.state = tempfile.mkdtemp()
+        self.secrets = os.path.join(self.state, "secrets")
+        os.makedirs(self.secrets)
+        with open(os.path.join(NODE, "golden", "values.json"), encoding="utf-8") as f:
+            self.values = json.load(f)
+
+    def tearDown(self):
+        shutil.rmtree(self.state)
+
+    def test_the_golden_functions_are_deployed_with_their_secrets(self):
+        for name in ("mesh-secret", "write-key", "mongodb-uri"):
+            with open(os.path.join(self.secrets, name), "w", encoding="utf-8") as f:
+                f.write(f"value-of-{name}\n")
+        fake = FakeGateway()
+        try:
+            gw = gateway.Gateway("admin:pw", url=fake.url, retry_s=2, pause_s=0.05, state_dir=self.state)
+            bodies = gateway.deploy_functions(gw, os.path.join(NODE, "node.yml"), self.values, self.secrets)
+            with open(os.path.join(NODE, "golden", "functions.json"), encoding="utf-8") as f:
+                self.assertEqual(node_stack.functions_json(bodies), f.read())  # byte for byte, in the golden form
+            self.assertEqual(fake.secrets, {n: f"value-of-{n}" for n in ("mesh-secret", "write-key", "mongodb-uri")})
+            self.assertEqual(fake.functions["syncmesh-fn"], bodies[0])
+        finally:
+            fake.close()
+
+    def test_a_missing_secret_file_fails_before_anything_is_sent(self):
+        fake = FakeGateway()
+        try:
+            gw = gateway.Gateway("admin:pw", url=fake.url, retry_s=2, pause_s=0.05, state_dir=self.state)
+            with self.assertRaises(RuntimeError) as ctx:
+                gateway.deploy_functions(gw, os.path.join(NODE, "node.yml"), self.values, self.secrets)
+            self.assertIn("the secret mesh-secret", str(ctx.exception))
+            self.assertEqual((fake.secrets, fake.calls), ({}, []))
+        finally:
+            fake.close()
+
+
 class FakeRegistry(Fake):
     """A function's registry over `meta` requests: lists no nodes, records mutations. The
     requests whose numbers are in `drop` get their connection closed without an answer."""
@@ -211,7 +261,7 @@ class RegistryRetryTest(unittest.TestCase):
     def test_a_lost_answer_is_retried_until_the_registry_lists_the_node(self):
         fake = FakeRegistry(drop={1})
         try:
-            appliance.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=10, pause_s=0.05, timeout_s=5)
+            registry_client.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=10, pause_s=0.05, timeout_s=5)
             self.assertEqual(fake.requests, 3)  # the dropped list, the list again, one mutation
             self.assertEqual(len(fake.mutations), 1)
         finally:
@@ -221,7 +271,7 @@ class RegistryRetryTest(unittest.TestCase):
         fake = FakeRegistry(drop=set(range(1, 1000)))
         try:
             with self.assertRaises(RuntimeError) as ctx:
-                appliance.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=0.3, pause_s=0.05, timeout_s=5)
+                registry_client.sync_registry(fake.url, "s" * 64, "node-1", [ME], within_s=0.3, pause_s=0.05, timeout_s=5)
             self.assertIn("the node's registry could not be updated within 0.3 s", str(ctx.exception))
             self.assertEqual(fake.mutations, [])
         finally:

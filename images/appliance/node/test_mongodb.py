@@ -29,7 +29,7 @@ NODE_PREPARE = os.path.join(REPO, "images", "node", "node-prepare.sh")
 COLLECTION = os.path.join(REPO, "ansible", "collections", "ansible_collections", "syncmesh", "edge")
 sys.path.insert(0, os.path.join(COLLECTION, "plugins", "module_utils"))
 
-import appliance  # noqa: E402
+from boot import database  # noqa: E402
 
 REF = "docker.io/library/mongo:7.0"
 CORE = ["gateway", "queue-worker", "nats-streaming", "prometheus", "mongo-test-server", "listener", "miso-agent", "syncmesh-fn"]
@@ -140,7 +140,7 @@ class MongoImageCheck(unittest.TestCase):
         self.assertEqual(r.stdout.split(), ["mongodb", "bundled", "docker.io/library/mongo:7.0.12", "7.0.12"], r.stderr)
 
 
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("envsubst"), "node-prepare.sh sets owners (root) and renders with envsubst")
+@unittest.skipUnless(os.geteuid() == 0, "node-prepare.sh sets owners (root)")
 class NodePrepareOfficial(unittest.TestCase):
     """node-prepare.sh with MONGODB_VARIANT=official, with the settings mongo-image.sh renders."""
 
@@ -161,6 +161,9 @@ class NodePrepareOfficial(unittest.TestCase):
         self.secret = os.path.join(self.tmp, "mesh-secret")
         with open(self.secret, "w") as f:
             f.write("s" * 40)
+        self.write_key = os.path.join(self.tmp, "write-key")
+        with open(self.write_key, "w") as f:
+            f.write("w" * 40)
         self.overrides = os.path.join(self.tmp, "mongodb-official.yaml")
         subprocess.run(["bash", MONGO_IMAGE_SH, "render", REF, self.overrides], check=True, timeout=60)
         self.state = os.path.join(self.tmp, "node")
@@ -171,6 +174,7 @@ class NodePrepareOfficial(unittest.TestCase):
             "NODE_STATE": self.state,
             "NODE_ADDR": "10.9.0.2",
             "MESH_SECRET_FILE": self.secret,
+            "WRITE_KEY_FILE": self.write_key,
             "IMAGES_DIR": self.images,
             "IMAGES_PRELOADED": "1",
             "FAASD_BIN": self.faasd,
@@ -224,12 +228,54 @@ class NodePrepareOfficial(unittest.TestCase):
         r = self.prepare()
         self.assertEqual(r.returncode, 0, r.stderr)
         text = read(os.path.join(self.state, "var-lib-faasd", "docker-compose.yaml"))
-        self.assertTrue(text.startswith("# faasd's service definition"))  # envsubst's output, not re-dumped
+        self.assertTrue(text.startswith("# faasd's docker-compose.yaml of one Syncmesh Edge node"))  # node_stack's rendering
         mongodb = yaml.safe_load(text)["services"]["mongodb"]
         self.assertEqual(mongodb["image"], "localhost/syncmesh-edge/mongo-test-server:0.1.0")
         self.assertEqual(mongodb["labels"]["org.syncmesh-edge.test-only"], "true")
         self.assertFalse(os.path.exists(self.secrets("mongodb-password")))
         self.assertEqual(read(self.secrets("mongodb-uri")), "mongodb://mongodb:27017/?directConnection=true")
+
+    def test_the_compose_file_is_the_golden_rendering_and_secrets_have_the_descriptions_owners(self):
+        golden = json.loads(read(os.path.join(REPO, "images", "node", "golden", "values.json")))
+        names = {"gateway": "IMAGE_GATEWAY", "queue-worker": "IMAGE_QUEUE_WORKER", "nats-streaming": "IMAGE_NATS_STREAMING",
+                 "prometheus": "IMAGE_PROMETHEUS", "mongo-test-server": "IMAGE_MONGODB", "listener": "IMAGE_LISTENER",
+                 "miso-agent": "IMAGE_MISO_AGENT", "syncmesh-fn": "FUNCTION_IMAGE"}  # fmt: skip
+        for name, var in names.items():
+            with open(os.path.join(self.images, f"{name}.ref"), "w") as f:
+                f.write(golden[var].rsplit(":", 1)[1] + "\n")
+        keys = {k: golden[k] for k in ("NODE_ID", "NODE_ADDR", "MISO_PEERS", "LOG_LEVEL", "MONGODB_PUBLISH")}
+        r = self.prepare(**keys)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(
+            read(os.path.join(self.state, "var-lib-faasd", "docker-compose.yaml")),
+            read(os.path.join(REPO, "images", "node", "golden", "docker-compose.yaml")),
+        )
+        for name, uid, mode in (
+            ("mesh-secret", 10001, 0o400),
+            ("write-key", 0, 0o400),
+            ("mongodb-uri", 10001, 0o400),
+            ("basic-auth-password", 0, 0o644),
+        ):
+            st = os.stat(self.secrets(name))
+            self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (uid, mode), name)
+        self.assertEqual(read(self.secrets("write-key")), "w" * 40)
+        st = os.stat(os.path.join(self.state, "var-lib-faasd", "nats"))
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (65534, 0o755))
+
+    def test_a_missing_short_or_reused_secret_file_fails_before_anything_changes(self):
+        short = os.path.join(self.tmp, "short")
+        with open(short, "w") as f:
+            f.write("x" * 31)
+        for extra, pattern in (
+            ({"WRITE_KEY_FILE": os.path.join(self.tmp, "none")}, "WRITE_KEY_FILE must name a readable file"),
+            ({"WRITE_KEY_FILE": short}, "the secret write-key .* has 31 bytes; at least 32"),
+            ({"WRITE_KEY_FILE": self.secret}, "the write key .* is the mesh secret"),
+        ):
+            with self.subTest(extra=extra):
+                r = self.prepare(**extra)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertRegex(r.stderr, pattern)
+                self.assertFalse(os.path.exists(self.state))
 
     def test_bad_settings_fail_before_anything_changes(self):
         for extra, pattern in (
@@ -248,7 +294,7 @@ class NodePrepareOfficial(unittest.TestCase):
 
 
 class BootSteps(unittest.TestCase):
-    """appliance.py's pull and replica-set steps, with a stand-in `ctr` on PATH that records its
+    """The boot program's pull and replica-set steps (boot/database.py), with a stand-in `ctr` on PATH that records its
     calls and answers as containerd would (a failed pull, then a good one)."""
 
     CTR = r"""#!/bin/sh
@@ -281,27 +327,27 @@ exit 2
         patch.start()
         self.addCleanup(patch.stop)
         for name, fake in (("write_status", lambda **f: self.statuses.append(f)), ("console", self.shown.extend), ("LIB", self.tmp)):
-            patch = mock.patch.object(appliance, name, fake)
+            patch = mock.patch.object(database, name, fake)
             patch.start()
             self.addCleanup(patch.stop)
 
     def test_a_failed_pull_is_said_and_retried(self):
-        appliance.pull_image(REF, "amd64", pause_s=0)
+        database.pull_image(REF, "amd64", pause_s=0)
         calls = read(self.log)
         self.assertEqual(calls.count(f"images pull --platform linux/amd64 {REF}"), 2)
         said = [s["message"] for s in self.statuses]
         self.assertTrue(any(re.search(r"cannot pull MongoDB's image .*no such host.*needs internet once", m) for m in said), said)
         self.assertEqual(len(self.shown), 1)  # on the console once, not every retry
-        appliance.pull_image(REF, "amd64", pause_s=0)  # present: nothing pulled again
+        database.pull_image(REF, "amd64", pause_s=0)  # present: nothing pulled again
         self.assertEqual(read(self.log).count("images pull"), 2)
 
     def test_the_replica_set_is_initiated_with_the_images_shell(self):
         os.makedirs(os.path.join(self.tmp, "node"))
         with open(os.path.join(self.tmp, "node", "mongodb-rs-init.js"), "w") as f:
             f.write("print('x')")
-        appliance.initiate_replica_set({"version": "4.4.18"}, pause_s=0)
+        database.initiate_replica_set({"version": "4.4.18"}, pause_s=0)
         calls = read(self.log).splitlines()
         self.assertEqual(len(calls), 2)  # refused once (mongod starting), then initiated
         self.assertRegex(calls[-1], r"^-n openfaas task exec --exec-id rs-init-\d+-2 mongodb mongo --quiet --eval print\('x'\)$")
-        appliance.initiate_replica_set({"version": "7.0"}, pause_s=0)
+        database.initiate_replica_set({"version": "7.0"}, pause_s=0)
         self.assertIn(" mongodb mongosh --quiet ", read(self.log).splitlines()[-1])

@@ -50,7 +50,8 @@ key=$(
     echo "$rootfs" "${MONGO_IMAGE:-}" "${MONGO_IMAGE_REF:-}" "$COMPRESS"
     [[ ! -f ${MONGO_IMAGE:-} ]] || sha256sum "$MONGO_IMAGE"
     find "$appliance" -type f \( -path "*/test/*" -o -name README.md -o -name "*.pyc" \) -prune -o -type f -print0 | sort -z | xargs -0 sha256sum
-    sha256sum "$PI_REPO"/images/node/* "$PI_REPO/images/NOTICE"
+    find "$PI_REPO/images/node" -maxdepth 1 -type f -print0 | sort -z | xargs -0 sha256sum
+    sha256sum "$PI_REPO/images/NOTICE"
     sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/roles/mongodb/{files/rs-init.js,templates/compose-official.yml.j2,defaults/main.yml}
     sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/plugins/module_utils/*.py
     sha256sum "$PI_REPO"/ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/{templates/*,defaults/main.yml}

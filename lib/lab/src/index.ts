@@ -26,18 +26,7 @@ export {
   waitFor,
   waitForEvery,
 } from './sys.js';
-export {
-  AGENT_MAIN,
-  AGENT_NODE_FLAGS,
-  CLIENT_DEADLINE_MS,
-  ConnectProxy,
-  READY_TIMEOUT_MS,
-  Relay,
-  spawnAgent,
-  TEST_SECRET,
-  waitConverged,
-} from './miso.js';
-export type { AgentProc, AgentSpec } from './miso.js';
+export { ConnectProxy, Relay } from './relay.js';
 export type { Listener, ProcessRecord, RunOptions, RunResult, Service } from './sys.js';
 export {
   attachNamespace,

@@ -9,7 +9,8 @@ import * as grpc from '@grpc/grpc-js';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient, MisoSdkError } from '@syncmesh-edge/miso-sdk';
 import { loadProtos } from '../../src/transport/grpc/protos.js';
-import { spawnAgent, waitForEvery, type AgentProc } from '@syncmesh-edge/lab';
+import { waitForEvery } from '@syncmesh-edge/lab';
+import { spawnAgent, type AgentProc } from '@syncmesh-edge/miso-agent/testing';
 
 let mongo: MongoTarget;
 let agent: AgentProc;

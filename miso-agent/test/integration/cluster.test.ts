@@ -6,7 +6,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
-import { ConnectProxy, Relay, spawnAgent, waitConverged, waitForEvery, type AgentProc, type AgentSpec } from '@syncmesh-edge/lab';
+import { ConnectProxy, Relay, waitForEvery } from '@syncmesh-edge/lab';
+import { spawnAgent, waitConverged, type AgentProc, type AgentSpec } from '@syncmesh-edge/miso-agent/testing';
 
 const FN = 'counter-fn';
 /** Fast timers so failures are noticed within a second. */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { MisoSdkError } from '@syncmesh-edge/miso-sdk';
-import { spawnAgent, type AgentProc } from '@syncmesh-edge/lab';
+import { spawnAgent, type AgentProc } from '@syncmesh-edge/miso-agent/testing';
 
 let mongo: MongoTarget;
 let agent: AgentProc;

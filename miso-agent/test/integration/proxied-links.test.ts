@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
-import { Relay, spawnAgent, waitConverged, waitForEvery, type AgentProc } from '@syncmesh-edge/lab';
+import { Relay, waitForEvery } from '@syncmesh-edge/lab';
+import { spawnAgent, waitConverged, type AgentProc } from '@syncmesh-edge/miso-agent/testing';
 
 const FN = 'proxied-fn';
 const TIMERS = { MISO_DEBOUNCE_MS: '20', MISO_PERSIST_DELAY_MS: '20', MISO_HEARTBEAT_MS: '200', MISO_PEER_TIMEOUT_MS: '1000' };

@@ -16,7 +16,8 @@ import { encodePeerMessage, decodePeerMessage, peerWire } from '../../src/transp
 import { AcceptorHandshake, DialerHandshake, HANDSHAKE_TIMEOUT_MS } from '../../src/transport/grpc/auth.js';
 import type { PeerMessage, ReceivedPeerMessage } from '../../src/sync/messages.js';
 import { getCrdtType } from '../../src/crdt/index.js';
-import { spawnAgent, TEST_SECRET, waitForEvery, type AgentProc } from '@syncmesh-edge/lab';
+import { waitForEvery } from '@syncmesh-edge/lab';
+import { spawnAgent, TEST_SECRET, type AgentProc } from '@syncmesh-edge/miso-agent/testing';
 
 const rightKeys = new MeshKeys(TEST_SECRET);
 const wrongKeys = new MeshKeys('rogue-mesh-secret-0123456789abcdefghij');

@@ -15,18 +15,16 @@
  * node is read around each measured run: CPU ms per request by service and path.
  * The node is removed afterwards (also on failure or Ctrl-C).
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { down, up, type Progress } from './mesh.js';
 import {
-  FAASD_PATHS,
   faasdNodeCpuGroups,
   faasdStateDir,
   FAASD_NODE_ROLE,
   FUNCTION_NAME,
   functionTaskAddress,
-  renderStack,
+  renderFunctions,
   serviceAddress,
   stackVars,
 } from './runtime-faasd.js';
@@ -34,7 +32,7 @@ import { readState } from './state.js';
 import { spawnInNetns } from '@syncmesh-edge/lab';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
-/** The function's settings (stack.yml) that change how Node.js runs it, given to the bare process too. */
+/** The function's settings (images/node/node.yml) that change how Node.js runs it, given to the bare process too. */
 const SAME_ENV = ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'];
 
 export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
@@ -57,9 +55,9 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
     progress(
       `benchmark in ${node.netns}: database ${mongo}, function task ${fn}, gateway ${gateway}, port proxy 127.0.0.1:8080, published (DNAT) ${node.addr}:8080`,
     );
-    // the bare process runs with the deployed function's Node.js settings (stack.yml), so the
-    // paths differ only in the hops in front of the function and its container
-    const [deployed] = renderStack(readFileSync(FAASD_PATHS.stack, 'utf8'), stackVars(cfg, state.plan.nodes[0]!, cfg.forwardMode));
+    // the bare process runs with the deployed function's Node.js settings (the node description),
+    // so the paths differ only in the hops in front of the function and its container
+    const [deployed] = await renderFunctions(stackVars(cfg, state.plan.nodes[0]!, cfg.forwardMode));
     const fnEnv = SAME_ENV.filter((k) => deployed?.envVars[k] !== undefined).flatMap((k) => ['--fn-env', `${k}=${deployed!.envVars[k]}`]);
     progress(`the bare process gets the function's ${fnEnv.filter((_, i) => i % 2 === 1).join(' ') || 'defaults'}`);
     // where the CPU goes: every container of the node and the supervisor's processes by role

@@ -5,77 +5,71 @@ import { MeshError } from './errors.js';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { planMesh } from './plan.js';
-import { FAASD_PATHS, renderStack, substitute } from './runtime-faasd.js';
+import { FAASD_PATHS, renderFunctions, renderNode } from './runtime-faasd.js';
 import { misoPeers } from './services.js';
 
-const vars = {
-  GATEWAY_URL: 'http://10.1.2.11:8080',
-  FUNCTION_IMAGE: 'localhost/syncmesh-edge/syncmesh-fn:0.1.0',
-  NODE_ID: 'node-1',
-  NODE_TIMEOUT_MS: '5000',
-  DEADLINE_MS: '15000',
-  FORWARD_MODE: 'parallel',
-  LOG_LEVEL: 'warn',
-  REQUEST_DEADLINE_MS: '20000',
-  REPLAY_WINDOW_MS: '30000',
-  WATCHDOG_TIMEOUT: '25s',
-};
+/** The golden rendering of the node description (images/node/golden): the same bytes through every consumer. */
+const GOLDEN = join(FAASD_PATHS.nodeDir, 'golden');
+const golden = JSON.parse(readFileSync(join(GOLDEN, 'values.json'), 'utf8')) as Record<string, string>;
+const { FUNCTION_IMAGE, NODE_TIMEOUT_MS, DEADLINE_MS, FORWARD_MODE, REQUEST_DEADLINE_MS, REPLAY_WINDOW_MS, WATCHDOG_TIMEOUT, NODE_ID, LOG_LEVEL } = golden;
+const fnVars = {
+  FUNCTION_IMAGE,
+  NODE_TIMEOUT_MS,
+  DEADLINE_MS,
+  FORWARD_MODE,
+  REQUEST_DEADLINE_MS,
+  REPLAY_WINDOW_MS,
+  WATCHDOG_TIMEOUT,
+  NODE_ID,
+  LOG_LEVEL,
+} as Record<string, string>;
 
-test('faasd stack - the repo stack.yml renders to one deployment with its secret, labels and limits', () => {
-  const [fn, ...rest] = renderStack(readFileSync(FAASD_PATHS.stack, 'utf8'), vars);
+test('faasd node description - the mesh renders the golden compose file and functions byte for byte', async () => {
+  assert.equal(await renderNode('compose', golden), readFileSync(join(GOLDEN, 'docker-compose.yaml'), 'utf8'));
+  assert.equal(await renderNode('functions', golden), readFileSync(join(GOLDEN, 'functions.json'), 'utf8'));
+});
+
+test('faasd node description - one deployment with its secrets, labels and limits, no secret in env', async () => {
+  const [fn, ...rest] = await renderFunctions(fnVars);
   assert.equal(rest.length, 0);
   assert.equal(fn!.service, 'syncmesh-fn');
-  assert.equal(fn!.image, vars.FUNCTION_IMAGE);
+  assert.equal(fn!.image, FUNCTION_IMAGE);
   assert.deepEqual(fn!.secrets, ['mesh-secret', 'write-key', 'mongodb-uri']);
-  assert.equal(fn!.envVars['SYNCMESH_NODE_ID'], 'node-1');
+  assert.equal(fn!.envVars['SYNCMESH_NODE_ID'], NODE_ID);
   // the MongoDB URI (it may carry credentials) comes from the secret, never from env
   assert.equal(fn!.envVars['MONGODB_URI'], undefined);
   assert.equal(fn!.envVars['MONGODB_URI_FILE'], '/var/openfaas/secrets/mongodb-uri');
-  assert.equal(fn!.envVars['SYNCMESH_REQUEST_DEADLINE_MS'], '20000');
-  assert.equal(fn!.envVars['SYNCMESH_REPLAY_WINDOW_MS'], '30000');
-  assert.equal(fn!.envVars['write_timeout'], '25s');
-  assert.equal(fn!.envVars['SYNCMESH_MESH_SECRET_FILE'], '/var/openfaas/secrets/mesh-secret');
+  assert.equal(fn!.envVars['write_timeout'], WATCHDOG_TIMEOUT);
   assert.equal(fn!.envVars['SYNCMESH_WRITE_KEY_FILE'], '/var/openfaas/secrets/write-key');
-  assert.equal(fn!.envVars['healthcheck_interval'], '1s');
   assert.equal(fn!.labels['com.openfaas.scale.min'], '1');
   assert.equal(fn!.limits?.memory, '256Mi');
-  // no secret value ever goes into the environment
-  for (const v of Object.values(fn!.envVars)) assert.doesNotMatch(v, /secret-value/);
+  assert.equal(fn!.envProcess, undefined);
 });
 
-test('faasd stack - an unknown ${NAME} is an error naming it', () => {
-  assert.throws(
-    () => substitute('image: ${NOPE}', vars),
-    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && /NOPE/.test(err.message),
+test('faasd node description - an input without a value, a value that is not an input and a bad function are EDGE_MESH_FAASD_DEPLOY naming each', async () => {
+  const { NODE_ID: _, ...noId } = fnVars;
+  await assert.rejects(
+    renderFunctions(noId),
+    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && /needs \$\{NODE_ID\}/.test(err.message),
   );
-});
-
-test('faasd stack - a bad secret name, a bad limit and an unknown key are rejected with what is wrong', () => {
-  const bad = `version: 1.0
-provider: {name: openfaas}
-functions:
-  fn:
-    image: x
-    secrets: [Mesh_Secret]
-    limits: {memory: lots}
-    replicas: 3
-`;
-  assert.throws(
-    () => renderStack(bad, {}),
+  await assert.rejects(
+    renderFunctions({ ...fnVars, NOPE: 'x' }),
+    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY' && /value NOPE: not an input/.test(err.message),
+  );
+  const bad = readFileSync(FAASD_PATHS.description, 'utf8')
+    .replace('      - mesh-secret\n      - write-key', '      - Mesh_Secret\n      - write-key')
+    .replace('memory: 256Mi', 'memory: lots')
+    .replace('      SYNCMESH_NODE_ID: ${NODE_ID}', '      SYNCMESH_NODE_ID: ${NODE_IDD}');
+  await assert.rejects(
+    renderFunctions(fnVars, bad),
     (err: unknown) =>
       err instanceof MeshError &&
       err.code === 'EDGE_MESH_FAASD_DEPLOY' &&
-      /secrets\.0/.test(err.message) &&
+      /secrets\.0: a lowercase DNS label/.test(err.message) &&
       /limits\.memory/.test(err.message) &&
-      /replicas/.test(err.message),
+      /\$\{NODE_IDD\} is not an input/.test(err.message),
   );
-});
-
-test('faasd stack - text that is not YAML is EDGE_MESH_FAASD_DEPLOY', () => {
-  assert.throws(
-    () => renderStack('functions: [unclosed', {}),
-    (err: unknown) => err instanceof MeshError && err.code === 'EDGE_MESH_FAASD_DEPLOY',
-  );
+  await assert.rejects(renderFunctions(fnVars, 'functions: [unclosed'), (err: unknown) => err instanceof MeshError && /not YAML/.test(err.message));
 });
 
 test('faasd node - every other agent is a static MISO peer with its node id pinned, at its agent link on the host', () => {
@@ -86,17 +80,17 @@ test('faasd node - every other agent is a static MISO peer with its node id pinn
 });
 
 test("faasd node - the listener signs /events for the function's node id, the agent gets pinned peers", () => {
-  const compose = parseYaml(readFileSync(join(FAASD_PATHS.nodeDir, 'docker-compose.yaml'), 'utf8')) as { services: Record<string, { environment: string[] }> };
+  const compose = parseYaml(readFileSync(join(GOLDEN, 'docker-compose.yaml'), 'utf8')) as { services: Record<string, { environment: string[] }> };
   const env = (svc: string) =>
     Object.fromEntries(compose.services[svc]!.environment.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-  assert.equal(env('listener')['LISTENER_NODE_ID'], '${NODE_ID}');
-  assert.equal(env('listener')['LISTENER_FUNCTION_NODE_ID'], '${NODE_ID}');
-  assert.equal(env('miso-agent')['MISO_NODE_ID'], '${NODE_ID}');
-  assert.equal(env('miso-agent')['MISO_PEERS'], '${MISO_PEERS}');
+  assert.equal(env('listener')['LISTENER_NODE_ID'], golden['NODE_ID']);
+  assert.equal(env('listener')['LISTENER_FUNCTION_NODE_ID'], golden['NODE_ID']);
+  assert.equal(env('miso-agent')['MISO_NODE_ID'], golden['NODE_ID']);
+  assert.equal(env('miso-agent')['MISO_PEERS'], golden['MISO_PEERS']);
 });
 
 test('faasd node - the listener and the agent read the MongoDB URI from the mounted mongodb-uri secret, never from env', () => {
-  const compose = parseYaml(readFileSync(join(FAASD_PATHS.nodeDir, 'docker-compose.yaml'), 'utf8')) as {
+  const compose = parseYaml(readFileSync(join(GOLDEN, 'docker-compose.yaml'), 'utf8')) as {
     services: Record<string, { environment: string[]; volumes: { source: string; target: string }[] }>;
   };
   for (const svc of ['listener', 'miso-agent']) {

@@ -2,8 +2,9 @@
  * The faasd runtime of the local mesh (MESH_RUNTIME=faasd): every node is a whole appliance in
  * its own network + mount namespace (images/node/node-run.sh: containerd, journald, faasd
  * provider, faasd up with the node's docker-compose.yaml), the Syncmesh function deployed
- * through the gateway's REST API from images/node/stack.yml, the mesh secret in faasd's secret
- * store. Registration, data loading, links and topology are the process runtime's own code.
+ * through the gateway's REST API, both rendered from the node description images/node/node.yml
+ * by the collection's one renderer (node_stack.py, run as a program), the function's secrets in
+ * faasd's secret store. Registration, data loading, links and topology are the process runtime's own code.
  *
  * Order of `upFaasd` (state written before each step, so `down` can undo any prefix): preflight
  * -> bridge -> toxiproxy -> per node: namespace, node-prepare.sh, node-run.sh, gateway ready,
@@ -14,8 +15,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
 import { REPO_ROOT, type MeshConfig } from './config.js';
 import { MeshError, squashError } from './errors.js';
 import { loadNodeData } from './load.js';
@@ -33,14 +32,14 @@ const log = moduleLogger('faasd');
 export const FAASD_NODE_ROLE = 'faasd-node';
 /** The function every node serves, as named in stack.yml. */
 export const FUNCTION_NAME = 'syncmesh-fn';
-/** faasd secrets the function reads (/var/openfaas/secrets/<name>): the mesh secret, the clients' write key and the MongoDB URI (it may carry credentials). */
-export const FUNCTION_SECRETS = { meshSecret: 'mesh-secret', writeKey: 'write-key', mongoUri: 'mongodb-uri' } as const;
 /** The function's own defaults (functions/syncmesh/src/config.ts), written out in stack.yml so an operator sees them. */
 const FUNCTION_REQUEST_DEADLINE_MIN_MS = 20_000;
 const FUNCTION_REQUEST_DEADLINE_MARGIN_MS = 5_000;
 const FUNCTION_REPLAY_WINDOW_MS = 30_000;
 /** Secret names OpenFaaS accepts (Kubernetes DNS-1123 labels). */
 const SECRET_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** One run of the node description's renderer (python3, a fraction of a second). */
+const RENDER_TIMEOUT_MS = 30_000;
 /** A node's whole start (image import, faasd up, deploy) on a busy 2-core host. */
 const NODE_START_TIMEOUT_MS = 300_000;
 /** SIGTERM to node-run.sh: faasd up removes its services, then containerd stops. */
@@ -52,7 +51,10 @@ export const FAASD_PATHS = {
   prepare: join(REPO_ROOT, 'images', 'node', 'node-prepare.sh'),
   run: join(REPO_ROOT, 'images', 'node', 'node-run.sh'),
   down: join(REPO_ROOT, 'images', 'node', 'node-down.sh'),
-  stack: join(REPO_ROOT, 'images', 'node', 'stack.yml'),
+  /** The node description: services, functions, secrets, folders (images/node/README.md). */
+  description: join(REPO_ROOT, 'images', 'node', 'node.yml'),
+  /** Its one renderer, in the Ansible collection (the appliance and the roles use it too). */
+  renderer: join(REPO_ROOT, 'ansible', 'collections', 'ansible_collections', 'syncmesh', 'edge', 'plugins', 'module_utils', 'node_stack.py'),
   images: join(REPO_ROOT, '.cache', 'images'),
 } as const;
 
@@ -75,32 +77,13 @@ export function gatewayUrl(node: NodePlan): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// stack.yml -> the gateway's deployment JSON
+// the node description -> faasd's files and the gateway's deployment JSON (node_stack.py)
 
-const quantity = z.string().regex(/^\d+(Ki|Mi|Gi|k|M|G|m)?$/, 'a quantity like 128Mi or 500m');
-const stackSchema = z.object({
-  version: z.union([z.string(), z.number()]),
-  provider: z.object({ name: z.literal('openfaas'), gateway: z.string().optional() }),
-  functions: z.record(
-    z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a lowercase DNS label'),
-    z
-      .object({
-        image: z.string().min(1),
-        environment: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
-        secrets: z.array(z.string().regex(SECRET_NAME, 'a lowercase DNS label (a-z, 0-9, -)')).default([]),
-        labels: z.record(z.string(), z.string()).default({}),
-        annotations: z.record(z.string(), z.string()).default({}),
-        limits: z.object({ memory: quantity.optional(), cpu: quantity.optional() }).optional(),
-        requests: z.object({ memory: quantity.optional(), cpu: quantity.optional() }).optional(),
-      })
-      .strict(),
-  ),
-});
-
-/** What POST/PUT /system/functions takes (OpenFaaS FunctionDeployment). */
+/** What POST/PUT /system/functions takes (OpenFaaS FunctionDeployment), as node_stack.py renders it. */
 export interface FunctionDeployment {
   service: string;
   image: string;
+  envProcess?: string;
   envVars: Record<string, string>;
   secrets: string[];
   labels: Record<string, string>;
@@ -109,40 +92,26 @@ export interface FunctionDeployment {
   requests?: { memory?: string; cpu?: string };
 }
 
-/** Fills ${NAME} from `vars`; an unknown name is an error (a typo must not deploy an empty value). */
-export function substitute(text: string, vars: Readonly<Record<string, string>>): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
-    const v = vars[name];
-    if (v === undefined)
-      throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `stack.yml uses \${${name}}, which is not set (known: ${Object.keys(vars).sort().join(', ')})`);
-    return v;
-  });
+/**
+ * Renders the node description (`descriptionText`, default images/node/node.yml) with `vars`:
+ * `compose` gives faasd's docker-compose.yaml, `functions` the deployments as canonical JSON text
+ * (the golden files' form). The renderer refuses an unknown ${NAME}, a value that is not an input
+ * and an input without a value: EDGE_MESH_FAASD_DEPLOY saying each problem.
+ */
+export async function renderNode(what: 'compose' | 'functions', vars: Readonly<Record<string, string>>, descriptionText?: string): Promise<string> {
+  const args = [FAASD_PATHS.renderer, what, '--description', descriptionText === undefined ? FAASD_PATHS.description : '-'];
+  for (const [k, v] of Object.entries(vars)) args.push('--value', `${k}=${v}`);
+  try {
+    return (await run('python3', args, { timeoutMs: RENDER_TIMEOUT_MS, ...(descriptionText === undefined ? {} : { input: descriptionText }) })).stdout;
+  } catch (err) {
+    const why = (err as Error).message.split('node_stack: ').slice(1).join('node_stack: ') || (err as Error).message;
+    throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `the node description is invalid: ${why}`, { cause: err });
+  }
 }
 
-/** Parses an OpenFaaS stack.yml into deployments, validated; throws EDGE_MESH_FAASD_DEPLOY saying what is wrong. */
-export function renderStack(text: string, vars: Readonly<Record<string, string>>): FunctionDeployment[] {
-  let doc: unknown;
-  try {
-    doc = parseYaml(substitute(text, vars));
-  } catch (err) {
-    if (err instanceof MeshError) throw err;
-    throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `stack.yml is not valid YAML: ${(err as Error).message}`, { cause: err });
-  }
-  const parsed = stackSchema.safeParse(doc);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new MeshError('EDGE_MESH_FAASD_DEPLOY', `stack.yml is invalid: ${problems}`);
-  }
-  return Object.entries(parsed.data.functions).map(([service, f]) => ({
-    service,
-    image: f.image,
-    envVars: Object.fromEntries(Object.entries(f.environment).map(([k, v]) => [k, String(v)])),
-    secrets: f.secrets,
-    labels: f.labels,
-    annotations: f.annotations,
-    ...(f.limits ? { limits: f.limits } : {}),
-    ...(f.requests ? { requests: f.requests } : {}),
-  }));
+/** The node description's functions for these values (see renderNode). */
+export async function renderFunctions(vars: Readonly<Record<string, string>>, descriptionText?: string): Promise<FunctionDeployment[]> {
+  return JSON.parse(await renderNode('functions', vars, descriptionText)) as FunctionDeployment[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -268,7 +237,7 @@ export async function functionTaskAddress(nodePid: number): Promise<string> {
   return ip;
 }
 
-/** The values stack.yml may use for one node. */
+/** The values of the node description's function inputs for one node. */
 export function stackVars(cfg: MeshConfig, node: NodePlan, forwardMode: string): Record<string, string> {
   const requestDeadlineMs = cfg.requestDeadlineMs ?? Math.max(FUNCTION_REQUEST_DEADLINE_MIN_MS, cfg.deadlineMs + FUNCTION_REQUEST_DEADLINE_MARGIN_MS);
   return {
@@ -276,7 +245,6 @@ export function stackVars(cfg: MeshConfig, node: NodePlan, forwardMode: string):
     REPLAY_WINDOW_MS: String(cfg.replayWindowMs ?? FUNCTION_REPLAY_WINDOW_MS),
     // the watchdog must not cut a request the function still answers itself (504 at the deadline)
     WATCHDOG_TIMEOUT: `${Math.ceil((requestDeadlineMs + FUNCTION_REQUEST_DEADLINE_MARGIN_MS) / 1000)}s`,
-    GATEWAY_URL: gatewayUrl(node),
     FUNCTION_IMAGE: readFileSync(join(faasdStateDir(node), 'function-image'), 'utf8').trim(),
     NODE_ID: node.id,
     NODE_TIMEOUT_MS: String(cfg.nodeTimeoutMs),
@@ -286,25 +254,31 @@ export function stackVars(cfg: MeshConfig, node: NodePlan, forwardMode: string):
   };
 }
 
-/** Deploys the node's functions from stack.yml (image present in the node, secrets named well), then waits until it answers. */
+/**
+ * Deploys the node's functions rendered from the node description (`descriptionText`, default
+ * images/node/node.yml): each checked first (its image in the node, every secret it lists in the
+ * node's faasd secrets folder, where node-prepare.sh put them), then the secrets stored through
+ * /system/secrets, the functions deployed, and each waited for until it answers.
+ */
 export async function deployFunctions(
   cfg: MeshConfig,
   node: NodePlan,
   nodePid: number,
   forwardMode: string,
-  stackText = readFileSync(FAASD_PATHS.stack, 'utf8'),
+  descriptionText?: string,
   readyTimeoutMs = 120_000,
 ): Promise<FunctionDeployment[]> {
-  const fns = renderStack(stackText, stackVars(cfg, node, forwardMode));
+  const fns = await renderFunctions(stackVars(cfg, node, forwardMode), descriptionText);
   const gw = GatewayClient.forNode(node);
   const have = (await inNode(nodePid, ['ctr', '-n', 'openfaas-fn', 'images', 'ls', '-q'])).stdout.split('\n').map((s) => s.trim());
-  const secrets = await gw.secretNames();
+  const secretsDir = join(faasdStateDir(node), 'var-lib-faasd', 'secrets');
+  const secrets = [...new Set(fns.flatMap((fn) => fn.secrets))];
   for (const fn of fns) {
-    const missing = fn.secrets.filter((x) => !secrets.includes(x));
+    const missing = fn.secrets.filter((x) => !existsSync(join(secretsDir, x)));
     if (missing.length > 0) {
       throw new MeshError(
         'EDGE_MESH_FAASD_DEPLOY',
-        `${fn.service} needs secret(s) ${missing.join(', ')}, which ${node.id}'s secret store does not have (it has: ${secrets.join(', ') || 'none'}); create them first (POST /system/secrets)`,
+        `${fn.service} needs secret(s) ${missing.join(', ')}, which ${node.id}'s secrets folder ${secretsDir} does not have; node-prepare.sh writes every secret of the node description`,
       );
     }
     if (!have.includes(fn.image)) {
@@ -315,6 +289,7 @@ export async function deployFunctions(
     }
   }
   // everything checked before anything changes: a bad input leaves the running function serving
+  for (const name of secrets) await gw.upsertSecret(name, readFileSync(join(secretsDir, name), 'utf8').trim());
   for (const fn of fns) await gw.deploy(fn);
   for (const fn of fns) {
     await waitFor(`${fn.service} on ${node.id}`, () => httpOk(`${gatewayUrl(node)}/function/${fn.service}/readyz`, 2_000), readyTimeoutMs);
@@ -339,15 +314,7 @@ function launchNode(node: NodePlan, logFile: string): ProcessRecord {
   );
 }
 
-async function startNode(
-  cfg: MeshConfig,
-  plan: MeshPlan,
-  node: NodePlan,
-  state: MeshState,
-  secretFile: string,
-  secret: string,
-  signal?: AbortSignal,
-): Promise<ProcessRecord> {
+async function startNode(cfg: MeshConfig, plan: MeshPlan, node: NodePlan, state: MeshState, secretFile: string, signal?: AbortSignal): Promise<ProcessRecord> {
   const stateDir = faasdStateDir(node);
   mkdirSync(stateDir, { recursive: true });
   const peers = misoPeers(plan, node);
@@ -357,6 +324,7 @@ async function startNode(
     NODE_ADDR: node.addr,
     MISO_PEERS: peers,
     MESH_SECRET_FILE: secretFile,
+    WRITE_KEY_FILE: writeKeyFileFor(secretFile),
     MONGODB_PUBLISH: '0.0.0.0',
     LOG_LEVEL: cfg.nodeLogLevel,
     IMAGES_DIR: FAASD_PATHS.images,
@@ -376,11 +344,6 @@ async function startNode(
   };
   await waitFor(`gateway of ${node.id}`, () => httpOk(`${gatewayUrl(node)}/healthz`, 2_000), NODE_START_TIMEOUT_MS, alive);
   await waitFor(`MongoDB of ${node.id}`, () => mongoReady(node.mongoUri), NODE_START_TIMEOUT_MS, alive);
-  const gw = GatewayClient.forNode(node);
-  await gw.upsertSecret(FUNCTION_SECRETS.meshSecret, secret);
-  await gw.upsertSecret(FUNCTION_SECRETS.writeKey, readFileSync(writeKeyFileFor(secretFile), 'utf8').trim());
-  // the same URI the node's listener and agent read from their secret file (node-prepare.sh)
-  await gw.upsertSecret(FUNCTION_SECRETS.mongoUri, readFileSync(join(stateDir, 'var-lib-faasd', 'secrets', FUNCTION_SECRETS.mongoUri), 'utf8').trim());
   return rec;
 }
 
@@ -411,7 +374,7 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
   if (plan.isolation !== 'netns')
     throw new MeshError('EDGE_MESH_CONFIG', 'invalid configuration: MESH_RUNTIME=faasd needs network namespaces (run as root, MESH_ISOLATION=netns)');
   await preflight(cfg, plan, opts);
-  for (const f of [FAASD_PATHS.prepare, FAASD_PATHS.run, FAASD_PATHS.stack]) {
+  for (const f of [FAASD_PATHS.prepare, FAASD_PATHS.run, FAASD_PATHS.description, FAASD_PATHS.renderer]) {
     if (!existsSync(f)) throw new MeshError('EDGE_MESH_TOOL_MISSING', `${f} is missing`);
   }
   if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar')))
@@ -437,7 +400,7 @@ export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<Me
       const t = performance.now();
       mkdirSync(node.dir, { recursive: true });
       await createNodeNetwork(plan, node);
-      const rec = await startNode(cfg, plan, node, state, secretFile, secret, opts.signal);
+      const rec = await startNode(cfg, plan, node, state, secretFile, opts.signal);
       const tNode = performance.now();
       let loaded = '';
       if (opts.loadData !== false) loaded = `, ${await loadNodeData(cfg, node, cfg.dataDir ? join(cfg.dataDir, `${node.index}.csv`) : undefined)} readings`;

@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolveMongo, type MongoTarget } from '@syncmesh-edge/mongo-test-server';
 import { serveFunction, type FunctionServer } from '@syncmesh-edge/miso-sdk';
-import { spawnAgent, waitForEvery, type AgentProc } from '@syncmesh-edge/lab';
+import { waitForEvery } from '@syncmesh-edge/lab';
+import { spawnAgent, type AgentProc } from '@syncmesh-edge/miso-agent/testing';
 import { handler } from '../../src/handler.js';
 
 let mongo: MongoTarget;

@@ -31,7 +31,7 @@ import {
   GatewayClient,
   inNode,
   mongoReady,
-  renderStack,
+  renderFunctions,
   restartFaasdNode,
   serviceAddress,
   stackVars,
@@ -481,10 +481,15 @@ test('faasd mesh - bad deploy input (unknown image, missing or badly named secre
   skip,
 }, async () => {
   const node = readState(join(stateRoot, name))!.plan.nodes[0]!;
-  const stack = readFileSync(FAASD_PATHS.stack, 'utf8');
+  const stack = readFileSync(FAASD_PATHS.description, 'utf8');
   for (const [what, text, want] of [
     ['unknown image', stack.replace('${FUNCTION_IMAGE}', 'localhost/syncmesh-edge/nope:1'), /nope:1 .*not in node-1's containerd/],
-    ['missing secret', stack.replace('- mesh-secret', '- no-such-secret'), /no-such-secret.*does not have/],
+    ['undeclared secret', stack.replace('- mesh-secret', '- no-such-secret'), /'no-such-secret' is not one of the description's secrets/],
+    [
+      'missing secret',
+      stack.replace('\nsecrets:\n', '\nsecrets:\n  extra-secret: {owner: 0, mode: "0400"}\n').replace('- mesh-secret', '- extra-secret\n      - mesh-secret'),
+      /extra-secret.*does not have/,
+    ],
     ['bad secret name', stack.replace('- mesh-secret', '- Bad_Name'), /secrets\.0: a lowercase DNS label/],
   ] as const) {
     await assert.rejects(
@@ -517,11 +522,11 @@ test('faasd mesh - an update while a query is in flight longer than 5 s: the que
   const oldRef = readFileSync(join(node.dir, 'faasd', 'function-image'), 'utf8').trim();
   const newRef = `${oldRef}-update`;
   await inNode(pid, ['ctr', '-n', 'openfaas-fn', 'images', 'tag', '--force', oldRef, newRef]);
-  const stack = readFileSync(FAASD_PATHS.stack, 'utf8');
+  const stack = readFileSync(FAASD_PATHS.description, 'utf8');
   const updated = stack
     .replace('image: ${FUNCTION_IMAGE}', `image: ${newRef}`)
     .replace('SYNCMESH_FORWARD_MODE: ${FORWARD_MODE}', 'SYNCMESH_FORWARD_MODE: ${FORWARD_MODE}\n      SYNCMESH_MAX_ROOT_FIELDS: "1"');
-  const [fn] = renderStack(updated, stackVars(cfg, node, 'parallel'));
+  const [fn] = await renderFunctions(stackVars(cfg, node, 'parallel'), updated);
   const twoRootFields = {
     query:
       '{ a: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } b: sensorsAggregate(start_time: "2017-07-01T00:00:00Z", end_time: "2017-07-02T00:00:00Z") { count } }',

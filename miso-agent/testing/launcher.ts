@@ -1,28 +1,23 @@
 /**
- * The MISO agent's test and benchmark harness (moved here from miso-agent/test so the agent's
- * package exports no test code): spawns real agent processes (dist/src/main.js) on ephemeral
- * loopback ports, waits for their READY line, and gives each an SDK client. Also a TCP relay and
- * an HTTP CONNECT proxy that can cut and heal an agent's connections (a network partition on
- * loopback, without touching the host's firewall).
+ * The MISO agent's launcher for tests and benchmarks, the package's `testing` export
+ * (`@syncmesh-edge/miso-agent/testing`, never part of the shipped bundle: the image bundles
+ * src/main.ts only): spawns real agent processes (dist/src/main.js) on ephemeral loopback ports,
+ * waits for their READY line and gives each an SDK client; waits for CRDTs to converge. The
+ * agent's own tests, miso-counter's and `make bench-miso` use it. It lives here, not in lib/lab,
+ * because lib/ depends on nothing in the products.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { LabError, waitForEvery } from '@syncmesh-edge/lab';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
-import { LabError } from './errors.js';
-import { waitForEvery } from './sys.js';
 
-/**
- * The built agent (miso-agent/dist/src/main.js), found by the repository's layout rather than as a
- * package: miso-agent's tests use this harness, so a dependency on the agent would be a cycle.
- */
-export const AGENT_MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'miso-agent', 'dist', 'src', 'main.js');
+/** The built agent of this package (dist/src/main.js beside this module's dist/testing/). */
+export const AGENT_MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 /** V8 flags for agent processes (see README, "Running"): small young generation. */
 export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
 /** Start-up deadline of one agent (generous: the build machine is shared). */
@@ -141,91 +136,6 @@ export async function spawnAgent(spec: AgentSpec): Promise<AgentProc> {
       return stopped;
     },
   };
-}
-
-/** A point where connections can be cut: tracks its sockets, refuses new ones while cut. */
-abstract class Cuttable {
-  protected readonly sockets = new Set<Socket>();
-  isCut = false;
-  /** Open sockets through this point (both legs). */
-  get active(): number {
-    return this.sockets.size;
-  }
-  protected track(s: Socket): void {
-    this.sockets.add(s);
-    s.once('close', () => this.sockets.delete(s));
-    s.on('error', () => s.destroy());
-  }
-  cut(): void {
-    this.isCut = true;
-    for (const s of this.sockets) s.destroy();
-  }
-  heal(): void {
-    this.isCut = false;
-  }
-  /** Opens the upstream leg to host:port, tied to the client leg (one closing closes both). */
-  protected upstream(client: Socket, hostPort: string, onConnect: (up: Socket) => void): void {
-    const i = hostPort.lastIndexOf(':');
-    const up = connect(Number(hostPort.slice(i + 1)), hostPort.slice(0, i));
-    this.track(up);
-    up.once('connect', () => onConnect(up));
-    client.once('close', () => up.destroy());
-    up.once('close', () => client.destroy());
-  }
-  protected server: Server | HttpServer | undefined;
-  port = 0;
-  protected async listen(server: Server | HttpServer): Promise<void> {
-    this.server = server;
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    this.port = (server.address() as { port: number }).port;
-  }
-  async close(): Promise<void> {
-    this.cut();
-    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
-  }
-}
-
-/** A TCP relay 127.0.0.1:<port> -> target: the address others use to reach one agent. */
-export class Relay extends Cuttable {
-  target = '';
-  async start(target?: string): Promise<this> {
-    if (target) this.target = target;
-    await this.listen(
-      createServer((c) => {
-        this.track(c);
-        if (this.isCut || !this.target) return c.destroy();
-        this.upstream(c, this.target, (up) => c.pipe(up).pipe(c));
-      }),
-    );
-    return this;
-  }
-  get address(): string {
-    return `127.0.0.1:${this.port}`;
-  }
-}
-
-/** An HTTP CONNECT proxy an agent's outgoing gRPC connections use (env grpc_proxy). */
-export class ConnectProxy extends Cuttable {
-  async start(): Promise<this> {
-    const server = createHttpServer((_req, res) => res.writeHead(405).end());
-    server.on('connect', (req, c: Socket) => {
-      this.track(c);
-      if (this.isCut) {
-        c.end('HTTP/1.1 503 Service Unavailable\r\n\r\n');
-        return;
-      }
-      this.upstream(c, req.url ?? '', (up) => {
-        c.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        c.pipe(up).pipe(c);
-      });
-    });
-    await this.listen(server);
-    return this;
-  }
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
 }
 
 /** Reads the same CRDT on every agent; resolves when all values are deep-equal (JSON). */
