@@ -136,6 +136,12 @@ bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replica
 	node miso-agent/dist/bench/bench-miso.js $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) miso bench-results/miso.json bench-results/miso.png
 
+.PHONY: bench-allreduce
+bench-allreduce: build tools scenarios-venv ## AllReduce in the MISO paper's topology: 5 namespaced nodes (regional), MISO agents vs Redis on node-1, and with replicas (root; BENCH_ARGS=--quick); table, JSON and PNG.
+	@command -v redis-server >/dev/null || $(APT_INSTALL) redis-server
+	$(MESH_ENV) node scenarios/mesh/dist/bench/allreduce.js $(BENCH_ARGS)
+	$(VENV)/bin/python $(BENCH_PLOTS) allreduce bench-results/allreduce.json bench-results/allreduce.png
+
 .PHONY: miso-agent
 miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO_PEERS etc. from the environment.
 	MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 miso-agent/dist/src/main.js

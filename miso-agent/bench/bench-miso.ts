@@ -5,7 +5,10 @@
  * are nearest rank, ops/s are over the elapsed time, and the host metadata is read from the
  * machine (all from @syncmesh-edge/bench-kit).
  *
- *   node dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F]
+ *   node dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F] [--cpu-prof DIR]
+ *
+ * --cpu-prof DIR: every agent writes a V8 CPU profile into DIR when it exits (node --cpu-prof).
+ * --semi-space MB: the agents' --max-semi-space-size (default: the lab's, 1, as in production).
  *
  * Sections:
  *   ops        core operations/s on one agent, 10 concurrent clients (MISO: 13,800-16,300/s),
@@ -21,20 +24,22 @@
  *   table1     throughput, latency, bytes, messages per debounce interval (MISO Table I)
  *   allreduce  array sum by N invocations through the SDK vs Redis INCRBY (MISO: 26.7% faster),
  *              after a 3 s warm-up of both; 10 clients vs 10 connections, and one shared SDK
- *              client (OpsBatch) vs one pipelined Redis connection
+ *              client (OpsBatch) vs one pipelined Redis connection; all on loopback, which is not
+ *              the paper's setting: that one (5 nodes, Redis across the network) is
+ *              `make bench-allreduce` (scenarios/mesh/bench/allreduce.ts)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
-import { hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
+import { CpuMeter, hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
 import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
 process.env['MISO_TEST_DEADLINE_MS'] ??= '30000';
-const { freePort, waitForEvery } = await import('@syncmesh-edge/lab');
+const { freePort, RespClient, waitForEvery } = await import('@syncmesh-edge/lab');
+type RespClient = import('@syncmesh-edge/lab').RespClient;
 // imported after the deadline is set: the launcher reads MISO_TEST_DEADLINE_MS when it loads
 const { spawnAgent } = await import('@syncmesh-edge/miso-agent/testing');
 type AgentProc = import('@syncmesh-edge/miso-agent/testing').AgentProc;
@@ -47,7 +52,13 @@ const opt = (k: string) => {
 const QUICK = args.includes('--quick');
 const ONLY = new Set((opt('--only') ?? 'ops,repl,bytes,table1,allreduce').split(','));
 const OUT = resolve(opt('--out') ?? resultsPath('miso'));
-const results: Record<string, unknown> = { startedAt: new Date().toISOString(), quick: QUICK, host: hostInfo() };
+const CPU_PROF = opt('--cpu-prof');
+const SEMI_SPACE = opt('--semi-space');
+const AGENT_FLAGS = [
+  ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${resolve(CPU_PROF)}`] : []),
+  ...(SEMI_SPACE ? [`--max-semi-space-size=${Number(SEMI_SPACE)}`] : []),
+];
+const results: Record<string, unknown> = { startedAt: new Date().toISOString(), quick: QUICK, args, host: hostInfo() };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -87,6 +98,7 @@ async function cluster(n: number, envIn: Record<string, string>, prefix: string,
         mongoUri,
         peers: agents.map((a) => a.peerAddress),
         env,
+        nodeFlags: AGENT_FLAGS,
       }),
     );
   }
@@ -111,22 +123,17 @@ async function stopAll(agents: AgentProc[]): Promise<void> {
   await Promise.all(agents.map((a) => a.stop()));
 }
 
-/** CPU time (user + system) a process has used so far, in ms (from /proc; clock ticks of 10 ms). */
-function cpuMsOf(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-}
-
 /**
  * `load` plus the CPU it cost per op, in the agent and in this process (the clients): a measure
  * that depends much less on what else the shared host is running than ops/s does.
  */
 async function loadWithCpu(agentPid: number, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>) {
-  const a0 = cpuMsOf(agentPid);
-  const c0 = process.cpuUsage();
-  const r = await load(workers, ms, op);
-  const c = process.cpuUsage(c0);
-  return { ...r, agentCpuUsPerOp: ((cpuMsOf(agentPid) - a0) * 1000) / r.ops, clientCpuUsPerOp: (c.user + c.system) / r.ops };
+  const meter = new CpuMeter([
+    { name: 'agent', pids: [agentPid] },
+    { name: 'clients', pids: [process.pid] },
+  ]);
+  const { result: r, cpuMs } = await meter.measure(() => load(workers, ms, op));
+  return { ...r, agentCpuUsPerOp: (cpuMs.get('agent')! * 1000) / r.ops, clientCpuUsPerOp: (cpuMs.get('clients')! * 1000) / r.ops };
 }
 
 /** Runs `workers` loops of `op` for `ms`; ops/s over the elapsed time, nearest-rank latency percentiles. */
@@ -194,6 +201,9 @@ async function benchOps(): Promise<void> {
 }
 
 // ----------------------------------------------------------------------------------------- repl
+/** How often the harness asks the origin whether every peer has acknowledged (see benchRepl). */
+const ACK_POLL_MS = 20;
+
 async function benchRepl(): Promise<void> {
   const sizes = [4, 9, 19, 29];
   const agents = await cluster(30, { MISO_DEBOUNCE_MS: '0', MISO_ANTI_ENTROPY_MS: '0' }, 'r');
@@ -218,10 +228,14 @@ async function benchRepl(): Promise<void> {
     const sends: number[] = [];
     for (let i = 0; i < iters + 5; i++) {
       await origin.client.apply(fn, 'o', 'c', 'gcounter', { op: 'add', n: 1 });
+      // The ack times are taken inside the origin (send to ack, per peer); the harness only waits
+      // for them. It asks every ACK_POLL_MS: a 30-peer status costs the origin CPU, and asked every
+      // millisecond it competed with the very acks being timed.
+      await sleep(ACK_POLL_MS);
       let st = await origin.client.status();
       const deadline = Date.now() + 5000;
       while (st.peers.some((p) => p.functions.includes(fn) && p.unacked > 0) && Date.now() < deadline) {
-        await sleep(1);
+        await sleep(ACK_POLL_MS);
         st = await origin.client.status();
       }
       const lags = st.peers.filter((p) => p.functions.includes(fn)).map((p) => p.lag_last_ms);
@@ -413,40 +427,6 @@ async function benchTable1(): Promise<void> {
 }
 
 // ------------------------------------------------------------------------------------ allreduce
-/** Minimal RESP client: one command at a time per connection. */
-class Resp {
-  private buf = '';
-  private waiters: ((line: string) => void)[] = [];
-  private constructor(private readonly s: Socket) {
-    s.setEncoding('utf8');
-    s.on('data', (d: string) => {
-      this.buf += d;
-      let i: number;
-      while ((i = this.buf.indexOf('\r\n')) >= 0) {
-        const line = this.buf.slice(0, i);
-        this.buf = this.buf.slice(i + 2);
-        if (line.startsWith('$') && line !== '$-1') continue; // bulk header: the value follows
-        this.waiters.shift()?.(line);
-      }
-    });
-  }
-  static async open(port: number): Promise<Resp> {
-    const s = connect(port, '127.0.0.1');
-    await once(s, 'connect');
-    s.setNoDelay(true);
-    return new Resp(s);
-  }
-  cmd(...parts: string[]): Promise<string> {
-    return new Promise((ok) => {
-      this.waiters.push(ok);
-      this.s.write(`*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`);
-    });
-  }
-  close(): void {
-    this.s.destroy();
-  }
-}
-
 async function startRedis(): Promise<{ port: number; proc: ChildProcess }> {
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
@@ -456,10 +436,10 @@ async function startRedis(): Promise<{ port: number; proc: ChildProcess }> {
     'redis-server to accept connections',
     async () => {
       try {
-        const r = await Resp.open(port);
+        const r = await RespClient.open('127.0.0.1', port);
         const pong = await r.cmd('PING');
         r.close();
-        return pong === '+PONG';
+        return pong === 'PONG';
       } catch {
         return false;
       }
@@ -491,11 +471,11 @@ async function benchAllReduce(): Promise<void> {
   const [agent] = await cluster(1, {}, 'ar');
   const clients = Array.from({ length: concurrency }, () => new MisoClient(agent!.sdk, 30_000));
   const redis = await startRedis();
-  const conns = await Promise.all(Array.from({ length: concurrency }, () => Resp.open(redis.port)));
+  const conns = await Promise.all(Array.from({ length: concurrency }, () => RespClient.open('127.0.0.1', redis.port)));
   // The same 10 invocations when they share one connection: one SDK client (its ops of one
   // turn go in one OpsBatch message) and one Redis connection (commands pipelined).
   const sharedClient = new MisoClient(agent!.sdk, 30_000, 'batch');
-  const sharedConn = await Resp.open(redis.port);
+  const sharedConn = await RespClient.open('127.0.0.1', redis.port);
   const times: Record<'miso' | 'redis' | 'misoShared' | 'redisShared', number[]> = { miso: [], redis: [], misoShared: [], redisShared: [] };
   let ok = true;
   const misoRound = async (cs: MisoClient[], obj: string) => {
@@ -507,7 +487,7 @@ async function benchAllReduce(): Promise<void> {
     );
     return (await cs[0]!.read('allreduce', obj, 'sum', 'pncounter')).value;
   };
-  const redisRound = async (cs: Resp[], key: string) => {
+  const redisRound = async (cs: RespClient[], key: string) => {
     let next = 0;
     await Promise.all(
       cs.map(async (c) => {

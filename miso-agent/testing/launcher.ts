@@ -35,6 +35,8 @@ export interface AgentSpec {
   /** host:port to bind the peer server (default 127.0.0.1:0). */
   grpcAddr?: string;
   env?: Record<string, string>;
+  /** Extra Node.js flags for the agent process (e.g. `--cpu-prof`, which NODE_OPTIONS refuses). */
+  nodeFlags?: string[];
 }
 
 export interface AgentProc {
@@ -84,7 +86,7 @@ export async function spawnAgent(spec: AgentSpec): Promise<AgentProc> {
     ...(spec.mongoUri ? { MONGODB_URI: spec.mongoUri } : {}),
     ...spec.env,
   };
-  const proc = spawn(process.execPath, [...AGENT_NODE_FLAGS, AGENT_MAIN], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...AGENT_NODE_FLAGS, ...(spec.nodeFlags ?? []), AGENT_MAIN], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   const stderr: string[] = [];
   proc.stderr!.setEncoding('utf8').on('data', (c: string) => {
     stderr.push(c);

@@ -10,7 +10,8 @@ export type LabErrorCode =
   | 'EDGE_LAB_PROCESS_START'
   | 'EDGE_LAB_TOXIPROXY'
   | 'EDGE_LAB_CAPTURE'
-  | 'EDGE_LAB_PCAP';
+  | 'EDGE_LAB_PCAP'
+  | 'EDGE_LAB_REDIS';
 
 export class LabError extends Error {
   readonly code: LabErrorCode;

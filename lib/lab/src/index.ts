@@ -66,6 +66,8 @@ export { buildPcap, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, parsePcap, readPcap, 
 export type { Packet, PcapFile } from './pcap.js';
 export { classify, emptyBreakdown, layoutFromTopology } from './traffic.js';
 export type { CapturedInterface, InterfaceKind, Layout, LayoutNode, NodeLinkTraffic, PairTraffic, TopologyLike, TrafficBreakdown } from './traffic.js';
+export { parseResp, RespClient } from './resp.js';
+export type { RespValue } from './resp.js';
 export { CUT_TOXICS, latencyToxics, Toxiproxy, TOXIPROXY_API_TIMEOUT_MS } from './toxiproxy.js';
 export type { ProxySpec, Toxic } from './toxiproxy.js';
 export { scrapeMetrics } from './prometheus.js';

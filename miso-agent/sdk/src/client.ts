@@ -137,6 +137,8 @@ export class MisoClient {
       // The agent is local and every op has its own deadline; gRPC's transparent-retry layer
       // (which buffers every written message) only costs CPU on the streams' hot path.
       'grpc.enable_retries': 0,
+      // No channelz (grpc-js's introspection counters on every call and message): nothing reads them.
+      'grpc.enable_channelz': 0,
     });
   }
 

@@ -1,8 +1,8 @@
 /**
  * Persistence in the node's MongoDB (database `miso` by default), write-behind:
- * changed keys are collected and written in one bulk upsert at most `delayMs` after the first
- * change (0 = the caller awaits the write before answering). On start the agent loads every
- * entry. The node identity (node id and an incarnation counter) lives in `meta`.
+ * changed keys are collected and written in one bulk upsert `delayMs` after the first change
+ * not yet written, or when the write in flight ends if that is later (0 = the caller awaits the
+ * write before answering). On start the agent loads every entry. The node identity (node id and an incarnation counter) lives in `meta`.
  *
  * Collections:
  *   crdts: { _id: "<fn>\0<object>\0<name>", fn, object, name, type, gen, state: BinData }
@@ -44,6 +44,8 @@ export class MongoStateStore implements StateStore {
   private readonly meta: Collection<MetaDoc>;
   private readonly dirty = new Map<string, [string, string, string]>();
   private timer: NodeJS.Timeout | undefined;
+  /** When the oldest change not yet written was made (ms since the epoch). */
+  private firstDirtyAt = 0;
   private flushing: Promise<void> | undefined;
   private closed = false;
 
@@ -91,32 +93,53 @@ export class MongoStateStore implements StateStore {
 
   changed(fn: string, object: string, name: string): Promise<void> | undefined {
     if (this.closed) return undefined;
+    if (this.dirty.size === 0) this.firstDirtyAt = Date.now();
     this.dirty.set(`${fn}\u0000${object}\u0000${name}`, [fn, object, name]);
     if (this.delayMs === 0) return this.flush();
-    this.timer ??= setTimeout(() => {
-      this.timer = undefined;
-      this.flush().catch((err: unknown) => this.log.error({ err }, 'persisting CRDTs failed; retrying'));
-    }, this.delayMs);
+    this.schedule();
     return undefined;
   }
 
-  /** Writes every dirty key; concurrent callers share one write. */
-  async flush(): Promise<void> {
+  /**
+   * Write-behind: one write of everything dirty, `delayMs` after the oldest unwritten change.
+   * Keys changed while a write is in flight wait for the next timer, not for the end of that
+   * write: a hot key under load is written about once per `delayMs`, not back to back (which
+   * cost more CPU in the driver and the database than the operations themselves).
+   */
+  private schedule(): void {
+    if (this.timer || this.flushing || this.closed || this.dirty.size === 0) return;
+    const wait = Math.max(0, this.firstDirtyAt + this.delayMs - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.write(false).catch((err: unknown) => this.log.error({ err }, 'persisting CRDTs failed; retrying'));
+    }, wait);
+  }
+
+  /** Writes every dirty key, also those changed during the write; concurrent callers share one write. */
+  flush(): Promise<void> {
+    return this.write(true);
+  }
+
+  private async write(untilClean: boolean): Promise<void> {
     while (this.flushing) await this.flushing;
     if (this.dirty.size === 0) return;
-    this.flushing = this.writeDirty().finally(() => {
+    this.flushing = this.writeDirty(untilClean).finally(() => {
       this.flushing = undefined;
+      if (this.delayMs > 0) this.schedule();
     });
     return this.flushing;
   }
 
-  private async writeDirty(): Promise<void> {
-    while (this.dirty.size > 0) {
+  private async writeDirty(untilClean: boolean): Promise<void> {
+    // Without untilClean, only the keys dirty now (changes during the write wait for the timer).
+    let left = untilClean ? Number.POSITIVE_INFINITY : this.dirty.size;
+    while (this.dirty.size > 0 && left > 0) {
       const batch: [string, [string, string, string]][] = [];
       for (const kv of this.dirty) {
         batch.push(kv);
-        if (batch.length >= WRITE_BATCH_MAX) break;
+        if (batch.length >= WRITE_BATCH_MAX || batch.length >= left) break;
       }
+      left -= batch.length;
       for (const [k] of batch) this.dirty.delete(k);
       const ops: AnyBulkWriteOperation<CrdtDoc>[] = [];
       for (const [id, [fn, object, name]] of batch) {
@@ -137,7 +160,7 @@ export class MongoStateStore implements StateStore {
           this.timer = setTimeout(
             () => {
               this.timer = undefined;
-              this.flush().catch((e: unknown) => this.log.error({ err: e }, 'persisting CRDTs failed; retrying'));
+              this.write(false).catch((e: unknown) => this.log.error({ err: e }, 'persisting CRDTs failed; retrying'));
             },
             Math.max(RETRY_DELAY_MS, this.delayMs),
           );

@@ -7,6 +7,7 @@ repo-local venv, `make scenarios-venv`).
     bench_plots.py replication bench-results/replication.json bench-results/replication.png
     bench_plots.py miso bench-results/miso.json bench-results/miso.png
     bench_plots.py coordination bench-results/coordination.json bench-results/coordination.png
+    bench_plots.py allreduce bench-results/allreduce.json bench-results/allreduce.png
 """
 
 import json
@@ -189,12 +190,42 @@ def plot_coordination(data, out):
     fig.savefig(out, dpi=110)
 
 
+def plot_allreduce(data, out):
+    rows = data["rows"]
+    fig, (bars, rounds) = plt.subplots(1, 2, figsize=(11, 4))
+    names = [r["system"] for r in rows]
+    means = [r["total_ms"]["mean"] for r in rows]
+    lo = [r["total_ms"]["mean"] - r["total_ms"]["min"] for r in rows]
+    hi = [r["total_ms"]["max"] - r["total_ms"]["mean"] for r in rows]
+    bars.bar(names, means, yerr=[lo, hi], capsize=4, color=["C0", "C3", "C1"][: len(rows)])
+    for i, r in enumerate(rows):
+        if "miso_over_redis" in r:
+            bars.annotate(f"MISO = {r['miso_over_redis'] * 100:.0f} %", (i, means[i]), ha="center", va="bottom", fontsize=8)
+    miso = rows[0]["total_ms"]["mean"]
+    bars.axhline(miso / data["target_ratio"], color="grey", linestyle=":", label="Redis time at which MISO is 73 % (target)")
+    bars.set_ylabel("AllReduce round, mean (ms; bars: min-max)")
+    bars.legend(fontsize=8)
+    for r in rows:
+        rounds.plot(range(1, len(r["rounds_ms"]) + 1), r["rounds_ms"], "o-", label=r["system"])
+    rounds.set_xlabel("round")
+    rounds.set_ylabel("total time (ms)")
+    rounds.legend(fontsize=8)
+    p = data["params"]
+    fig.suptitle(
+        f"bench-allreduce: {p['nodes']} nodes ({p['latency']}), {p['chunks']} chunks, {p['concurrency_per_node']} invocations per node; "
+        f"load {data['host']['load_average'][0]:.1f}"
+    )
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 PLOTS = {
     "function": plot_function,
     "mesh": plot_mesh,
     "replication": plot_replication,
     "miso": plot_miso,
     "coordination": plot_coordination,
+    "allreduce": plot_allreduce,
 }
 
 

@@ -96,6 +96,7 @@ const envSchema = z.object({
   MESH_MISO_DISCOVERY: z.enum(MISO_DISCOVERY_MODES).default('static'),
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   MESH_MISO_PERSIST_DELAY_MS: z.coerce.number().int().min(0).optional(),
+  MESH_MISO_DEBOUNCE_MS: z.coerce.number().int().min(0).optional(),
   MESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
   TOXIPROXY_BIN: z
     .string()
@@ -144,6 +145,8 @@ export interface MeshConfig {
   readonly nodeLogLevel: string;
   /** MISO_PERSIST_DELAY_MS of every agent; undefined keeps the agent's default (0: an op waits for its write). */
   readonly misoPersistDelayMs?: number | undefined;
+  /** MISO_DEBOUNCE_MS of every agent; undefined keeps the agent's default (200 ms). */
+  readonly misoDebounceMs?: number | undefined;
   /** SYNCMESH_REQUEST_DEADLINE_MS of every function (a whole request); undefined keeps the function's default. */
   readonly requestDeadlineMs?: number | undefined;
   readonly toxiproxyBin: string;
@@ -199,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     misoDiscovery: e.MESH_MISO_DISCOVERY,
     nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
     misoPersistDelayMs: e.MESH_MISO_PERSIST_DELAY_MS,
+    misoDebounceMs: e.MESH_MISO_DEBOUNCE_MS,
     requestDeadlineMs: e.MESH_REQUEST_DEADLINE_MS,
     toxiproxyBin: resolve(e.TOXIPROXY_BIN),
   });

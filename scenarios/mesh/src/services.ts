@@ -140,6 +140,7 @@ export const agentService: NodeService = {
     ...agentDiscoveryEnv(ctx),
     MISO_MESH_SECRET_FILE: ctx.secretFile,
     ...(ctx.cfg.misoPersistDelayMs !== undefined ? { MISO_PERSIST_DELAY_MS: String(ctx.cfg.misoPersistDelayMs) } : {}),
+    ...(ctx.cfg.misoDebounceMs !== undefined ? { MISO_DEBOUNCE_MS: String(ctx.cfg.misoDebounceMs) } : {}),
     MONGODB_URI: ctx.node.localMongoUri,
     LOG_LEVEL: ctx.cfg.nodeLogLevel,
   }),

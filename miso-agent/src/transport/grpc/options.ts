@@ -2,6 +2,12 @@
 import type { ChannelOptions } from '@grpc/grpc-js';
 
 /**
+ * grpc-js's channelz (its introspection service, which nothing here serves) counts every call and
+ * message in trackers on both sides; off, a unary SDK call costs measurably less CPU.
+ */
+export const NO_CHANNELZ = { 'grpc.enable_channelz': 0 } as const;
+
+/**
  * Keepalive pings on peer connections: a backstop for dead TCP connections. Dead peers are
  * normally dropped earlier by the heartbeats (MISO_PEER_TIMEOUT_MS); pings stay lenient so that
  * a CPU-starved edge node is not disconnected for answering a ping late.
@@ -14,6 +20,7 @@ export const MIN_PING_INTERVAL_WITHOUT_DATA_MS = 5_000;
 
 export function peerChannelOptions(maxMessageBytes: number): ChannelOptions {
   return {
+    ...NO_CHANNELZ,
     'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
     'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
     'grpc.keepalive_permit_without_calls': 1,
@@ -29,6 +36,7 @@ export function peerChannelOptions(maxMessageBytes: number): ChannelOptions {
 /** The local SDK endpoint: no keepalive pings (a unix socket or loopback does not half-die). */
 export function sdkServerOptions(maxMessageBytes: number): ChannelOptions {
   return {
+    ...NO_CHANNELZ,
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': maxMessageBytes,
   };
@@ -36,6 +44,7 @@ export function sdkServerOptions(maxMessageBytes: number): ChannelOptions {
 
 export function serverOptions(maxMessageBytes: number): ChannelOptions {
   return {
+    ...NO_CHANNELZ,
     'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
     'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
     'grpc.keepalive_permit_without_calls': 1,

@@ -57,7 +57,8 @@ export function checkName(field: string, v: unknown, required = true): string {
   if (typeof v !== 'string' || (required && v.length === 0)) {
     throw new MisoError('EDGE_MISO_BAD_REQUEST', `${field} is required (a non-empty string)`);
   }
-  if (Buffer.byteLength(v) > MAX_NAME_BYTES) {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short names (every hot-path name) skip the count.
+  if (v.length * 3 > MAX_NAME_BYTES && Buffer.byteLength(v) > MAX_NAME_BYTES) {
     throw new MisoError('EDGE_MISO_BAD_REQUEST', `${field} is ${Buffer.byteLength(v)} bytes; the limit is ${MAX_NAME_BYTES}`);
   }
   if (v.includes('\u0000')) throw new MisoError('EDGE_MISO_BAD_REQUEST', `${field} must not contain NUL characters`);

@@ -20,6 +20,10 @@ test('status - expected errors keep their message and code, others are masked', 
 test('sdk - names and op JSON are validated with clear messages', () => {
   assert.throws(() => checkName('object', ''), /object is required/);
   assert.throws(() => checkName('name', 'a'.repeat(300)), /300 bytes; the limit is 256/);
+  // the limit is in UTF-8 bytes, also for names shorter than 256 UTF-16 units
+  assert.throws(() => checkName('name', '\u00e9'.repeat(129)), /258 bytes; the limit is 256/);
+  assert.equal(checkName('name', '\u00e9'.repeat(128)), '\u00e9'.repeat(128));
+  assert.equal(checkName('name', 'a'.repeat(256)), 'a'.repeat(256));
   assert.throws(() => checkName('name', 'a\u0000b'), /NUL/);
   assert.throws(
     () => parseOpJson('{'),
