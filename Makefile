@@ -331,7 +331,7 @@ mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
 # The faasd tier needs the binaries and these images for this machine's architecture only (an
 # image already built for more architectures by `make images` is kept as it is).
 HOST_ARCH := $(shell dpkg --print-architecture)
-FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn
+FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn registry miso-counter
 
 .PHONY: faasd-tier-deps
 faasd-tier-deps: build images-tools ## faasd binaries + the images of the faasd tier, host architecture only (make test builds these).
@@ -353,11 +353,11 @@ test: faasd-tier-deps
 IMAGE_NAMES ?=
 # Tools of the image build and its test tier, from apt.
 # arch-test: mmdebstrap needs it for another architecture (arm64 images, Pi rootfs, bundle).
-IMAGES_APT := umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-user-static
+IMAGES_APT := umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-user-static buildah
 
 .PHONY: images-tools
-images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap + arch-test, containerd, runc, qemu-user-static).
-	@for t in umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-aarch64-static; do command -v $$t >/dev/null || missing=1; done; \
+images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap + arch-test, containerd, runc, qemu-user-static, buildah).
+	@for t in umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-aarch64-static buildah; do command -v $$t >/dev/null || missing=1; done; \
 	if [[ -n $${missing:-} ]]; then $(APT_INSTALL) $(IMAGES_APT); fi
 
 .PHONY: images

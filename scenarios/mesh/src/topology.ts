@@ -32,6 +32,10 @@ export interface TopologyNode {
   gateway_url?: string;
   /** faasd runtime only: file holding `user:password` of the gateway's basic auth. */
   basic_auth_file?: string;
+  /** faasd runtime only: the node's OCI registry (host:port, plain HTTP with basic auth) that its faasd pulls function images from. */
+  registry?: string;
+  /** faasd runtime only: file holding `user:password` of the node's registry. */
+  registry_auth_file?: string;
 }
 
 export interface Topology {
@@ -91,6 +95,7 @@ export function buildTopology(state: MeshState): Topology {
         peers: Object.fromEntries(plan.links.filter((l) => l.from === n.index).map((l) => [plan.nodes[l.to - 1]!.id, l.url])),
         agent_peers: hasAgent ? agentPeers(plan, n) : null,
         ...(faasd ? { gateway_url: `http://${n.addr}:8080`, basic_auth_file: join(n.dir, 'faasd', 'basic-auth') } : {}),
+        ...(faasd ? { registry: `${n.addr}:5000`, registry_auth_file: join(n.dir, 'faasd', 'registry-auth') } : {}),
       };
     }),
   };
