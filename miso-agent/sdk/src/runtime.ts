@@ -64,6 +64,12 @@ export interface ServeOptions {
   maxBodyBytes?: number;
   /** Errors thrown by the handler are reported here (the caller sees a generic 500). */
   onError?: (err: unknown) => void;
+  /**
+   * false: a function without MISO objects (the node20 template's contract only): no agent is
+   * contacted, MISO_FUNCTION is not needed, and `context.statefulObject` throws
+   * EDGE_MISO_SDK_NOT_CONNECTED. Default true.
+   */
+  agent?: boolean;
 }
 
 export interface FunctionServer {
@@ -120,10 +126,20 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   });
 }
 
+/** The statefulObject of a function served without an agent: every use is a clear error. */
+function noObjects(): StatefulObject {
+  return new Proxy({} as StatefulObject, {
+    get() {
+      throw new MisoSdkError('EDGE_MISO_SDK_NOT_CONNECTED', 'this function is served without a MISO agent (agent: false); build it from the miso-node20 template and deploy it with the label com.syncmesh.miso=true');
+    },
+  });
+}
+
 /** Starts the function server: registers with the agent, then listens. */
 export async function serveFunction(handler: Handler, opts: ServeOptions = {}): Promise<FunctionServer> {
   const env = opts.env ?? process.env;
-  const config = loadSdkConfig(env);
+  const stateless = opts.agent === false;
+  const config = loadSdkConfig(stateless ? { MISO_FUNCTION: 'stateless', ...env } : env);
   // Concurrent invocations share this client: their operations of one turn go in one message.
   const client = new MisoClient(config.socket, config.deadlineMs, 'batch');
   // A replica the platform did not connect to an agent still serves, and answers every
@@ -131,7 +147,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
   const socketPath = config.socket.startsWith('unix:') ? config.socket.slice('unix:'.length) : config.socket;
   const socketDir = socketPath.startsWith('/') ? dirname(socketPath) : undefined;
   let notConnected = socketDir && !existsSync(socketDir) ? missingAgent(config.socket) : undefined;
-  if (!notConnected) {
+  if (!notConnected && !stateless) {
     try {
       await client.waitForReady(AGENT_WAIT_MS);
       await client.register(config.fn, config.replica);
@@ -140,7 +156,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
       if (!notConnected) throw err;
     }
   }
-  if (notConnected) process.stderr.write(`EDGE_MISO_SDK_NOT_CONNECTED: ${notConnected}\n`);
+  if (notConnected && !stateless) process.stderr.write(`EDGE_MISO_SDK_NOT_CONNECTED: ${notConnected}\n`);
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
 
   const server: Server = createServer((req, res) => {
@@ -150,7 +166,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
         res.writeHead(200).end('OK');
         return;
       }
-      if (notConnected) {
+      if (notConnected && !stateless) {
         req.resume();
         res.writeHead(503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ code: 'EDGE_MISO_SDK_NOT_CONNECTED', message: notConnected })}\n`);
         return;
@@ -174,7 +190,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
       }
       const objectHeader = req.headers['x-miso-object'];
       const objectId = (Array.isArray(objectHeader) ? objectHeader[0] : objectHeader) || url.searchParams.get('object') || config.defaultObject;
-      const ctx = new Context(new StatefulObject(client, config.fn, objectId));
+      const ctx = new Context(stateless ? noObjects() : new StatefulObject(client, config.fn, objectId));
       const event: FunctionEvent = {
         body,
         headers: req.headers,
@@ -228,7 +244,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
           server.closeIdleConnections();
         });
         try {
-          if (!notConnected) await client.unregister(config.fn, config.replica);
+          if (!notConnected && !stateless) await client.unregister(config.fn, config.replica);
         } finally {
           client.close();
         }
