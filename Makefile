@@ -331,7 +331,7 @@ mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
 # The faasd tier needs the binaries and these images for this machine's architecture only (an
 # image already built for more architectures by `make images` is kept as it is).
 HOST_ARCH := $(shell dpkg --print-architecture)
-FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn registry miso-counter
+FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn registry miso-counter fn-node20
 
 .PHONY: faasd-tier-deps
 faasd-tier-deps: build images-tools ## faasd binaries + the images of the faasd tier, host architecture only (make test builds these).
