@@ -345,6 +345,29 @@ test-faasd: build tools faasd-tier-deps ## Only the faasd tier (root; make test 
 # make test runs the faasd tier after the workspaces' tests (hack/test.sh)
 test: faasd-tier-deps
 
+# Users' functions on a faasd mesh (docs/guides/deploy-a-function.md): every node's registry and
+# gateway from the topology (.mesh/topology.json). FN_ARGS: more of `mesh fn deploy`'s options.
+FN ?=
+IMAGE ?=
+FN_NODES ?=
+FN_ARGS ?=
+
+.PHONY: faas-cli
+faas-cli: ## Build the upstream faas-cli 0.18.12 from ../shared/third_party, offline, into .cache/faas-cli/faas-cli.
+	hack/faas-cli.sh
+
+.PHONY: fn-deploy
+fn-deploy: build ## Deploy a function to every faasd node or FN_NODES: make fn-deploy FN=hello IMAGE=<node registry>/hello:1 [FN_NODES=node-1,node-2] [FN_ARGS='--label com.syncmesh.miso=true'].
+	$(MESH_ENV) $(MESH_CLI) fn deploy $(FN) --image $(IMAGE) $(if $(FN_NODES),--nodes $(FN_NODES)) $(FN_ARGS)
+
+.PHONY: fn-remove
+fn-remove: build ## Remove a function from every faasd node or FN_NODES: make fn-remove FN=hello [FN_NODES=node-2].
+	$(MESH_ENV) $(MESH_CLI) fn remove $(FN) $(if $(FN_NODES),--nodes $(FN_NODES))
+
+.PHONY: fn-sync
+fn-sync: build ## Give a node that joined later the mesh's functions (from the other nodes' registries): make fn-sync NODE=node-4.
+	$(MESH_ENV) $(MESH_CLI) fn sync $(NODE)
+
 ################################################################################
 # Container images (images/build, images/<name>; see images/README.md)
 ################################################################################

@@ -153,7 +153,7 @@ printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$registry" "$(printf '%s:%s' "$reg_us
 chmod 0600 "$NODE_STATE/var-lib-faasd/.docker/config.json"
 # faasd's provider: the node's registry is plain HTTP (patch 0008), and stateful functions get a
 # folder of the agent's (node.yml: miso-agent's MISO_FUNCTION_SOCKETS_DIR)
-printf 'registry_plain_http=%s\nmiso_functions_dir=/var/lib/faasd/miso-agent/functions\nmiso_agent_uid=10001\n' "$registry" > "$NODE_STATE/provider.env"
+printf 'registry_plain_http=%s\nmiso_functions_dir=/var/lib/faasd/miso-agent/functions\nmiso_agent_uid=10001\n' "$registry" > "$NODE_STATE/var-lib-faasd/provider.env"
 printf '%s\n' "$registry" > "$NODE_STATE/registry"
 # the MongoDB URI of the listener and the agent (the function gets the same value as the faasd
 # secret mongodb-uri through /system/secrets): a file, never env, as it may carry credentials

@@ -130,7 +130,10 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
 function noObjects(): StatefulObject {
   return new Proxy({} as StatefulObject, {
     get() {
-      throw new MisoSdkError('EDGE_MISO_SDK_NOT_CONNECTED', 'this function is served without a MISO agent (agent: false); build it from the miso-node20 template and deploy it with the label com.syncmesh.miso=true');
+      throw new MisoSdkError(
+        'EDGE_MISO_SDK_NOT_CONNECTED',
+        'this function is served without a MISO agent (agent: false); build it from the miso-node20 template and deploy it with the label com.syncmesh.miso=true',
+      );
     },
   });
 }

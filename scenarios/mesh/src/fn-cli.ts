@@ -33,7 +33,11 @@ function ids(v: string | undefined): string[] | undefined {
 }
 
 function table(outcomes: NodeOutcome[]): string {
-  return outcomes.map((o) => `${o.node.padEnd(10)} ${o.action.padEnd(8)} ${o.image ?? ''}${o.readyMs === undefined ? '' : `  ready after ${(o.readyMs / 1000).toFixed(1)} s`}`).join('\n');
+  return outcomes
+    .map(
+      (o) => `${o.node.padEnd(10)} ${o.action.padEnd(8)} ${o.image ?? ''}${o.readyMs === undefined ? '' : `  ready after ${(o.readyMs / 1000).toFixed(1)} s`}`,
+    )
+    .join('\n');
 }
 
 export async function runFn(stateRoot: string, argv: string[], progress: (m: string) => void): Promise<number> {
@@ -60,9 +64,13 @@ export async function runFn(stateRoot: string, argv: string[], progress: (m: str
   try {
     topology = JSON.parse(readFileSync(file, 'utf8')) as Topology;
   } catch (err) {
-    throw new MeshError('EDGE_MESH_NOT_UP', `cannot read the topology ${file} (${(err as Error).message}): start a mesh (make mesh-up RUNTIME=faasd) or pass --topology`);
+    throw new MeshError(
+      'EDGE_MESH_NOT_UP',
+      `cannot read the topology ${file} (${(err as Error).message}): start a mesh (make mesh-up RUNTIME=faasd) or pass --topology`,
+    );
   }
-  if (!name) throw new MeshError('EDGE_MESH_FN_BAD_INPUT', 'usage: mesh fn deploy NAME --image REF [--nodes a,b] | fn remove NAME [--nodes a,b] | fn sync NODE');
+  if (!name)
+    throw new MeshError('EDGE_MESH_FN_BAD_INPUT', 'usage: mesh fn deploy NAME --image REF [--nodes a,b] | fn remove NAME [--nodes a,b] | fn sync NODE');
   switch (sub) {
     case 'deploy': {
       if (!values.image) throw new MeshError('EDGE_MESH_FN_BAD_INPUT', 'fn deploy needs --image (e.g. 10.0.0.11:5000/hello:1, oci-archive:hello.tar)');

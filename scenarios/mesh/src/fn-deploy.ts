@@ -144,12 +144,18 @@ export function imageSource(image: string): { source: string; host?: string; rep
 /** Checks a spec before anything changes; returns the repository:tag in the nodes' registries. */
 export function checkSpec(spec: FunctionSpec): string {
   if (!NAME.test(spec.name)) {
-    throw new MeshError('EDGE_MESH_FN_BAD_INPUT', `function name '${spec.name}' is invalid: lower-case letters, digits and -, 1-63, starting and ending with a letter or digit`);
+    throw new MeshError(
+      'EDGE_MESH_FN_BAD_INPUT',
+      `function name '${spec.name}' is invalid: lower-case letters, digits and -, 1-63, starting and ending with a letter or digit`,
+    );
   }
   if (!spec.image) throw new MeshError('EDGE_MESH_FN_BAD_INPUT', `function ${spec.name} needs an image`);
   const target = spec.target ?? imageSource(spec.image).repo ?? `${spec.name}:latest`;
   if (!REPO.test(target)) {
-    throw new MeshError('EDGE_MESH_FN_BAD_INPUT', `'${target}' is not a repository:tag for the nodes' registries (lower-case path, then :tag); give one with target`);
+    throw new MeshError(
+      'EDGE_MESH_FN_BAD_INPUT',
+      `'${target}' is not a repository:tag for the nodes' registries (lower-case path, then :tag); give one with target`,
+    );
   }
   for (const s of spec.secrets ?? []) {
     if (!NAME.test(s)) throw new MeshError('EDGE_MESH_FN_BAD_INPUT', `secret name '${s}' is invalid: a lower-case DNS label`);
@@ -192,7 +198,10 @@ export async function checkRegistry(node: FunctionNode, timeoutMs = 10_000): Pro
     throw new MeshError('EDGE_MESH_FN_REGISTRY', `the registry of ${node.id} (${node.registry}) does not answer: ${(err as Error).message}`, { cause: err });
   }
   if (status === 401) {
-    throw new MeshError('EDGE_MESH_FN_REGISTRY', `the registry of ${node.id} (${node.registry}) refused the credentials (HTTP 401): check the node's registry_auth_file`);
+    throw new MeshError(
+      'EDGE_MESH_FN_REGISTRY',
+      `the registry of ${node.id} (${node.registry}) refused the credentials (HTTP 401): check the node's registry_auth_file`,
+    );
   }
   if (status !== 200) throw new MeshError('EDGE_MESH_FN_REGISTRY', `the registry of ${node.id} (${node.registry}) answered HTTP ${status} to /v2/`);
 }
@@ -217,8 +226,17 @@ function refuseNodeFunction(node: FunctionNode, existing: GatewayFunction | unde
 }
 
 /** Copies `source` into every target's registry as `target` (all architectures of an index). */
-async function copyImage(nodes: readonly FunctionNode[], source: { source: string; host?: string }, target: string, sourceAuth: string | undefined, progress: (m: string) => void): Promise<void> {
-  const auth = authFile([...nodes.map((n) => ({ registry: n.registry, auth: n.registryAuth })), ...(source.host && sourceAuth ? [{ registry: source.host, auth: sourceAuth }] : [])]);
+async function copyImage(
+  nodes: readonly FunctionNode[],
+  source: { source: string; host?: string },
+  target: string,
+  sourceAuth: string | undefined,
+  progress: (m: string) => void,
+): Promise<void> {
+  const auth = authFile([
+    ...nodes.map((n) => ({ registry: n.registry, auth: n.registryAuth })),
+    ...(source.host && sourceAuth ? [{ registry: source.host, auth: sourceAuth }] : []),
+  ]);
   try {
     for (const n of nodes) {
       const dest = `docker://${n.registry}/${target}`;
@@ -232,14 +250,35 @@ async function copyImage(nodes: readonly FunctionNode[], source: { source: strin
         );
       } catch (err) {
         const why = skopeoWhy(err);
-        const full = /no space|disk quota|storage full/i.test(why) || /\b(500|507)\b/.test(why) ? ' (is its storage full? it keeps images on the node\'s data partition)' : '';
-        throw new MeshError('EDGE_MESH_FN_REGISTRY', `copying ${source.source} to ${n.id}'s registry (${n.registry}/${target}) failed${full}: ${why}`, { cause: err });
+        const full =
+          /no space|disk quota|storage full/i.test(why) || /\b(500|507)\b/.test(why)
+            ? " (is its storage full? it keeps images on the node's data partition)"
+            : '';
+        throw new MeshError('EDGE_MESH_FN_REGISTRY', `copying ${source.source} to ${n.id}'s registry (${n.registry}/${target}) failed${full}: ${why}`, {
+          cause: err,
+        });
       }
       progress(`${n.id}: image in its registry as ${n.registry}/${target} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     }
   } finally {
     auth.remove();
   }
+}
+
+/**
+ * Puts `image` (see FunctionSpec.image) into the registry of every node of `nodes` as `target`
+ * (repository:tag), each with that node's credentials; `sources` lend theirs to the source
+ * registry. What deployFunction does before it deploys; also for an operator's own tooling.
+ */
+export async function pushImage(
+  nodes: readonly FunctionNode[],
+  image: string,
+  target: string,
+  opts: { sources?: readonly FunctionNode[]; progress?: (m: string) => void } = {},
+): Promise<void> {
+  const source = imageSource(image);
+  const sourceNode = source.host ? [...nodes, ...(opts.sources ?? [])].find((n) => n.registry === source.host) : undefined;
+  await copyImage(nodes, source, target, sourceNode?.registryAuth, opts.progress ?? (() => undefined));
 }
 
 /** The gateway's body for `spec` on `node`, pulling from the node's own registry. */
@@ -284,10 +323,6 @@ export async function deployFunction(nodes: readonly FunctionNode[], spec: Funct
   const t0 = performance.now();
   if (nodes.length === 0) throw new MeshError('EDGE_MESH_FN_BAD_INPUT', 'no target node');
   const target = checkSpec(spec);
-  const source = imageSource(spec.image);
-  // the source's credentials when it is one of the mesh's registries
-  const sourceNode = source.host ? [...nodes, ...(opts.sources ?? [])].find((n) => n.registry === source.host) : undefined;
-  const sourceAuth = sourceNode?.registryAuth;
 
   // 1. every target proven before anything changes
   const existing = new Map<string, GatewayFunction | undefined>();
@@ -301,7 +336,7 @@ export async function deployFunction(nodes: readonly FunctionNode[], spec: Funct
     }),
   );
   // 2. the image into every target's registry
-  await copyImage(nodes, source, target, sourceAuth, progress);
+  await pushImage(nodes, spec.image, target, { ...(opts.sources ? { sources: opts.sources } : {}), progress });
   // 3. deploy node after node; roll back the ones done when one refuses
   const done: NodeOutcome[] = [];
   try {

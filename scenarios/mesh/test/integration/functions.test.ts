@@ -81,7 +81,11 @@ async function pollUntil<T>(what: string, deadlineMs: number, check: () => Promi
 
 /** faas-cli against one node's gateway (logged in by before()). */
 function faas(node: FunctionNode, args: string[], input?: string): Promise<{ stdout: string; stderr: string }> {
-  return run(faasCli, [...args, '--gateway', node.gatewayUrl], { timeoutMs: 240_000, ...(input === undefined ? {} : { input }), env: { ...process.env, HOME: work } });
+  return run(faasCli, [...args, '--gateway', node.gatewayUrl], {
+    timeoutMs: 240_000,
+    ...(input === undefined ? {} : { input }),
+    env: { ...process.env, HOME: work },
+  });
 }
 
 async function faasFails(node: FunctionNode, args: string[]): Promise<string> {
@@ -93,7 +97,11 @@ async function faasFails(node: FunctionNode, args: string[]): Promise<string> {
   assert.fail(`faas-cli ${args.join(' ')} should have failed`);
 }
 
-async function invoke(node: FunctionNode, fn: string, opts: { method?: string; body?: string; query?: string; timeoutMs?: number } = {}): Promise<{ status: number; text: string }> {
+async function invoke(
+  node: FunctionNode,
+  fn: string,
+  opts: { method?: string; body?: string; query?: string; timeoutMs?: number } = {},
+): Promise<{ status: number; text: string }> {
   const res = await fetch(`${node.gatewayUrl}/function/${fn}${opts.query ?? ''}`, {
     method: opts.method ?? 'GET',
     ...(opts.body === undefined ? {} : { body: opts.body }),
@@ -149,10 +157,17 @@ test('functions - every node has a registry: topology.json names it and its cred
 test('functions - one node with faas-cli: template, build without Docker, push, deploy, invoke, scale, update, remove', { skip }, async () => {
   const n1 = nodes[0]!;
   // faas-cli new works in the current folder, where ./template holds the repository's templates
-  await run('bash', ['-c', 'cd "$1" && "$2" new --lang syncmesh-query-node20 meshq', 'new', work, faasCli], { timeoutMs: 60_000, env: { ...process.env, HOME: work } });
+  await run('bash', ['-c', 'cd "$1" && "$2" new --lang syncmesh-query-node20 meshq', 'new', work, faasCli], {
+    timeoutMs: 60_000,
+    env: { ...process.env, HOME: work },
+  });
   const stack = existsSync(join(work, 'stack.yaml')) ? join(work, 'stack.yaml') : join(work, 'meshq.yml');
   const build = async (tag: string) => {
-    const out = (await run(join(REPO_ROOT, 'hack', 'fn-build.sh'), ['-f', stack, '--registry', n1.registry, '--auth-file', authFileOf(0), '--tag', tag], { timeoutMs: 600_000 })).stdout;
+    const out = (
+      await run(join(REPO_ROOT, 'hack', 'fn-build.sh'), ['-f', stack, '--registry', n1.registry, '--auth-file', authFileOf(0), '--tag', tag], {
+        timeoutMs: 600_000,
+      })
+    ).stdout;
     return out.trim().split(/\s+/)[1]!;
   };
   const t0 = Date.now();
@@ -177,7 +192,13 @@ test('functions - one node with faas-cli: template, build without Docker, push, 
   await pollUntil('meshq scaled up again by a call', EVENTUALLY_MS, async () => (await invoke(n1, 'meshq', { timeoutMs: 60_000 })).status === 200);
   // update: a new handler, a new image
   const handler = join(work, 'meshq', 'handler.js');
-  writeFileSync(handler, readFileSync(handler, 'utf8').replace("return context.status(200).succeed(answer.data.sensorsAggregate);", "return context.status(200).succeed({ ...answer.data.sensorsAggregate, version: 2 });"));
+  writeFileSync(
+    handler,
+    readFileSync(handler, 'utf8').replace(
+      'return context.status(200).succeed(answer.data.sensorsAggregate);',
+      'return context.status(200).succeed({ ...answer.data.sensorsAggregate, version: 2 });',
+    ),
+  );
   const ref2 = await build('2');
   meshqImage = ref2;
   await faas(n1, ['deploy', '--image', ref2, '--name', 'meshq']);
@@ -209,17 +230,25 @@ test('functions - one node with faas-cli: template, build without Docker, push, 
   await pollUntil('meshq gone', 60_000, async () => !(await functionNames(n1)).includes('meshq'));
 });
 
-test('functions - mesh-wide: a named subset, a node that joins afterwards, update, remove; an unknown node and a full registry change nothing', { skip }, async () => {
+test('functions - mesh-wide: a named subset, a node that joins afterwards, update, remove; an unknown node and a full registry change nothing', {
+  skip,
+}, async () => {
   const [n1, n2, n3] = nodes as [FunctionNode, FunctionNode, FunctionNode];
   // the operator pushed once, to node-1's registry: the one-node test's image
   assert.ok(meshqImage, 'needs the image the one-node test built and pushed');
   const spec = { name: 'meshq-all', image: meshqImage };
-  assert.throws(() => nodesFromTopology(mesh.topology, ['node-1', 'node-9']), (e: unknown) => e instanceof MeshError && e.code === 'EDGE_MESH_UNKNOWN_NODE' && /node-9/.test(e.message));
+  assert.throws(
+    () => nodesFromTopology(mesh.topology, ['node-1', 'node-9']),
+    (e: unknown) => e instanceof MeshError && e.code === 'EDGE_MESH_UNKNOWN_NODE' && /node-9/.test(e.message),
+  );
   // a registry out of disk on node-2: a 24 MB tmpfs under its storage (the image needs ~48 MB)
   const reg2 = '/var/lib/faasd/registry';
   await inNode(nodePid(n2.id), ['mount', '-t', 'tmpfs', '-o', 'size=24m,uid=10001,gid=10001,mode=0750', 'registry-quota', reg2]);
   const restartRegistry = async (node: FunctionNode) => {
-    const pid = (await inNode(nodePid(node.id), ['ctr', '-n', 'openfaas', 'tasks', 'ls'])).stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[0] === 'registry')?.[1];
+    const pid = (await inNode(nodePid(node.id), ['ctr', '-n', 'openfaas', 'tasks', 'ls'])).stdout
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .find((f) => f[0] === 'registry')?.[1];
     if (pid) process.kill(Number(pid), 'SIGKILL');
     await pollUntil(`${node.id}'s registry restarted`, 60_000, async () => {
       const r = await fetch(`http://${node.registry}/v2/`, { headers: { authorization: `Basic ${Buffer.from(node.registryAuth).toString('base64')}` } });
@@ -272,12 +301,23 @@ test('functions - mesh-wide: a named subset, a node that joins afterwards, updat
   await assert.rejects(removeFunction([n1], 'syncmesh-fn'), (e: unknown) => e instanceof MeshError && /own functions/.test(e.message));
 });
 
-test('functions - the stateful counter on 3 nodes: adds converge everywhere, nothing acknowledged is lost across kill -9; no label: a clear error', { skip }, async () => {
+test('functions - the stateful counter on 3 nodes: adds converge everywhere, nothing acknowledged is lost across kill -9; no label: a clear error', {
+  skip,
+}, async () => {
   const [n1, n2, n3] = nodes as [FunctionNode, FunctionNode, FunctionNode];
   const auth = join(work, 'auth2.json');
   writeFileSync(auth, JSON.stringify({ auths: { [n1.registry]: { auth: Buffer.from(n1.registryAuth).toString('base64') } } }), { mode: 0o600 });
   const tPush = Date.now();
-  await run('skopeo', ['copy', '--quiet', '--all', '--authfile', auth, '--dest-tls-verify=false', `oci-archive:${join(images, 'miso-counter.oci.tar')}`, `docker://${n1.registry}/miso-counter:1`]);
+  await run('skopeo', [
+    'copy',
+    '--quiet',
+    '--all',
+    '--authfile',
+    auth,
+    '--dest-tls-verify=false',
+    `oci-archive:${join(images, 'miso-counter.oci.tar')}`,
+    `docker://${n1.registry}/miso-counter:1`,
+  ]);
   await deployFunction(nodes, { name: 'miso-counter', image: `${n1.registry}/miso-counter:1`, labels: { 'com.syncmesh.miso': 'true' } }, { progress: say });
   say(`miso-counter pushed to node-1 and ready on all 3 nodes ${((Date.now() - tPush) / 1000).toFixed(1)} s after the push began`);
 
@@ -314,7 +354,9 @@ test('functions - the stateful counter on 3 nodes: adds converge everywhere, not
   // every node reads at least every acknowledged add (an unacknowledged one may have happened)
   const tLast = Date.now();
   const totals = await pollUntil(`every node reads the ${acked} acknowledged adds`, EVENTUALLY_MS, async () => {
-    const seen = await Promise.all(nodes.map(async (n) => (JSON.parse((await invoke(n, 'miso-counter', { query: '?object=issue26' })).text) as { totalSum: number }).totalSum));
+    const seen = await Promise.all(
+      nodes.map(async (n) => (JSON.parse((await invoke(n, 'miso-counter', { query: '?object=issue26' })).text) as { totalSum: number }).totalSum),
+    );
     return seen.every((v) => v === seen[0] && v >= acked) ? seen : false;
   });
   say(`counter: ${acked} acknowledged (${failed} not), every node reads ${totals[0]} ${Date.now() - tLast} ms after the last add`);
