@@ -29,17 +29,9 @@ IMAGE_ENV=(
   NODE_ENV=production
 )
 
-image_inputs() {
-  faasd_bin fwatchdog "$1"
-  printf '%s\n' "$FAASD_LICENSES/fwatchdog" "$(bundle fn-node20)" "$REPO/miso-agent/proto/sdk.proto"
-}
+image_inputs() { sdk_function_inputs "$1" fn-node20; }
 
 image_rootfs() {
-  local root=$1 arch=$2
-  install -d -m 0755 "$root/usr/bin" "$root/app/proto"
-  install -d -m 0755 -o 10001 -g 10001 "$root/home/app" "$root/home/app/function"
-  install -m 0755 "$(faasd_bin fwatchdog "$arch")" "$root/usr/bin/fwatchdog"
-  install -m 0644 "$REPO/miso-agent/proto/sdk.proto" "$root/app/proto/sdk.proto"
-  add_license "$root" of-watchdog "$FAASD_LICENSES/fwatchdog/LICENSE"
-  node_app "$root" fn-node20
+  install -d -m 0755 -o 10001 -g 10001 "$1/home/app" "$1/home/app/function"
+  sdk_function_rootfs "$1" "$2" fn-node20
 }

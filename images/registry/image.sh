@@ -4,13 +4,7 @@
 # plain HTTP on :5000, htpasswd basic auth from /run/secrets/registry-htpasswd, storage in
 # /var/lib/registry). When Debian's binary is dynamically linked, bookworm's C library comes
 # with it as a base layer.
-registry_version() {
-  local v
-  v=$("$(faasd_bin registry amd64)" --version 2>&1 | sed -n 's/.*distribution \([0-9.]*\).*/\1/p')
-  [[ -n $v ]] || die "cannot read the version of $(faasd_bin registry amd64)"
-  printf '%s\n' "$v"
-}
-IMAGE_VERSION=$(registry_version)
+IMAGE_VERSION=$(bin_version registry 's/.*distribution \([0-9.]*\).*/\1/p')
 IMAGE_SOURCES=(images/faasd images/registry)
 IMAGE_TITLE="OCI registry"
 IMAGE_DESCRIPTION="distribution $IMAGE_VERSION (Debian bookworm's docker-registry): a Syncmesh Edge node's registry for its users' function images (no shell)."
