@@ -343,7 +343,7 @@ mesh-up: $(if $(filter faasd,$(RUNTIME)),faasd-bins images)
 # The faasd tier needs the binaries and these images for this machine's architecture only (an
 # image already built for more architectures by `make images` is kept as it is).
 HOST_ARCH := $(shell dpkg --print-architecture)
-FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn
+FAASD_TIER_IMAGES := gateway queue-worker nats-streaming prometheus mongo-test-server listener miso-agent syncmesh-fn registry miso-counter fn-node20
 
 .PHONY: faasd-tier-deps
 faasd-tier-deps: build images-tools ## faasd binaries + the images of the faasd tier, host architecture only (make test builds these).
@@ -357,6 +357,29 @@ test-faasd: build tools faasd-tier-deps ## Only the faasd tier (root; make test 
 # make test runs the faasd tier after the workspaces' tests (hack/test.sh)
 test: faasd-tier-deps
 
+# Users' functions on a faasd mesh (docs/guides/deploy-a-function.md): every node's registry and
+# gateway from the topology (.mesh/topology.json). FN_ARGS: more of `mesh fn deploy`'s options.
+FN ?=
+IMAGE ?=
+FN_NODES ?=
+FN_ARGS ?=
+
+.PHONY: faas-cli
+faas-cli: ## Build the upstream faas-cli 0.18.12 from ../shared/third_party, offline, into .cache/faas-cli/faas-cli.
+	hack/faas-cli.sh
+
+.PHONY: fn-deploy
+fn-deploy: build ## Deploy a function to every faasd node or FN_NODES: make fn-deploy FN=hello IMAGE=<node registry>/hello:1 [FN_NODES=node-1,node-2] [FN_ARGS='--label com.syncmesh.miso=true'].
+	$(MESH_ENV) $(MESH_CLI) fn deploy $(FN) --image $(IMAGE) $(if $(FN_NODES),--nodes $(FN_NODES)) $(FN_ARGS)
+
+.PHONY: fn-remove
+fn-remove: build ## Remove a function from every faasd node or FN_NODES: make fn-remove FN=hello [FN_NODES=node-2].
+	$(MESH_ENV) $(MESH_CLI) fn remove $(FN) $(if $(FN_NODES),--nodes $(FN_NODES))
+
+.PHONY: fn-sync
+fn-sync: build ## Give a node that joined later the mesh's functions (from the other nodes' registries): make fn-sync NODE=node-4.
+	$(MESH_ENV) $(MESH_CLI) fn sync $(NODE)
+
 ################################################################################
 # Container images (images/build, images/<name>; see images/README.md)
 ################################################################################
@@ -365,11 +388,11 @@ test: faasd-tier-deps
 IMAGE_NAMES ?=
 # Tools of the image build and its test tier, from apt.
 # arch-test: mmdebstrap needs it for another architecture (arm64 images, Pi rootfs, bundle).
-IMAGES_APT := umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-user-static
+IMAGES_APT := umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-user-static buildah
 
 .PHONY: images-tools
-images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap + arch-test, containerd, runc, qemu-user-static).
-	@for t in umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-aarch64-static; do command -v $$t >/dev/null || missing=1; done; \
+images-tools: ## Install the image tools from apt (umoci, skopeo, mmdebstrap + arch-test, containerd, runc, qemu-user-static, buildah).
+	@for t in umoci skopeo mmdebstrap arch-test jq file curl containerd runc qemu-aarch64-static buildah; do command -v $$t >/dev/null || missing=1; done; \
 	if [[ -n $${missing:-} ]]; then $(APT_INSTALL) $(IMAGES_APT); fi
 
 .PHONY: images

@@ -23,7 +23,9 @@ if [[ $runtime == faasd ]]; then
   [[ -x .cache/faasd/bin/$arch/faasd ]] ||
     todo+=("faasd 0.19.0 (with our patches), the OpenFaaS gateway, of-watchdog, queue-worker and NATS Streaming, built from ../shared/third_party with Go, for $arch (about 5-15 min on 2 busy cores)")
   [[ -f .cache/images/syncmesh-fn.oci.tar ]] ||
-    todo+=("9 container images (Debian base layers with mmdebstrap, a jlink'd JRE, Node.js, our bundles) for $arch with umoci (about 5-10 min)")
+    todo+=("the container images (Debian base layers with mmdebstrap, a jlink'd JRE, Node.js, our bundles) for $arch with umoci (about 5-10 min)")
+  [[ -x .cache/faas-cli/faas-cli ]] ||
+    todo+=("the upstream faas-cli 0.18.12 from ../shared/third_party (the demo deploys miso-counter with it; about 1 min)")
   if ((${#todo[@]} > 0)); then
     say "first run on this machine: building what a faasd node runs (later runs reuse .cache/ and take seconds):"
     for t in "${todo[@]}"; do printf '  - %s\n' "$t" >&2; done
@@ -32,6 +34,7 @@ if [[ $runtime == faasd ]]; then
   fi
   t1=$SECONDS
   "$make" --no-print-directory faasd-bins images FAASD_ARCHES="$arch"
+  hack/faas-cli.sh > /dev/null
   t_images=$((SECONDS - t1))
 fi
 

@@ -15,6 +15,6 @@ if [[ ${1:-all} != faasd ]]; then
   npm test --workspaces --if-present || rc=$?
 fi
 t0=$SECONDS
-MESH_FAASD_TEST=1 node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js || { tier=$?; ((rc != 0)) || rc=$tier; }
+MESH_FAASD_TEST=1 node --test --test-concurrency=1 scenarios/mesh/dist/test/integration/faasd.test.js scenarios/mesh/dist/test/integration/functions.test.js || { tier=$?; ((rc != 0)) || rc=$tier; }
 echo "faasd tier: $((SECONDS - t0)) s"
 exit "$rc"

@@ -49,6 +49,12 @@ export const meshNodeSchema = z
       .nullable()
       .optional()
       .describe("faasd nodes: a file holding the gateway's user:password (null: the credentials stay on the node)"),
+    registry: hostPort.optional().describe("faasd nodes: the node's OCI registry (host:port, plain HTTP with basic auth) its faasd pulls function images from"),
+    registry_auth_file: z
+      .string()
+      .nullable()
+      .optional()
+      .describe("faasd nodes: a file holding the registry's user:password (null: the credentials stay on the node)"),
     listener_url: url
       .nullable()
       .optional()

@@ -18,6 +18,7 @@ from mkdocs.structure.files import File
 READMES = {
     "functions/syncmesh/README.md": "syncmesh-function",
     "functions/miso-counter/README.md": "miso-counter",
+    "template/README.md": "templates",
     "listeners/README.md": "listener",
     "miso-agent/README.md": "miso-agent",
     "miso-agent/INTERNALS.md": "miso-agent-internals",

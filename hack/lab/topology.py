@@ -29,6 +29,10 @@ for host in hosts:
             "gateway_url": f"http://{addr}:8080",
             # the gateway's credentials stay on the node (/var/lib/faasd/secrets); not copied here
             "basic_auth_file": None,
+            # the node's registry (images/node/node.yml); its credentials stay on the node too
+            # (/var/lib/faasd/secrets/registry-password)
+            "registry": f"{addr}:5000",
+            "registry_auth_file": None,
             # MongoDB listens inside faasd's network only
             "mongodb_uri": None,
             "agent_address": f"{addr}:7070",

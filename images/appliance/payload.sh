@@ -56,7 +56,7 @@ PY
   fi
   cp "$cached" "$lib/images/$name.oci.tar"
 }
-names=(gateway queue-worker nats-streaming prometheus listener miso-agent syncmesh-fn)
+names=(gateway queue-worker nats-streaming prometheus listener miso-agent registry syncmesh-fn)
 [[ $db_kind == test-server ]] && names+=(mongo-test-server)
 for name in "${names[@]}"; do
   [[ -r "$IMAGES_DIR/$name.oci.tar" && -r "$IMAGES_DIR/$name.ref" ]] || fail "image $name is missing in $IMAGES_DIR (run: make images)"

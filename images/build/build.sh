@@ -103,6 +103,31 @@ node_app() {
   cp "$OUT/base/node-$ARCH/packages.txt" "$root/licenses/node-runtime/debian-packages.txt"
 }
 
+# bin_version BINARY SED: the version the amd64 BINARY of `make faasd-bins` prints with --version
+# (SED's expression picks it out; a +suffix such as Debian's +ds is dropped).
+bin_version() {
+  local v
+  v=$("$(faasd_bin "$1" amd64)" --version 2>&1 | sed -n "$2")
+  [[ -n $v ]] || die "cannot read the version of $(faasd_bin "$1" amd64)"
+  printf '%s\n' "${v%%+*}"
+}
+
+# sdk_function_inputs ARCH NAME, sdk_function_rootfs ROOT ARCH NAME: a function image with the
+# MISO SDK (miso-counter, fn-node20): of-watchdog at /usr/bin/fwatchdog, sdk.proto at
+# /app/proto, the bundle of NAME (node_app).
+sdk_function_inputs() {
+  faasd_bin fwatchdog "$1"
+  printf '%s\n' "$FAASD_LICENSES/fwatchdog" "$(bundle "$2")" "$REPO/miso-agent/proto/sdk.proto"
+}
+sdk_function_rootfs() {
+  local root=$1 arch=$2 name=$3
+  install -d -m 0755 "$root/usr/bin" "$root/app/proto"
+  install -m 0755 "$(faasd_bin fwatchdog "$arch")" "$root/usr/bin/fwatchdog"
+  install -m 0644 "$REPO/miso-agent/proto/sdk.proto" "$root/app/proto/sdk.proto"
+  add_license "$root" of-watchdog "$FAASD_LICENSES/fwatchdog/LICENSE"
+  node_app "$root" "$name"
+}
+
 # ---------------------------------------------------------------------------------------------
 # One image
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ const ENTRIES = {
   listener: 'listeners/dist/src/main.js',
   'miso-agent': 'miso-agent/dist/src/main.js',
   'miso-counter': 'functions/miso-counter/dist/src/main.js',
+  'fn-node20': 'miso-agent/sdk/dist/src/run-handler.js',
   'async-worker': 'coordination/dist/src/main.js',
 };
 

@@ -4,7 +4,7 @@
 # (NATS Streaming, nats-server); Prometheus is taken from Debian's package.
 #
 # Output (never committed):
-#   .cache/faasd/bin/<arch>/{faasd,gateway,fwatchdog,queue-worker,nats-streaming-server,nats-server,prometheus}
+#   .cache/faasd/bin/<arch>/{faasd,gateway,fwatchdog,queue-worker,nats-streaming-server,nats-server,prometheus,registry}
 #   .cache/faasd/bin/<arch>/prometheus.NOTE   only when Debian's prometheus is not static
 #   .cache/faasd/licenses/<binary>/LICENSE
 #
@@ -36,6 +36,7 @@ QWORKER_VER=0.14.1;    QWORKER_COMMIT=fa54e89c9db2eb4c11d141031850e171b9a073f9
 NATS_STREAMING_VER=0.25.6
 NATS_SERVER_VER=2.15.3
 PROMETHEUS_DEB_VER=${PROMETHEUS_DEB_VER:-}   # empty: the candidate apt offers
+REGISTRY_DEB_VER=${REGISTRY_DEB_VER:-}       # docker-registry (distribution 2.8); empty: the candidate
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false
 go_version=$(go env GOVERSION)
@@ -152,11 +153,11 @@ build_module() {
 want nats-streaming-server && build_module nats-streaming-server github.com/nats-io/nats-streaming-server "v$NATS_STREAMING_VER"
 want nats-server && build_module nats-server github.com/nats-io/nats-server/v2 "v$NATS_SERVER_VER"
 
-# Prometheus from Debian's package (amd64 + arm64), extracted.
-prom_fetch() { # ARCH -> path of the .deb
-  local arch=$1 dir="$cache/debs/$arch" deb
+# Prometheus and the registry (distribution) from Debian's packages (amd64 + arm64), extracted.
+deb_fetch() { # PACKAGE ARCH [VERSION] -> path of the .deb
+  local pkg=$1 arch=$2 ver=${3:-} dir="$cache/debs/$2" deb
   mkdir -p "$dir"
-  deb=$(ls "$dir"/prometheus_*_"$arch".deb 2>/dev/null | head -n1 || true)
+  deb=$(ls "$dir"/"$pkg"_*_"$arch".deb 2>/dev/null | head -n1 || true)
   if [[ -z "$deb" ]]; then
     if [[ "$arch" != "$(dpkg --print-architecture)" ]] &&
        ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
@@ -164,14 +165,14 @@ prom_fetch() { # ARCH -> path of the .deb
       dpkg --add-architecture "$arch"
       apt-get update -qq
     fi
-    (cd "$dir" && apt-get download -qq "prometheus:$arch${PROMETHEUS_DEB_VER:+=$PROMETHEUS_DEB_VER}" >&2)
-    deb=$(ls "$dir"/prometheus_*_"$arch".deb | head -n1)
+    (cd "$dir" && apt-get download -qq "$pkg:$arch${ver:+=$ver}" >&2)
+    deb=$(ls "$dir"/"$pkg"_*_"$arch".deb | head -n1)
   fi
   printf '%s' "$deb"
 }
 for arch in $arches; do
   want prometheus || break
-  deb=$(prom_fetch "$arch")
+  deb=$(deb_fetch prometheus "$arch" "$PROMETHEUS_DEB_VER")
   prom_hash=$(printf '%s %s' "$(sha256sum "$deb" | cut -c1-16)" "$script_hash" | sha256sum | cut -c1-32)
   stamp_ok prometheus "$arch" "$prom_hash" && continue
   log "extract prometheus ($arch) from ${deb##*/}"
@@ -197,8 +198,25 @@ for arch in $arches; do
   stamp_write prometheus "$arch" "$prom_hash"
 done
 
+# The node's registry: Debian's docker-registry (distribution 2.8, Apache-2.0; a Go binary).
 for arch in $arches; do
-  (cd "$cache/bin/$arch" && for b in faasd gateway fwatchdog queue-worker nats-streaming-server nats-server prometheus; do
+  want registry || break
+  deb=$(deb_fetch docker-registry "$arch" "$REGISTRY_DEB_VER")
+  reg_hash=$(printf '%s %s' "$(sha256sum "$deb" | cut -c1-16)" "$script_hash" | sha256sum | cut -c1-32)
+  stamp_ok registry "$arch" "$reg_hash" && continue
+  log "extract registry ($arch) from ${deb##*/}"
+  x="$cache/debs/$arch/x"; rm -rf "$x"; dpkg-deb -x "$deb" "$x"
+  install_new "$x/usr/bin/docker-registry" "$cache/bin/$arch/registry"
+  mkdir -p "$cache/licenses/registry"
+  install_new "$x/usr/share/doc/docker-registry/copyright" "$cache/licenses/registry/LICENSE"
+  kind=$(file -b "$cache/bin/$arch/registry")
+  if [[ "$kind" == *"statically linked"* ]]; then rm -f "$cache/bin/$arch/registry.NOTE"
+  else echo "Debian's docker-registry ${deb##*/} is NOT static: $kind" | put "$cache/bin/$arch/registry.NOTE"; fi
+  stamp_write registry "$arch" "$reg_hash"
+done
+
+for arch in $arches; do
+  (cd "$cache/bin/$arch" && for b in faasd gateway fwatchdog queue-worker nats-streaming-server nats-server prometheus registry; do
     if [[ -f $b ]]; then sha256sum "$b"; fi
   done | put SHA256SUMS)
 done

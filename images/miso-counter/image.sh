@@ -30,16 +30,5 @@ IMAGE_ENV=(
   NODE_ENV=production
 )
 
-image_inputs() {
-  faasd_bin fwatchdog "$1"
-  printf '%s\n' "$FAASD_LICENSES/fwatchdog" "$(bundle miso-counter)" "$REPO/miso-agent/proto/sdk.proto"
-}
-
-image_rootfs() {
-  local root=$1 arch=$2
-  install -d -m 0755 "$root/usr/bin" "$root/app/proto"
-  install -m 0755 "$(faasd_bin fwatchdog "$arch")" "$root/usr/bin/fwatchdog"
-  install -m 0644 "$REPO/miso-agent/proto/sdk.proto" "$root/app/proto/sdk.proto"
-  add_license "$root" of-watchdog "$FAASD_LICENSES/fwatchdog/LICENSE"
-  node_app "$root" miso-counter
-}
+image_inputs() { sdk_function_inputs "$1" miso-counter; }
+image_rootfs() { sdk_function_rootfs "$1" "$2" miso-counter; }

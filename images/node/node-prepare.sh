@@ -88,7 +88,7 @@ image_ref() {
   v=$(tr -d ' \n' < "$f")
   if [[ "$v" == */* ]]; then printf '%s' "$v"; else printf 'localhost/syncmesh-edge/%s:%s' "$1" "$v"; fi
 }
-export IMAGE_GATEWAY IMAGE_QUEUE_WORKER IMAGE_NATS_STREAMING IMAGE_PROMETHEUS IMAGE_MONGODB IMAGE_LISTENER IMAGE_MISO_AGENT
+export IMAGE_GATEWAY IMAGE_QUEUE_WORKER IMAGE_NATS_STREAMING IMAGE_PROMETHEUS IMAGE_MONGODB IMAGE_LISTENER IMAGE_MISO_AGENT IMAGE_REGISTRY
 IMAGE_GATEWAY=$(image_ref gateway)
 IMAGE_QUEUE_WORKER=$(image_ref queue-worker)
 IMAGE_NATS_STREAMING=$(image_ref nats-streaming)
@@ -96,6 +96,7 @@ IMAGE_PROMETHEUS=$(image_ref prometheus)
 IMAGE_MONGODB=$(image_ref "$mongodb_image")
 IMAGE_LISTENER=$(image_ref listener)
 IMAGE_MISO_AGENT=$(image_ref miso-agent)
+IMAGE_REGISTRY=$(image_ref registry)
 fn_ref=$(image_ref syncmesh-fn)
 
 mkdir -p "$NODE_STATE"/{bin,logs,var-lib-faasd/secrets,var-lib-faasd-provider,cni-conf,journal,containerd}
@@ -115,7 +116,7 @@ EOF_J
 # the official database's settings are merged in as the Ansible faasd role merges its overrides
 overrides=(); [[ $MONGODB_VARIANT == official ]] && overrides=(--override "$MONGODB_COMPOSE_OVERRIDES")
 values=()
-for name in IMAGE_GATEWAY IMAGE_QUEUE_WORKER IMAGE_NATS_STREAMING IMAGE_PROMETHEUS IMAGE_MONGODB IMAGE_LISTENER IMAGE_MISO_AGENT NODE_ID NODE_ADDR MISO_PEERS MONGODB_PUBLISH LOG_LEVEL; do
+for name in IMAGE_GATEWAY IMAGE_QUEUE_WORKER IMAGE_NATS_STREAMING IMAGE_PROMETHEUS IMAGE_MONGODB IMAGE_LISTENER IMAGE_MISO_AGENT IMAGE_REGISTRY NODE_ID NODE_ADDR MISO_PEERS MONGODB_PUBLISH LOG_LEVEL; do
   values+=(--value "$name=${!name}")
 done
 node_stack compose "${values[@]}" "${overrides[@]}" > "$NODE_STATE/docker-compose.yaml.new" || fail "cannot render the node description $NODE_DESCRIPTION (above)"
@@ -134,6 +135,26 @@ done
 [[ -s "$secrets/basic-auth-password" ]] || head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 40 > "$secrets/basic-auth-password"
 printf '%s:%s' "$(cat "$secrets/basic-auth-user")" "$(cat "$secrets/basic-auth-password")" > "$NODE_STATE/basic-auth"
 chmod 0600 "$NODE_STATE/basic-auth"
+# The node's registry (port 5000 on the node's address): a user and a password generated once
+# and kept (like the gateway's); the registry reads their bcrypt hash, faasd's provider pulls with
+# a docker config.json (faasd 0.19.0 reads /var/lib/faasd/.docker/config.json), the operator gets
+# user:password in NODE_STATE/registry-auth.
+registry="$NODE_ADDR:5000"
+[[ -s "$secrets/registry-user" ]] || printf 'syncmesh' > "$secrets/registry-user"
+[[ -s "$secrets/registry-password" ]] || head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 40 > "$secrets/registry-password"
+chmod 0400 "$secrets/registry-user" "$secrets/registry-password"
+reg_user=$(cat "$secrets/registry-user") reg_password=$(cat "$secrets/registry-password")
+python3 "$NODE_STACK" htpasswd --user "$reg_user" <<< "$reg_password" > "$secrets/registry-htpasswd.new" || fail "cannot hash the registry's password (above)"
+mv -f "$secrets/registry-htpasswd.new" "$secrets/registry-htpasswd"
+printf '%s:%s' "$reg_user" "$reg_password" > "$NODE_STATE/registry-auth"
+chmod 0600 "$NODE_STATE/registry-auth"
+install -d -m 0700 "$NODE_STATE/var-lib-faasd/.docker"
+printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$registry" "$(printf '%s:%s' "$reg_user" "$reg_password" | base64 -w0)" > "$NODE_STATE/var-lib-faasd/.docker/config.json"
+chmod 0600 "$NODE_STATE/var-lib-faasd/.docker/config.json"
+# faasd's provider: the node's registry is plain HTTP (patch 0008), and stateful functions get a
+# folder of the agent's (node.yml: miso-agent's MISO_FUNCTION_SOCKETS_DIR)
+printf 'registry_plain_http=%s\nmiso_functions_dir=/var/lib/faasd/miso-agent/functions\nmiso_agent_uid=10001\n' "$registry" > "$NODE_STATE/var-lib-faasd/provider.env"
+printf '%s\n' "$registry" > "$NODE_STATE/registry"
 # the MongoDB URI of the listener and the agent (the function gets the same value as the faasd
 # secret mongodb-uri through /system/secrets): a file, never env, as it may carry credentials
 if [[ $MONGODB_VARIANT == official ]]; then
@@ -172,7 +193,7 @@ done
 
 # Images to import into the node's containerd: "<containerd namespace> <archive> <reference>"
 {
-  for name in gateway queue-worker nats-streaming prometheus "$mongodb_image" listener miso-agent; do
+  for name in gateway queue-worker nats-streaming prometheus "$mongodb_image" listener miso-agent registry; do
     printf 'openfaas %s %s\n' "$IMAGES_DIR/$name.oci.tar" "$(image_ref "$name")"
   done
   printf 'openfaas-fn %s %s\n' "$IMAGES_DIR/syncmesh-fn.oci.tar" "$fn_ref"

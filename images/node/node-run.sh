@@ -140,7 +140,9 @@ if [[ -n "${NODE_IMAGES:-}" && -f "$NODE_IMAGES" ]]; then
 fi
 
 # --- faasd provider and faasd up ----------------------------------------------------------------
-(cd /var/lib/faasd-provider &&
+# /var/lib/faasd/provider.env (node-prepare.sh): the node's plain-HTTP registry and the MISO agent's function
+# folders (patch 0008)
+(cd /var/lib/faasd-provider && set -a && { [[ ! -f /var/lib/faasd/provider.env ]] || source /var/lib/faasd/provider.env; } && set +a &&
   exec env secret_mount_path=/var/lib/faasd/secrets basic_auth=true hosts_dir=/var/lib/faasd \
     /usr/local/bin/faasd provider --pull-policy IfNotPresent) > "$NODE_STATE/logs/provider.log" 2>&1 &
 pids+=($!)

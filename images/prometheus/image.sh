@@ -3,13 +3,7 @@
 # faasd-bins`). Laid out like upstream's image (/bin/prometheus, config in /etc/prometheus,
 # data in /prometheus, user nobody) so faasd's docker-compose.yaml works unchanged. When Debian's
 # binary is dynamically linked, bookworm's C library comes with it as a base layer.
-prometheus_version() {
-  local v
-  v=$("$(faasd_bin prometheus amd64)" --version 2>&1 | sed -n 's/^prometheus, version \([^ ]*\).*/\1/p')
-  [[ -n $v ]] || die "cannot read the version of $(faasd_bin prometheus amd64)"
-  printf '%s\n' "${v%%+*}"
-}
-IMAGE_VERSION=$(prometheus_version)
+IMAGE_VERSION=$(bin_version prometheus 's/^prometheus, version \([^ ]*\).*/\1/p')
 # Sources in git whose last commit gives the image its time and revision label.
 IMAGE_SOURCES=(images/faasd)
 IMAGE_TITLE="Prometheus"

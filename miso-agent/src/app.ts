@@ -20,6 +20,7 @@ import type { StateStore } from './store/types.js';
 import { HealthService } from './transport/grpc/health.js';
 import { sdkServerOptions, serverOptions, setServerNoDelay } from './transport/grpc/options.js';
 import { addPeerService } from './transport/grpc/peer-server.js';
+import { FunctionSockets } from './transport/grpc/function-sockets.js';
 import { addSdkService, sdkBindAddress } from './transport/grpc/sdk-server.js';
 
 /** How long close() waits for in-flight calls before forcing the servers down. */
@@ -60,10 +61,14 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
   const peerServer = new grpc.Server(serverOptions(config.maxMessageBytes));
   setServerNoDelay(peerServer);
   const sdkLog = log.child({ module: 'sdk' });
-  addSdkService(sdkServer, agent, {
-    onInternalError: (method, err) => sdkLog.error({ err, method }, 'internal error answering an SDK call'),
-    onCall: (method, ok) => metrics.ops.inc(1, method, ok ? 'ok' : 'error'),
-  });
+  const sdkHooks = {
+    onInternalError: (method: string, err: unknown) => sdkLog.error({ err, method }, 'internal error answering an SDK call'),
+    onCall: (method: string, ok: boolean) => metrics.ops.inc(1, method, ok ? 'ok' : 'error'),
+  };
+  addSdkService(sdkServer, agent, sdkHooks);
+  const functionSockets = config.functionSocketsDir
+    ? new FunctionSockets(config.functionSocketsDir, agent, sdkHooks, config.maxMessageBytes, log.child({ module: 'function-sockets' }))
+    : undefined;
   const peers = addPeerService(peerServer, { nodeId: () => agent.nodeId, keys }, agent);
   health.addTo(sdkServer);
   health.addTo(peerServer);
@@ -93,6 +98,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
       health.set('miso.sdk.v1.Miso', 'SERVING');
       health.set('miso.peer.v2.Peer', 'SERVING');
       agent.start(config.peers);
+      functionSockets?.start();
       if (config.mdns) {
         mdns = new MdnsDiscovery({
           nodeId: agent.nodeId,
@@ -136,6 +142,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
       closing ??= (async () => {
         health.set('', 'NOT_SERVING');
         await mdns?.stop();
+        functionSockets?.close();
         await agent.close();
         peers.closeAll();
         health.close();

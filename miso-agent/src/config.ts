@@ -60,6 +60,7 @@ const schema = z
     MISO_GRPC_ADDR: z.string().regex(hostPort, 'host:port').default('0.0.0.0:7650'),
     MISO_ADVERTISE_ADDR: z.string().regex(hostPort, 'host:port').optional(),
     MISO_SDK_SOCKET: z.string().min(1).default('/run/miso/agent.sock'),
+    MISO_FUNCTION_SOCKETS_DIR: z.string().regex(/^\//, 'an absolute path').optional(),
     MISO_PEERS: z
       .string()
       .default('')
@@ -102,6 +103,8 @@ export interface AgentConfig {
   readonly grpcAddr: string;
   readonly advertiseAddr: string | undefined;
   readonly sdkSocket: string;
+  /** Folders of stateful functions, one SDK socket each scoped to its function (unset: none). */
+  readonly functionSocketsDir: string | undefined;
   readonly peers: readonly StaticPeer[];
   readonly mdns: boolean;
   readonly mdnsInterface: string | undefined;
@@ -175,6 +178,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     grpcAddr: c.MISO_GRPC_ADDR,
     advertiseAddr: c.MISO_ADVERTISE_ADDR,
     sdkSocket: c.MISO_SDK_SOCKET,
+    functionSocketsDir: c.MISO_FUNCTION_SOCKETS_DIR || undefined,
     peers: Object.freeze(c.MISO_PEERS.map(parseStaticPeer)),
     mdns: c.MISO_MDNS,
     mdnsInterface: c.MISO_MDNS_INTERFACE,

@@ -17,7 +17,9 @@ export type MisoErrorCode =
   /** A peer spoke another peer protocol version, or broke the handshake's message order. */
   | 'EDGE_MISO_PEER_PROTOCOL'
   /** With synchronous persistence: the op was applied and is replicating, but its write to MongoDB failed (retried in the background). Never retry the op. */
-  | 'EDGE_MISO_NOT_DURABLE';
+  | 'EDGE_MISO_NOT_DURABLE'
+  /** A function's own SDK socket (MISO_FUNCTION_SOCKETS_DIR) was asked about another function's objects. */
+  | 'EDGE_MISO_FORBIDDEN';
 
 export class MisoError extends Error {
   readonly code: MisoErrorCode;

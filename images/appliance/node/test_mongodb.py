@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(COLLECTION, "plugins", "module_utils"))
 from boot import database  # noqa: E402
 
 REF = "docker.io/library/mongo:7.0"
-CORE = ["gateway", "queue-worker", "nats-streaming", "prometheus", "mongo-test-server", "listener", "miso-agent", "syncmesh-fn"]
+CORE = ["gateway", "queue-worker", "nats-streaming", "prometheus", "mongo-test-server", "listener", "miso-agent", "registry", "syncmesh-fn"]
 
 
 def oci_archive(path: str, arch: str, ref_name: str | None, prefix: str = "") -> None:
@@ -239,7 +239,7 @@ class NodePrepareOfficial(unittest.TestCase):
         golden = json.loads(read(os.path.join(REPO, "images", "node", "golden", "values.json")))
         names = {"gateway": "IMAGE_GATEWAY", "queue-worker": "IMAGE_QUEUE_WORKER", "nats-streaming": "IMAGE_NATS_STREAMING",
                  "prometheus": "IMAGE_PROMETHEUS", "mongo-test-server": "IMAGE_MONGODB", "listener": "IMAGE_LISTENER",
-                 "miso-agent": "IMAGE_MISO_AGENT", "syncmesh-fn": "FUNCTION_IMAGE"}  # fmt: skip
+                 "miso-agent": "IMAGE_MISO_AGENT", "registry": "IMAGE_REGISTRY", "syncmesh-fn": "FUNCTION_IMAGE"}  # fmt: skip
         for name, var in names.items():
             with open(os.path.join(self.images, f"{name}.ref"), "w") as f:
                 f.write(golden[var].rsplit(":", 1)[1] + "\n")
@@ -255,6 +255,7 @@ class NodePrepareOfficial(unittest.TestCase):
             ("write-key", 0, 0o400),
             ("mongodb-uri", 10001, 0o400),
             ("basic-auth-password", 0, 0o644),
+            ("registry-htpasswd", 10001, 0o400),
         ):
             st = os.stat(self.secrets(name))
             self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (uid, mode), name)

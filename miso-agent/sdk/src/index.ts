@@ -18,5 +18,5 @@ export {
   LWWRegister,
   ORMap,
 } from './stateful-object.js';
-export { serveFunction, runFunction, DEFAULT_MAX_BODY_BYTES, AGENT_WAIT_MS } from './runtime.js';
+export { serveFunction, runFunction, missingAgent, DEFAULT_MAX_BODY_BYTES, AGENT_WAIT_MS, MISO_LABEL } from './runtime.js';
 export type { FunctionContext, FunctionEvent, FunctionServer, Handler, ServeOptions } from './runtime.js';

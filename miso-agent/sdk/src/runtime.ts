@@ -7,7 +7,9 @@
  * The object a request works on: header `X-Miso-Object`, else query `?object=`, else
  * MISO_DEFAULT_OBJECT ("default").
  */
+import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { dirname } from 'node:path';
 import { MisoClient } from './client.js';
 import { loadSdkConfig, type SdkConfig } from './config.js';
 import { MisoSdkError } from './errors.js';
@@ -17,6 +19,23 @@ import { StatefulObject } from './stateful-object.js';
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** How long start-up waits for the agent before failing (the container is then restarted). */
 export const AGENT_WAIT_MS = 15_000;
+/** Label that connects a function to its node's agent on a Syncmesh Edge node (faasd patch 0008). */
+export const MISO_LABEL = 'com.syncmesh.miso=true';
+
+/**
+ * Why this replica has no agent, or undefined when it may have one: the agent's unix socket is
+ * missing. Without its folder (/run/miso) the platform did not connect the function at all (on
+ * faasd: deployed without the label); with the folder but no socket, the agent did not open it.
+ */
+export function missingAgent(socket: string): string | undefined {
+  const path = socket.startsWith('unix:') ? socket.slice('unix:'.length) : socket;
+  if (!path.startsWith('/') || existsSync(path)) return undefined;
+  if (!existsSync(dirname(path))) {
+    return `no MISO agent socket at ${path}: this function is not connected to its node's MISO agent; deploy it with the label ${MISO_LABEL} (faas-cli deploy --label ${MISO_LABEL}, or labels: in stack.yml)`;
+  }
+  return `no MISO agent socket at ${path}: the node's MISO agent has not opened this function's socket (is the agent running? its log says why)`;
+}
+
 /** Shutdown deadline for in-flight requests. */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
 
@@ -45,12 +64,20 @@ export interface ServeOptions {
   maxBodyBytes?: number;
   /** Errors thrown by the handler are reported here (the caller sees a generic 500). */
   onError?: (err: unknown) => void;
+  /**
+   * false: a function without MISO objects (the node20 template's contract only): no agent is
+   * contacted, MISO_FUNCTION is not needed, and `context.statefulObject` throws
+   * EDGE_MISO_SDK_NOT_CONNECTED. Default true.
+   */
+  agent?: boolean;
 }
 
 export interface FunctionServer {
   readonly port: number;
   readonly config: SdkConfig;
   readonly client: MisoClient;
+  /** Set when the replica has no agent: every invocation answers 503 EDGE_MISO_SDK_NOT_CONNECTED. */
+  readonly notConnected: string | undefined;
   close(): Promise<void>;
 }
 
@@ -99,14 +126,40 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   });
 }
 
+/** The statefulObject of a function served without an agent: every use is a clear error. */
+function noObjects(): StatefulObject {
+  return new Proxy({} as StatefulObject, {
+    get() {
+      throw new MisoSdkError(
+        'EDGE_MISO_SDK_NOT_CONNECTED',
+        'this function is served without a MISO agent (agent: false); build it from the miso-node20 template and deploy it with the label com.syncmesh.miso=true',
+      );
+    },
+  });
+}
+
 /** Starts the function server: registers with the agent, then listens. */
 export async function serveFunction(handler: Handler, opts: ServeOptions = {}): Promise<FunctionServer> {
   const env = opts.env ?? process.env;
-  const config = loadSdkConfig(env);
+  const stateless = opts.agent === false;
+  const config = loadSdkConfig(stateless ? { MISO_FUNCTION: 'stateless', ...env } : env);
   // Concurrent invocations share this client: their operations of one turn go in one message.
   const client = new MisoClient(config.socket, config.deadlineMs, 'batch');
-  await client.waitForReady(AGENT_WAIT_MS);
-  await client.register(config.fn, config.replica);
+  // A replica the platform did not connect to an agent still serves, and answers every
+  // invocation with why (instead of failing every call after a deadline, or exiting).
+  const socketPath = config.socket.startsWith('unix:') ? config.socket.slice('unix:'.length) : config.socket;
+  const socketDir = socketPath.startsWith('/') ? dirname(socketPath) : undefined;
+  let notConnected = socketDir && !existsSync(socketDir) ? missingAgent(config.socket) : undefined;
+  if (!notConnected && !stateless) {
+    try {
+      await client.waitForReady(AGENT_WAIT_MS);
+      await client.register(config.fn, config.replica);
+    } catch (err) {
+      notConnected = missingAgent(config.socket);
+      if (!notConnected) throw err;
+    }
+  }
+  if (notConnected && !stateless) process.stderr.write(`EDGE_MISO_SDK_NOT_CONNECTED: ${notConnected}\n`);
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
 
   const server: Server = createServer((req, res) => {
@@ -114,6 +167,11 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
       const url = new URL(req.url ?? '/', 'http://function');
       if (url.pathname === '/_/health') {
         res.writeHead(200).end('OK');
+        return;
+      }
+      if (notConnected && !stateless) {
+        req.resume();
+        res.writeHead(503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ code: 'EDGE_MISO_SDK_NOT_CONNECTED', message: notConnected })}\n`);
         return;
       }
       let raw: Buffer;
@@ -135,7 +193,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
       }
       const objectHeader = req.headers['x-miso-object'];
       const objectId = (Array.isArray(objectHeader) ? objectHeader[0] : objectHeader) || url.searchParams.get('object') || config.defaultObject;
-      const ctx = new Context(new StatefulObject(client, config.fn, objectId));
+      const ctx = new Context(stateless ? noObjects() : new StatefulObject(client, config.fn, objectId));
       const event: FunctionEvent = {
         body,
         headers: req.headers,
@@ -174,6 +232,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
     port: typeof addr === 'object' && addr ? addr.port : port,
     config,
     client,
+    notConnected,
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {
@@ -188,7 +247,7 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
           server.closeIdleConnections();
         });
         try {
-          await client.unregister(config.fn, config.replica);
+          if (!notConnected && !stateless) await client.unregister(config.fn, config.replica);
         } finally {
           client.close();
         }

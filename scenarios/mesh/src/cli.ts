@@ -11,6 +11,7 @@
  *   bench                    sequential vs parallel fan-out for 3..30 nodes (regional profile)
  *   bench-replication        insert-on-origin to replica-on-subscriber latency and events/s, 1 and 5 subscribers
  *   bench-function-faasd     the function benchmark on one faasd node: direct, bare process, watchdog, gateway, published port
+ *   fn deploy|remove|sync    users' functions on a faasd mesh (fn-cli.ts: every node's registry and gateway)
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -25,6 +26,7 @@ import { runBench } from './bench.js';
 import { runReplicationBench } from './bench-replication.js';
 import { runFunctionBenchFaasd } from './bench-function-faasd.js';
 import { runDemo } from './demo.js';
+import { runFn } from './fn-cli.js';
 
 const MB = 1024 * 1024;
 
@@ -147,6 +149,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'demo':
       return runDemo(cfg, progress);
+    case 'fn':
+      return runFn(cfg.stateRoot, rest, progress);
     case 'bench':
     case 'bench-replication':
     case 'bench-function-faasd':
@@ -161,7 +165,7 @@ async function main(argv: string[]): Promise<number> {
       );
     default:
       process.stderr.write(
-        'usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication|bench-function-faasd\n',
+        'usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication|bench-function-faasd|fn deploy|remove|sync\n',
       );
       return 2;
   }

@@ -15,6 +15,7 @@ import { down, up, type Progress } from './mesh.js';
 import { expectedOf, relDiff } from './oracle.js';
 import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from './queries.js';
 import { join } from 'node:path';
+import { counterDemo } from './demo-counter.js';
 
 export const DEMO_NODES = 3;
 const DEMO_CLIENT = fileURLToPath(new URL('./demo-client.js', import.meta.url));
@@ -131,8 +132,18 @@ export async function runDemo(base: MeshConfig, progress: Progress): Promise<num
       `  aggregate vs ${cfg.dataDir ? 'the CSV files' : "the nodes' databases"} computed directly: count ${expected.count}, avg temp ${fmt(expected.average_temperature, 3)} -> ${ok ? 'equal' : 'DIFFERENT'}`,
     );
     process.stdout.write(`\n${out.join('\n')}\n\n`);
+    // faasd: a user's stateful function on every node (faas-cli, each node's registry, MISO)
+    let counterOk = true;
+    if (cfg.runtime === 'faasd') {
+      try {
+        process.stdout.write(`${(await counterDemo(mesh, progress)).join('\n')}\n\n`);
+      } catch (err) {
+        counterOk = false;
+        process.stdout.write(`  miso-counter: ${(err as Error).message}\n\n`);
+      }
+    }
     tQueries = performance.now();
-    return ok ? 0 : 1;
+    return ok && counterOk ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);
     const tDown = performance.now();

@@ -19,7 +19,11 @@ export type MeshErrorCode =
   | 'EDGE_MESH_UNKNOWN_NODE'
   | 'EDGE_MESH_INTERRUPTED'
   | 'EDGE_MESH_FAASD_GATEWAY'
-  | 'EDGE_MESH_FAASD_DEPLOY';
+  | 'EDGE_MESH_FAASD_DEPLOY'
+  /** A user's function: a bad name, image reference or secret, a node's own function, a node without registry details. */
+  | 'EDGE_MESH_FN_BAD_INPUT'
+  /** A user's function: a node's registry refused the credentials, did not answer, or could not store the image (full). */
+  | 'EDGE_MESH_FN_REGISTRY';
 
 export class MeshError extends Error {
   readonly code: MeshErrorCode;

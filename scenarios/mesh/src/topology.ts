@@ -42,6 +42,10 @@ export interface TopologyNode {
   basic_auth_file?: string;
   /** The listener's health endpoints (/healthz, /readyz, /stats, /metrics); null when no listener runs. */
   listener_url: string | null;
+  /** faasd runtime only: the node's OCI registry (host:port, plain HTTP with basic auth) that its faasd pulls function images from. */
+  registry?: string;
+  /** faasd runtime only: file holding `user:password` of the node's registry. */
+  registry_auth_file?: string;
 }
 
 export interface Topology {
@@ -113,6 +117,7 @@ export function buildTopology(state: MeshState): Topology {
         agent_links: hasAgent && plan.agentLinks.length > 0 ? proxiesFrom(plan, n, plan.agentLinks) : null,
         ...(faasd ? { gateway_url: `http://${n.addr}:8080`, basic_auth_file: join(n.dir, 'faasd', 'basic-auth') } : {}),
         listener_url: hasListener ? `http://${n.addr}:${n.listenerPort}` : null,
+        ...(faasd ? { registry: `${n.addr}:5000`, registry_auth_file: join(n.dir, 'faasd', 'registry-auth') } : {}),
       };
     }),
   };

@@ -29,6 +29,10 @@ locals {
       host_interface  = n.host_interface
       peers           = { for p in var.nodes : p.id => "http://${p.address}:${var.gateway_port}/function/syncmesh-fn" if p.id != n.id }
       listener_url    = "http://${n.address}:${var.listener_port}"
+
+      # the node's registry (images/node/node.yml); its credentials stay on the node
+      registry           = "${n.address}:5000"
+      registry_auth_file = null
     }]
   }
 

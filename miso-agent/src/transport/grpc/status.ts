@@ -21,6 +21,7 @@ const STATUS_BY_CODE: Record<string, grpc.status> = {
   // Not UNAVAILABLE: the op took effect, so a caller must not retry it.
   EDGE_MISO_NOT_DURABLE: grpc.status.FAILED_PRECONDITION,
   EDGE_MISO_UNAVAILABLE: grpc.status.UNAVAILABLE,
+  EDGE_MISO_FORBIDDEN: grpc.status.PERMISSION_DENIED,
 };
 
 /** True when the error is one the caller caused or can act on (its message is safe to show). */

@@ -91,6 +91,20 @@ def node_volumes(text):
     return {v["name"]: v for v in node_stack.volumes(_load(text))}
 
 
+def node_htpasswd(password, user):
+    """The registry's htpasswd line (bcrypt) for user and password."""
+    try:
+        return node_stack.htpasswd_line(str(user), str(password))
+    except node_stack.NodeStackError as err:
+        raise AnsibleFilterError(f"node_htpasswd: {err}") from err
+
+
 class FilterModule:
     def filters(self):
-        return {"node_compose": node_compose, "node_functions": node_functions, "node_secrets": node_secrets, "node_volumes": node_volumes}
+        return {
+            "node_compose": node_compose,
+            "node_functions": node_functions,
+            "node_secrets": node_secrets,
+            "node_volumes": node_volumes,
+            "node_htpasswd": node_htpasswd,
+        }

@@ -21,6 +21,7 @@ rendering in images/node/golden/ by each consumer's tests.
     python3 node_stack.py functions --description node.yml (--values FILE.json | --value NAME=VALUE)...
     python3 node_stack.py secrets   --description node.yml    # one line a secret: name owner mode file-variable|- min-bytes
     python3 node_stack.py volumes   --description node.yml    # one line a folder: name owner mode
+    python3 node_stack.py htpasswd  --user NAME < password    # the registry's htpasswd line (bcrypt)
 
 `--description -` reads the description from stdin. Bad input: every problem on one line of stderr, exit 1.
 """
@@ -393,6 +394,33 @@ def volumes(desc: dict) -> list[dict]:
 # the program
 
 
+# ---------------------------------------------------------------------------------------------
+# the node registry's password file
+
+
+def htpasswd_line(user: str, password: str, cost: int = 10) -> str:
+    """`user:<bcrypt hash>` for the registry's htpasswd file (distribution accepts bcrypt only),
+    hashed by the system's libxcrypt (libcrypt1, in every Debian), so no consumer needs
+    apache2-utils or a Python bcrypt package."""
+    import ctypes
+    import ctypes.util
+
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", user):
+        raise NodeStackError([f"htpasswd: the user must be 1-64 letters, digits, . _ -, not {user!r}"])
+    if not password or len(password.encode()) > 72 or "\n" in password:
+        raise NodeStackError(["htpasswd: the password must be 1-72 bytes on one line (bcrypt's limit)"])
+    lib = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
+    lib.crypt_gensalt.restype = ctypes.c_char_p
+    lib.crypt_gensalt.argtypes = (ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int)
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
+    salt = lib.crypt_gensalt(b"$2b$", cost, None, 0)  # random bytes from the OS
+    hashed = lib.crypt(password.encode(), salt) if salt else None
+    if not hashed or not hashed.startswith(b"$2b$"):
+        raise NodeStackError(["htpasswd: libcrypt cannot make a bcrypt hash here"])
+    return f"{user}:{hashed.decode()}"
+
+
 def _values(args) -> dict:
     values = {}
     for path in args.values or []:
@@ -408,13 +436,19 @@ def _values(args) -> dict:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="node_stack.py", description="Renders a Syncmesh Edge node description (images/node/node.yml).")
-    parser.add_argument("what", choices=("compose", "functions", "secrets", "volumes"))
-    parser.add_argument("--description", required=True, help="the description (node.yml), - for stdin")
+    parser.add_argument("what", choices=("compose", "functions", "secrets", "volumes", "htpasswd"))
+    parser.add_argument("--description", help="the description (node.yml), - for stdin")
+    parser.add_argument("--user", help="htpasswd: the user (the password comes on stdin)")
     parser.add_argument("--values", action="append", help="a JSON file of input values (repeatable)")
     parser.add_argument("--value", action="append", help="NAME=VALUE (repeatable, after --values)")
     parser.add_argument("--override", action="append", help="compose: a YAML file merged into the result (repeatable, in order)")
     args = parser.parse_args(argv)
     try:
+        if args.what == "htpasswd":
+            print(htpasswd_line(args.user or "", sys.stdin.readline().rstrip("\n")))
+            return 0
+        if not args.description:
+            raise NodeStackError([f"{args.what} needs --description"])
         desc = load_file(args.description)
         if args.what == "compose":
             overrides = []

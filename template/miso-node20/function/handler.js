@@ -1,0 +1,16 @@
+// A stateful function: POST adds the body (an integer, default 1) to the counter `total` of the
+// object the request names (header X-Miso-Object or ?object=, default "default"); GET reads it.
+// The node's MISO agent replicates the counter to every node that runs this function, so the
+// total is the sum of the adds on all of them.
+export const handler = async (event, context) => {
+  const counter = context.statefulObject.getGCounter('total');
+  if (event.method === 'POST') {
+    const text = typeof event.body === 'string' ? event.body.trim() : String(event.body ?? '');
+    const n = text === '' ? 1 : Number(text);
+    if (!Number.isSafeInteger(n) || n < 0) {
+      return context.status(400).succeed({ error: 'the body must be a non-negative integer' });
+    }
+    await counter.add(n);
+  }
+  return context.status(200).succeed({ total: await counter.value() });
+};
