@@ -33,7 +33,11 @@ export const meshNodeSchema = z
     peers: z.record(z.string(), url).describe("the URL this node's registry holds for each peer, by peer id (may be empty)"),
     namespace: z.string().nullable().describe("the node's network namespace (emulated mesh, Ansible lab) or the namespace of its VM's link; null: the host's"),
     host_interface: z.string().nullable().describe("the host side of the node's link (where to capture its traffic); null when there is none"),
-    agent_peers: z.record(z.string(), z.string()).nullable().optional().describe("emulated mesh only: where this node's agent dials each peer's agent (the peers' own addresses)"),
+    agent_peers: z
+      .record(z.string(), z.string())
+      .nullable()
+      .optional()
+      .describe("emulated mesh only: where this node's agent dials each peer's agent (the peers' own addresses)"),
     links: z
       .record(z.string(), hostPort)
       .optional()

@@ -20,7 +20,19 @@ import type { Reply } from './reply.js';
 import { VERSION } from './version.js';
 
 /** What a request is, for its labels: the envelope's request_type on `/`, else the endpoint. */
-export type RequestType = 'collect' | 'aggregate' | 'meta' | 'events' | 'resync' | 'replicate' | 'replication-check' | 'health' | 'schema' | 'metrics' | 'query' | 'other';
+export type RequestType =
+  | 'collect'
+  | 'aggregate'
+  | 'meta'
+  | 'events'
+  | 'resync'
+  | 'replicate'
+  | 'replication-check'
+  | 'health'
+  | 'schema'
+  | 'metrics'
+  | 'query'
+  | 'other';
 
 /** Errors that mean "this request costs more than this node allows" (graphql/cost.ts, answers.ts, app.ts). */
 export const COST_REFUSAL_CODES: ReadonlySet<string> = new Set([
