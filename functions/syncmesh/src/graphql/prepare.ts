@@ -5,8 +5,12 @@
  * with graphql-js (whose OverlappingFieldsCanBeMerged rule is quadratic in the fields of a
  * selection set: the limits above bound it), coerce the variables, and check every root field's
  * arguments before anything is forwarded. Parsing, analysis and validation of a new document
- * are measured in CPU time; past SYNCMESH_MAX_PREPARE_CPU_MS the document is refused and
- * remembered, so sending it again costs nothing. Valid documents are cached by query text per
+ * are measured in CPU time; past SYNCMESH_MAX_PREPARE_CPU_MS the document is parsed and
+ * validated once more and measured again, and only when that also passes the limit is it refused
+ * and remembered, so sending it again costs nothing. (A fresh process pays for compiling
+ * graphql-js on its first documents, and the process's CPU time includes V8's compiler threads:
+ * under software emulation the registry's first three-line query measured over 200 ms and was
+ * refused for good, and no VM of make test-tf-local ever registered itself.) Valid documents are cached by query text per
  * schema. Every problem is a coded 400.
  */
 import {
@@ -153,7 +157,18 @@ export class Preparer {
     [metaSchema, new DocumentCache(64)],
   ]);
 
-  constructor(private readonly config: Config) {}
+  /**
+   * `cpuMs` measures what a function costs in CPU ms (tests pass their own); by default the
+   * process's user + system time.
+   */
+  constructor(
+    private readonly config: Config,
+    private readonly cpuMs: (work: () => void) => number = (work) => {
+      const start = process.cpuUsage();
+      work();
+      return cpuMsSince(start);
+    },
+  ) {}
 
   /** Parses, analyses and validates the GraphQL document and variables; every problem is an HTTP 400. */
   prepare(req: SyncmeshRequest, schema: GraphQLSchema): Prepared {
@@ -182,8 +197,11 @@ export class Preparer {
     }
     checkCost(cost, req.requestType === 'collect', config);
     if (!known) {
-      this.validate(document, schema);
-      const cpuMs = cpuMsSince(started);
+      let cpuMs = cpuMsSince(started) + this.cpuMs(() => this.validate(document, schema));
+      if (cpuMs > config.maxPrepareCpuMs) {
+        // once more, warm: a document is refused for what it costs, not for a cold process
+        cpuMs = this.cpuMs(() => this.validate(this.parse(req.query), schema));
+      }
       if (cpuMs > config.maxPrepareCpuMs) {
         const err = fail(
           'EDGE_SYNCMESH_QUERY_TOO_COSTLY',
