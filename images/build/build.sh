@@ -20,7 +20,7 @@ set -o errexit -o nounset -o pipefail
 # shellcheck source=images/build/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-ALL_IMAGES=(gateway queue-worker nats-streaming nats-server prometheus syncmesh-fn listener miso-agent miso-counter async-worker mongo-test-server)
+ALL_IMAGES=(gateway queue-worker nats-streaming nats-server prometheus registry syncmesh-fn listener miso-agent miso-counter fn-node20 async-worker mongo-test-server)
 FAASD_BIN="$REPO/.cache/faasd/bin"
 FAASD_LICENSES="$REPO/.cache/faasd/licenses"
 BUNDLES="$OUT/bundles"
