@@ -132,6 +132,11 @@ export async function ownNode(url: string, secret: string): Promise<RegistryNode
   return (data['ownNode'] as RegistryNode | null) ?? null;
 }
 
+/** Registers the node's own location (what the loader's --set-own-location does when it loads data). */
+export async function addOwnNode(url: string, secret: string, node: { id: string; address: string; lat: number; lon: number }): Promise<void> {
+  await meta(url, secret, `mutation { addNode(node:{id:${gqlString(node.id)}, ${peerFields(node)}, own_node:true}) { id } }`);
+}
+
 export async function listNodes(url: string, secret: string): Promise<RegistryNode[]> {
   const data = await meta(url, secret, '{ nodes { id address lat lon distance own_node } }');
   return (data['nodes'] as RegistryNode[]) ?? [];

@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MeshConfig } from './config.js';
-import { upsertPeers, ownNode } from './client.js';
+import { generatedLocation } from '@syncmesh-edge/syncmesh-fn/load';
+import { addOwnNode, upsertPeers, ownNode } from './client.js';
 import { MeshError, squashError } from './errors.js';
 import { linkShapes, validateProfile } from './latency.js';
 import { loadNodeData } from './load.js';
@@ -249,7 +250,7 @@ export async function finishMesh(
   const progress = opts.progress ?? (() => undefined);
   if (opts.fillRegistry !== false) {
     progress('registries: own locations and peers');
-    await fillRegistries(plan, secret, state);
+    await fillRegistries(plan, secret, state, opts.loadData !== false);
   }
   aborted();
 
@@ -330,13 +331,19 @@ async function startService(svc: NodeService, ctx: ServiceContext, state: MeshSt
 }
 
 /**
- * Each node learns its own location (set by the loader) and every peer at the address its links
+ * Each node learns its own location (set by the loader; without data, where generated data would
+ * put it) and every peer at the address its links
  * name it by: the peer's own function URL (the node's namespace redirects it to the link's proxy),
  * or the proxy's URL in loopback mode.
  */
-export async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState): Promise<void> {
+export async function fillRegistries(plan: MeshPlan, secret: string, state: MeshState, loaded = true): Promise<void> {
   await pool(plan.nodes, 4, async (node) => {
-    const own = await ownNode(node.functionUrl, secret);
+    let own = await ownNode(node.functionUrl, secret);
+    if (!own && !loaded) {
+      // a mesh started without data (loadData: false): the node stands where generated data would put it
+      await addOwnNode(node.functionUrl, secret, { id: node.id, address: node.functionUrl, ...generatedLocation(node.index) });
+      own = await ownNode(node.functionUrl, secret);
+    }
     if (!own) throw new MeshError('EDGE_MESH_DATA', `${node.id} has no own node in its registry after loading; the loader's --set-own-location did not take`);
     state.coords[String(node.index)] = { lat: own.lat, lon: own.lon };
   });
