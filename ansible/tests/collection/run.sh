@@ -94,6 +94,6 @@ PY
   mv "$bootstrap.tmp" "$bootstrap"
 fi
 (cd "$installed" && HOME=$test_home PIP_CACHE_DIR=$("$tmp/venv/bin/pip" cache dir) "$tmp/venv/bin/ansible-test" sanity --venv --python "$pyver" --color no > "$tmp/sanity.log" 2>&1) ||
-  { tail -n 60 "$tmp/sanity.log" >&2; fail "ansible-test sanity (log above)"; }
+  { tail -n 60 "$tmp/sanity.log" >&2; grep -E '^ERROR: ' "$tmp/sanity.log" | head -n 40 >&2; fail "ansible-test sanity (its ERROR lines and the log's end above)"; }
 step "ansible-test sanity --venv --python $pyver" "ok ($(grep -c '^Running sanity test' "$tmp/sanity.log") tests, $((SECONDS - t_sanity)) s)"
 echo "collection: all checks passed in $((SECONDS - t0)) s ($tarball)"

@@ -445,7 +445,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         if args.what == "htpasswd":
-            print(htpasswd_line(args.user or "", sys.stdin.readline().rstrip("\n")))
+            sys.stdout.write(htpasswd_line(args.user or "", sys.stdin.readline().rstrip("\n")) + "\n")
             return 0
         if not args.description:
             raise NodeStackError([f"{args.what} needs --description"])
