@@ -24,7 +24,7 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Runs a command; rejects with EDGE_LAB_COMMAND_FAILED naming the command and its stderr (EDGE_LAB_TOOL_MISSING when it is not installed). */
+/** Runs a command; rejects with EDGE_LAB_COMMAND_FAILED naming the command and its stderr (its stdout when stderr is empty) (EDGE_LAB_TOOL_MISSING when it is not installed). */
 export function run(cmd: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolveRun, reject) => {
     const options = { timeout: opts.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024, ...(opts.env ? { env: opts.env } : {}) };
@@ -38,7 +38,8 @@ export function run(cmd: string, args: readonly string[], opts: RunOptions = {})
         const e = err as NodeJS.ErrnoException & { code?: number | string; signal?: string };
         const how = e.signal ? `was killed by ${e.signal}` : `exited with ${e.code}`;
         const shown = [cmd, ...args].join(' ');
-        const why = String(stderr).trim().split('\n').slice(-3).join(' | ');
+        // some tools (faas-cli) say why on stdout
+        const why = (String(stderr).trim() || String(stdout).trim()).split('\n').slice(-3).join(' | ');
         reject(
           new LabError('EDGE_LAB_COMMAND_FAILED', `${shown.length > 160 ? `${shown.slice(0, 160)}…` : shown} ${how}${why ? `: ${why}` : ''}`, { cause: err }),
         );
