@@ -201,8 +201,12 @@ test('functions - one node with faas-cli: template, build without Docker, push, 
     return r.status === 200 && (JSON.parse(r.text) as { version?: number }).version === 2;
   });
   // the node's own function cannot be replaced by a user's: clear error, syncmesh-fn still serves
+  // faas-cli shows only the status; the gateway's API answer says why
   const clash = await faasFails(n1, ['deploy', '--image', ref2, '--name', 'syncmesh-fn']);
-  assert.match(clash, /one of this node's own functions/);
+  assert.match(clash, /status code: 400/);
+  const clashApi = await new GatewayClient(n1.gatewayUrl, n1.basicAuth).request('PUT', '/system/functions', { service: 'syncmesh-fn', image: ref2 });
+  assert.equal(clashApi.status, 400, clashApi.text);
+  assert.match(clashApi.text, /one of this node's own functions/);
   assert.equal((await invoke(n1, 'syncmesh-fn/readyz')).status, 200, 'syncmesh-fn untouched');
   // an image for another architecture: refused by the provider, nothing deployed
   const other = process.arch === 'arm64' ? 'amd64' : 'arm64';
@@ -217,7 +221,13 @@ test('functions - one node with faas-cli: template, build without Docker, push, 
   writeFileSync(auth, JSON.stringify({ auths: { [n1.registry]: { auth: Buffer.from(n1.registryAuth).toString('base64') } } }), { mode: 0o600 });
   await run('buildah', ['push', '--quiet', '--authfile', auth, '--tls-verify=false', 'localhost/other-arch:1', `docker://${n1.registry}/other-arch:1`]);
   const archErr = await faasFails(n1, ['deploy', '--image', `${n1.registry}/other-arch:1`, '--name', 'other-arch']);
-  assert.match(archErr, new RegExp(`is for linux/${other}; this node runs linux/${process.arch === 'arm64' ? 'arm64' : 'amd64'}`));
+  assert.match(archErr, /status code: [45]\d\d/);
+  const archApi = await new GatewayClient(n1.gatewayUrl, n1.basicAuth).request('POST', '/system/functions', {
+    service: 'other-arch',
+    image: `${n1.registry}/other-arch:1`,
+  });
+  assert.ok(archApi.status >= 400, `${archApi.status} ${archApi.text}`);
+  assert.match(archApi.text, new RegExp(`is for linux/${other}; this node runs linux/${process.arch === 'arm64' ? 'arm64' : 'amd64'}`));
   assert.ok(!(await functionNames(n1)).includes('other-arch'), 'nothing half-deployed');
   // remove
   await faas(n1, ['remove', 'meshq']);
