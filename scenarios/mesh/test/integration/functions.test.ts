@@ -4,8 +4,8 @@
  *
  * - one node: a function from a repository template built without a Docker engine
  *   (hack/fn-build.sh: faas-cli build --shrinkwrap, buildah), pushed to the node's registry,
- *   then faas-cli deploy --image, invoke, scale (to zero and back), update with a new image,
- *   remove; refused cleanly: an image for another architecture, the name of the node's own
+ *   then faas-cli deploy --image, invoke, update with a new image, remove; scale to zero through
+ *   the gateway is answered but keeps 1 replica (the Community Edition gateway); refused cleanly: an image for another architecture, the name of the node's own
  *   function, a wrong registry password;
  * - mesh-wide (fn-deploy.ts): deploy to a named subset, a node that joins afterwards (syncNode)
  *   serves it, update, remove; refused before anything changes: an unknown node, a registry out
@@ -385,10 +385,8 @@ test('functions - the stateful counter on 3 nodes: adds converge everywhere, not
   await removeFunction(nodes, 'counter-nolabel');
 });
 
-test('functions - scale to zero through the gateway, and up again by a call', {
-  skip,
-  todo: 'open: on faasd 0.19 with our provider patches the function list still said replicas 1 60 s after scale-function to 0 (2026-11-28); not yet investigated',
-}, async () => {
+test('functions - scale to zero through the gateway: the Community Edition gateway keeps 1 replica and the function serves', { skip }, async () => {
+  // gateway 0.27.5 (gateway/scaling/ranges.go) raises replicas below 1 to 1: scale to zero is OpenFaaS Pro's
   const n1 = nodes[0]!;
   assert.ok(meshqImage, 'needs the image the one-node test built and pushed');
   await faas(n1, ['deploy', '--image', meshqImage, '--name', 'meshq-scale']);
@@ -397,12 +395,9 @@ test('functions - scale to zero through the gateway, and up again by a call', {
     const gw = new GatewayClient(n1.gatewayUrl, n1.basicAuth);
     const scaled = await gw.request('POST', '/system/scale-function/meshq-scale', { serviceName: 'meshq-scale', replicas: 0 });
     assert.ok(scaled.status >= 200 && scaled.status < 300, `scale to 0: ${scaled.status} ${scaled.text}`);
-    await pollUntil('meshq-scale scaled to 0', 60_000, async () => (await gw.functions()).find((f) => f.name === 'meshq-scale')?.replicas === 0);
-    await pollUntil(
-      'meshq-scale scaled up again by a call',
-      EVENTUALLY_MS,
-      async () => (await invoke(n1, 'meshq-scale', { timeoutMs: 60_000 })).status === 200,
-    );
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    assert.equal((await gw.functions()).find((f) => f.name === 'meshq-scale')?.replicas, 1, 'still one replica');
+    assert.equal((await invoke(n1, 'meshq-scale')).status, 200, 'still serving');
   } finally {
     await faas(n1, ['remove', 'meshq-scale']).catch(() => undefined);
   }
