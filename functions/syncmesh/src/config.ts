@@ -47,6 +47,8 @@ export const DEFAULT_MAX_ANSWER_VALUES = 1_000_000; // values an answer may hold
 export const DEFAULT_MAX_INTROSPECTION_DEPTH = 20; // the standard introspection query (graphql-js getIntrospectionQuery) nests 15 deep
 export const DEFAULT_MAX_PREPARE_CPU_MS = 200; // CPU for parsing, analysing and validating one document
 export const DEFAULT_MAX_PENDING_ANSWER_BYTES = 64 * 1024 * 1024; // answers written but not yet read by their clients
+/** Estimated values of the answers being built at once (~75 bytes of heap each while built: 1.6 M ≈ 120 MB). */
+export const DEFAULT_MAX_VALUES_IN_FLIGHT = 1_600_000;
 /**
  * Anti-entropy rounds (replication/antientropy.ts) every 15 minutes: each costs one read of the
  * own collection and, per subscriber, one read of its replicas of this node (a sensor-month:
@@ -108,6 +110,7 @@ const envSchema = z.object({
   SYNCMESH_MAX_INTROSPECTION_DEPTH: positiveInt(DEFAULT_MAX_INTROSPECTION_DEPTH),
   SYNCMESH_MAX_PREPARE_CPU_MS: positiveInt(DEFAULT_MAX_PREPARE_CPU_MS),
   SYNCMESH_MAX_PENDING_ANSWER_BYTES: positiveInt(DEFAULT_MAX_PENDING_ANSWER_BYTES),
+  SYNCMESH_MAX_VALUES_IN_FLIGHT: positiveInt(DEFAULT_MAX_VALUES_IN_FLIGHT),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SYNCMESH_AUTH_ACCEPT_V1: z
     .enum(['true', 'false', '1', '0'])
@@ -171,6 +174,8 @@ export interface Config {
   readonly maxPrepareCpuMs: number;
   /** Bytes of answers not yet read by their clients; beyond, new queries are refused (503). */
   readonly maxPendingAnswerBytes: number;
+  /** Estimated answer values of the data requests running at once; beyond, new ones are refused (503), unless none runs. */
+  readonly maxValuesInFlight: number;
   /** Seconds between anti-entropy rounds; 0: none. */
   readonly antiEntropyIntervalS: number;
   /** Time bucket that anti-entropy compares digests per. */
@@ -263,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxIntrospectionDepth: e.SYNCMESH_MAX_INTROSPECTION_DEPTH,
     maxPrepareCpuMs: e.SYNCMESH_MAX_PREPARE_CPU_MS,
     maxPendingAnswerBytes: e.SYNCMESH_MAX_PENDING_ANSWER_BYTES,
+    maxValuesInFlight: e.SYNCMESH_MAX_VALUES_IN_FLIGHT,
     antiEntropyIntervalS: e.SYNCMESH_ANTI_ENTROPY_INTERVAL_S,
     antiEntropyBucket: e.SYNCMESH_ANTI_ENTROPY_BUCKET,
     replicationTimeoutMs: e.SYNCMESH_REPLICATION_TIMEOUT_MS,

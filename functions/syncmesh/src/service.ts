@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { execute, type ExecutionResult } from 'graphql';
 import type { MongoClient } from 'mongodb';
 import type { Logger } from '@syncmesh-edge/log';
+import { ValuesInFlight } from './answers.js';
 import { assertMayRead, assertMayWrite, type Caller } from './access.js';
 import type { Config } from './config.js';
 import type { PartialAnswer } from './data/partials.js';
@@ -58,9 +59,12 @@ export class SyncmeshService {
   private readonly preparer: Preparer;
   /** Answers of introspection queries by request_type, operation, variables and text. */
   private readonly introspection = new DocumentCache<ExecutionResult>(32);
+  /** Estimated values of the answers being built (answers.ts). */
+  private readonly inFlight: ValuesInFlight;
 
   constructor(private readonly deps: ServiceDeps) {
     this.preparer = new Preparer(deps.config);
+    this.inFlight = new ValuesInFlight(deps.config.maxValuesInFlight);
     this.stores = new SensorStores(deps.client, deps.config);
   }
 
@@ -102,6 +106,16 @@ export class SyncmeshService {
     else assertMayRead(caller, config);
     if (p.introspection) return this.introspect(p, req, dataSchema);
     this.preparer.preflight(p, dataSchema);
+    const release = this.inFlight.admit(p.cost.values);
+    try {
+      return await this.answerData(req, p, started);
+    } finally {
+      release(); // when the work ends, also after its deadline answered the client
+    }
+  }
+
+  private async answerData(req: SyncmeshRequest, p: Prepared, started: number): Promise<Reply> {
+    const { config } = this.deps;
     const onBehalfOf = req.mesh?.on_behalf_of;
     const store = onBehalfOf ? this.stores.replicasOf(req.database, req.collection, onBehalfOf) : this.stores.own(req.database, req.collection);
 

@@ -205,6 +205,31 @@ test('attack cost - a request past its deadline is answered 504 in time, and the
   }
 });
 
+test('attack cost - answers being built are bounded: past SYNCMESH_MAX_VALUES_IN_FLIGHT a new query gets 503 BUSY, and is admitted again once the first ends', async () => {
+  // each query below may answer 2,000 × 1 values; the node builds at most 3,000 at once
+  const node = await startNode('atk-inflight', { SYNCMESH_MAX_VALUES_IN_FLIGHT: '3000', SYNCMESH_REQUEST_DEADLINE_MS: '20000' });
+  let stopped: number | undefined;
+  try {
+    if (!node.db) return; // with MONGODB_URI the database cannot be stopped from here
+    const q = { query: '{ sensors(limit: 2000) { _id } }', request_type: 'collect' };
+    process.kill(node.db.pid, 'SIGSTOP'); // the first query waits on its database: its values stay reserved
+    stopped = node.db.pid;
+    const first = post(node.url, q);
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await post(node.url, q);
+    assert.equal(second.status, 503, JSON.stringify(second.body));
+    assert.equal(code(second), 'EDGE_SYNCMESH_BUSY');
+    assert.match(JSON.stringify(second.body), /SYNCMESH_MAX_VALUES_IN_FLIGHT/);
+    process.kill(node.db.pid, 'SIGCONT');
+    stopped = undefined;
+    assert.equal((await first).status, 200);
+    assert.equal((await post(node.url, q)).status, 200, 'admitted again once the first ended');
+  } finally {
+    if (stopped) process.kill(stopped, 'SIGCONT');
+    await node.close();
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // 3. Anonymous writes and unbounded deletes
 // ---------------------------------------------------------------------------------------------
