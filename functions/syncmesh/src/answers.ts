@@ -59,11 +59,9 @@ export class ValuesInFlight {
   /** Reserves `values` until the returned release is called; throws EDGE_SYNCMESH_BUSY past the cap. */
   admit(values: number): () => void {
     if (this.values > 0 && this.values + values > this.maxValues) {
-      throw new SyncmeshError(
-        'EDGE_SYNCMESH_BUSY',
-        `answers of ${this.values} values are being built; this one may hold ${values} more; try again shortly`,
-        { details: { allowed: `at most ${this.maxValues} estimated answer values in requests running at once (SYNCMESH_MAX_VALUES_IN_FLIGHT)` } },
-      );
+      throw new SyncmeshError('EDGE_SYNCMESH_BUSY', `answers of ${this.values} values are being built; this one may hold ${values} more; try again shortly`, {
+        details: { allowed: `at most ${this.maxValues} estimated answer values in requests running at once (SYNCMESH_MAX_VALUES_IN_FLIGHT)` },
+      });
     }
     this.values += values;
     let released = false;
