@@ -46,6 +46,8 @@ const ENV = {
   SYNCMESH_MAX_LIMIT: String(MAX_LIMIT),
   SYNCMESH_MAX_TOTAL_LIMIT: String(2 * MAX_LIMIT),
   SYNCMESH_MAX_ANSWER_VALUES: String(MAX_ANSWER_VALUES),
+  // below CPU_BOUND_MS: a document the CPU limit refuses is measured up to 3 times
+  SYNCMESH_MAX_PREPARE_CPU_MS: '100',
   SYNCMESH_NODE_TIMEOUT_MS: '3000',
   SYNCMESH_DEADLINE_MS: '3000',
 };
