@@ -32,7 +32,8 @@ def markdown_files() -> list[str]:
 
 
 def main() -> int:
-    own = [p for p in {ROOT, os.path.dirname(ROOT)} if p not in ("/", "")]
+    # a whole path only: /work must not match inside src/worker.ts
+    own = [re.compile(re.escape(p) + r"(?![\w.-])") for p in {ROOT, os.path.dirname(ROOT)} if p not in ("/", "")]
     problems = []
     for rel in markdown_files():
         path = os.path.join(ROOT, rel)
@@ -41,7 +42,7 @@ def main() -> int:
         with open(path, encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
                 found = [m.group(0) for m in MACHINE.finditer(line)]
-                found += [p for p in own if p in line and not any(p in f for f in found)]
+                found += [m.group(0) for o in own for m in o.finditer(line) if not any(m.group(0) in f for f in found)]
                 problems += [f"{rel}:{n}: {f}" for f in found]
     if problems:
         print(

@@ -19,6 +19,9 @@ import { GatewayClient } from '../../src/runtime-faasd.js';
 import type { Topology } from '../../src/topology.js';
 
 const TIMEOUT_MS = 120_000;
+const WARM_MS = 10_000;
+const WARM_TRIES = 4;
+const DEADLINE_TRIES = 3;
 const topologyFile = process.env['APPLIANCE_TOPOLOGY'] ?? '';
 const badNode = process.env['APPLIANCE_BAD_NODE'] ?? '';
 const sshKey = process.env['APPLIANCE_SSH_KEY'] ?? '';
@@ -41,11 +44,34 @@ before(async () => {
   for (const n of topo.nodes) await expectedFromMongo([n.mongodb_uri], MONTH_START, MONTH_END);
   // ... and its aggregation pipeline, which the reads above do not touch: session 9's first
   // aggregate through node-1 of a freshly loaded local-3 hit the function's 50 s deadline
+  // (CI's run on stop 34 measured 56 s for node-1's first one, then hit the deadline through the
+  // gateway): repeated until one takes under WARM_MS, at most WARM_TRIES times
   for (const n of topo.nodes) {
-    const ms = await warmAggregate(n.mongodb_uri, window.start, window.end);
-    process.stderr.write(`[appliance] ${n.id}: the first $match + $group in its database took ${ms} ms\n`);
+    for (let i = 1; i <= WARM_TRIES; i++) {
+      const ms = await warmAggregate(n.mongodb_uri, window.start, window.end);
+      process.stderr.write(`[appliance] ${n.id}: $match + $group number ${i} in its database took ${ms} ms\n`);
+      if (ms < WARM_MS) break;
+    }
   }
 });
+
+/**
+ * POST to a node's function; an answer that is the function's own deadline (504,
+ * EDGE_SYNCMESH_DEADLINE_EXCEEDED) or says it is partial (a peer's deadline), as three emulated VMs
+ * aggregating at once on a 2-core host can give, is asked again, at most DEADLINE_TRIES times, and each such answer is printed. The answer that is
+ * checked is always a complete one: exactness is what these tests assert, not speed (that is
+ * make bench-*'s job).
+ */
+async function askAnswered(n: Topology['nodes'][number], body: unknown): Promise<TimedAnswer> {
+  for (let i = 1; ; i++) {
+    const a = await postFunction(n.function_url, body, { timeoutMs: TIMEOUT_MS });
+    const deadline = a.status === 504 && (a.answer.errors ?? []).some((e) => e.extensions?.['code'] === 'EDGE_SYNCMESH_DEADLINE_EXCEEDED');
+    const partial = a.answer.extensions?.partial === true;
+    if (!(deadline || partial) || i === DEADLINE_TRIES) return a;
+    const why = deadline ? "the function's deadline" : `a partial answer (${JSON.stringify(a.answer.extensions?.nodes ?? []).slice(0, 500)})`;
+    process.stderr.write(`[appliance] ${n.id}: attempt ${i} got ${why} after ${Math.round(a.rttMs)} ms; asking again\n`);
+  }
+}
 
 function expected(start: string, end: string): Promise<ExpectedAggregate> {
   return expectedOf({ dataDir, uris: topo.nodes.map((n) => n.mongodb_uri) }, start, end);
@@ -127,7 +153,7 @@ test("appliance mesh - the aggregate through each node's gateway equals the valu
   const want = await expected(window.start, window.end);
   assert.ok(want.count > 0, 'data loaded');
   for (const n of topo.nodes) {
-    const a = await postFunction(n.function_url, aggregateRequest(window.start, window.end, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: TIMEOUT_MS });
+    const a = await askAnswered(n, aggregateRequest(window.start, window.end, { radius: DEFAULT_RADIUS_KM }));
     // the whole answer on failure (an error answer has no extensions), with its status and time
     const said = () => `${n.id}: HTTP ${a.status} after ${Math.round(a.rttMs)} ms: ${JSON.stringify(a.answer).slice(0, 2000)}`;
     assert.equal(a.answer.extensions?.['answered'], topo.nodes.length, said());
@@ -142,7 +168,7 @@ test("appliance mesh - the aggregate through each node's gateway equals the valu
 test("appliance mesh - a collect through each node's gateway returns every reading of the day", { skip, timeout: 600_000 }, async () => {
   const want = await expected(MONTH_START, DAY_END);
   for (const n of topo.nodes) {
-    const a = await postFunction(n.function_url, collectRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: TIMEOUT_MS });
+    const a = await askAnswered(n, collectRequest(MONTH_START, DAY_END, { radius: DEFAULT_RADIUS_KM }));
     assert.deepEqual(a.answer.errors ?? [], [], `${n.id}: HTTP ${a.status} after ${Math.round(a.rttMs)} ms: ${JSON.stringify(a.answer).slice(0, 2000)}`);
     const rows = a.answer.data!['sensors'] as { _id: string }[];
     assert.equal(rows.length, want.count, `${n.id}: ${rows.length} readings, the data has ${want.count}`);
