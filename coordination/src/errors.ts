@@ -2,6 +2,8 @@
  * Errors of the coordination component (the async worker, the NATS server configuration, the
  * node identity tools): one base class, stable codes, each with a row in docs/errors.md.
  */
+import { CodedError } from '@syncmesh-edge/log';
+
 export const ERROR_CODES = {
   /** The worker's environment does not validate (see coordination/README.md). */
   CONFIG: 'EDGE_COORDINATION_CONFIG',
@@ -23,11 +25,6 @@ export const ERROR_CODES = {
 
 export type CoordinationErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
-export class CoordinationComponentError extends Error {
-  readonly code: CoordinationErrorCode;
-  constructor(code: CoordinationErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'CoordinationComponentError';
-    this.code = code;
-  }
+export class CoordinationComponentError extends CodedError<CoordinationErrorCode> {
+  override name = 'CoordinationComponentError';
 }

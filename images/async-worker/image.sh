@@ -9,11 +9,8 @@ IMAGE_SOURCES=(coordination lib/backoff lib/log package-lock.json)
 IMAGE_TITLE="Async worker (JetStream)"
 IMAGE_DESCRIPTION="Runs a Syncmesh Edge node's asynchronous function calls from NATS JetStream: retries with backoff, dead-letter stream, status endpoint."
 IMAGE_LICENSES="MIT AND Apache-2.0"
-IMAGE_BASE=node
-IMAGE_WORKDIR=/app
-IMAGE_ENTRYPOINT=(/usr/bin/node --max-semi-space-size=1 /app/async-worker/dist/src/main.mjs)
-IMAGE_PORTS=(8093/tcp)
-IMAGE_ENV=(NODE_ENV=production MALLOC_ARENA_MAX=2 ASYNC_WORKER_STATUS_ADDR=0.0.0.0:8093)
+node_service async-worker 8093/tcp
+IMAGE_ENV+=(ASYNC_WORKER_STATUS_ADDR=0.0.0.0:8093)
 
 image_inputs() { bundle async-worker; }
 

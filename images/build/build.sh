@@ -128,6 +128,44 @@ sdk_function_rootfs() {
   node_app "$root" "$name"
 }
 
+# watchdog_function NAME READY_PATH TIMEOUT: the spec of a function image (syncmesh-fn and the SDK
+# functions): of-watchdog on :8080 in http mode in front of the bundle of NAME (node_app), which
+# listens on 127.0.0.1:3000. healthcheck_interval stays 1 s: an update or delete waits one interval
+# after SIGTERM before the watchdog drains. /_/ready answers 200 once READY_PATH does; TIMEOUT
+# bounds a call (exec, read and write). The spec appends its own variables to IMAGE_ENV.
+watchdog_function() {
+  IMAGE_BASE=node
+  IMAGE_ENTRYPOINT=(/usr/bin/fwatchdog)
+  IMAGE_PORTS=(8080/tcp)
+  IMAGE_ENV=(
+    "fprocess=node /app/$1/dist/src/main.mjs"
+    mode=http
+    upstream_url=http://127.0.0.1:3000
+    healthcheck_interval=1s
+    "ready_path=$2"
+    "exec_timeout=$3" "read_timeout=$3" "write_timeout=$3"
+  )
+}
+
+# sdk_function_spec NAME VAR=VALUE: watchdog_function for a function with the MISO SDK
+# (miso-counter, fn-node20; ready at /_/health, 10 s per call), then VAR=VALUE, the node's agent
+# socket (mounted at /run/miso/agent.sock) and sdk.proto (sdk_function_rootfs puts it in /app/proto).
+sdk_function_spec() {
+  watchdog_function "$1" /_/health 10s
+  IMAGE_ENV+=("$2" MISO_SDK_SOCKET=/run/miso/agent.sock MISO_SDK_PROTO=/app/proto/sdk.proto NODE_ENV=production)
+}
+
+# node_service NAME PORT: the spec of a long-running Node service on the node base (miso-agent,
+# async-worker): node is PID 1 and runs the bundle of NAME (node_app) with a 1 MiB semi-space and
+# two malloc arenas, listening on PORT.
+node_service() {
+  IMAGE_BASE=node
+  IMAGE_WORKDIR=/app
+  IMAGE_ENTRYPOINT=(/usr/bin/node --max-semi-space-size=1 "/app/$1/dist/src/main.mjs")
+  IMAGE_PORTS=("$2")
+  IMAGE_ENV=(NODE_ENV=production MALLOC_ARENA_MAX=2)
+}
+
 # ---------------------------------------------------------------------------------------------
 # One image
 # ---------------------------------------------------------------------------------------------

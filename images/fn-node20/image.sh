@@ -10,24 +10,8 @@ IMAGE_UNIT_TESTS=(@syncmesh-edge/miso-sdk)
 IMAGE_TITLE="Node.js 20 function base (MISO SDK)"
 IMAGE_DESCRIPTION="Base of Syncmesh Edge function templates: of-watchdog http mode, Node.js 20, the MISO SDK serving /home/app/function/handler.js."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-3-Clause"
-IMAGE_BASE=node
 IMAGE_WORKDIR=/home/app
-IMAGE_ENTRYPOINT=(/usr/bin/fwatchdog)
-IMAGE_PORTS=(8080/tcp)
-IMAGE_ENV=(
-  "fprocess=node /app/fn-node20/dist/src/main.mjs"
-  mode=http
-  upstream_url=http://127.0.0.1:3000
-  healthcheck_interval=1s
-  ready_path=/_/health
-  exec_timeout=10s
-  read_timeout=10s
-  write_timeout=10s
-  FUNCTION_HANDLER=/home/app/function/handler.js
-  MISO_SDK_SOCKET=/run/miso/agent.sock
-  MISO_SDK_PROTO=/app/proto/sdk.proto
-  NODE_ENV=production
-)
+sdk_function_spec fn-node20 FUNCTION_HANDLER=/home/app/function/handler.js
 
 image_inputs() { sdk_function_inputs "$1" fn-node20; }
 

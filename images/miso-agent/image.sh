@@ -13,11 +13,7 @@ IMAGE_UNIT_TESTS=(@syncmesh-edge/miso-agent @syncmesh-edge/miso-sdk)
 IMAGE_TITLE="MISO agent"
 IMAGE_DESCRIPTION="MISO agent: CRDT-based replicated state for serverless functions (gRPC, mDNS, delta replication, MongoDB persistence)."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-3-Clause AND BSD-2-Clause"
-IMAGE_BASE=node
-IMAGE_WORKDIR=/app
-IMAGE_ENTRYPOINT=(/usr/bin/node --max-semi-space-size=1 /app/miso-agent/dist/src/main.mjs)
-IMAGE_PORTS=(7650/tcp)
-IMAGE_ENV=(NODE_ENV=production MALLOC_ARENA_MAX=2)
+node_service miso-agent 7650/tcp
 
 image_inputs() { bundle miso-agent; printf '%s\n' "$REPO/miso-agent/proto"; }
 

@@ -11,24 +11,8 @@ IMAGE_UNIT_TESTS=(@syncmesh-edge/miso-sdk)
 IMAGE_TITLE="MISO counter function"
 IMAGE_DESCRIPTION="Example OpenFaaS function using MISO Objects: a replicated counter (of-watchdog http mode, Node.js 20)."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-3-Clause"
-IMAGE_BASE=node
 IMAGE_WORKDIR=/app
-IMAGE_ENTRYPOINT=(/usr/bin/fwatchdog)
-IMAGE_PORTS=(8080/tcp)
-IMAGE_ENV=(
-  "fprocess=node /app/miso-counter/dist/src/main.mjs"
-  mode=http
-  upstream_url=http://127.0.0.1:3000
-  healthcheck_interval=1s
-  ready_path=/_/health
-  exec_timeout=10s
-  read_timeout=10s
-  write_timeout=10s
-  MISO_FUNCTION=miso-counter
-  MISO_SDK_SOCKET=/run/miso/agent.sock
-  MISO_SDK_PROTO=/app/proto/sdk.proto
-  NODE_ENV=production
-)
+sdk_function_spec miso-counter MISO_FUNCTION=miso-counter
 
 image_inputs() { sdk_function_inputs "$1" miso-counter; }
 image_rootfs() { sdk_function_rootfs "$1" "$2" miso-counter; }

@@ -13,26 +13,11 @@ IMAGE_UNIT_TESTS=(@syncmesh-edge/syncmesh-fn)
 IMAGE_TITLE="Syncmesh function"
 IMAGE_DESCRIPTION="Syncmesh GraphQL function (OpenFaaS, of-watchdog http mode) on Node.js 20: exact mesh-wide answers from any node."
 IMAGE_LICENSES="MIT AND Apache-2.0 AND BSD-2-Clause"
-IMAGE_BASE=node
 IMAGE_WORKDIR=/app
-IMAGE_ENTRYPOINT=(/usr/bin/fwatchdog)
-IMAGE_PORTS=(8080/tcp)
-IMAGE_ENV=(
-  "fprocess=node /app/syncmesh-fn/dist/src/main.mjs"
-  mode=http
-  upstream_url=http://127.0.0.1:3000
-  # an update or delete waits one interval after SIGTERM before the watchdog drains: keep it short
-  healthcheck_interval=1s
-  # /_/ready answers 200 only once our server answers /healthz (it listens a moment after the watchdog)
-  ready_path=/healthz
-  # a mesh answer may take SYNCMESH_DEADLINE_MS (15 s) plus the local query
-  exec_timeout=30s
-  read_timeout=30s
-  write_timeout=30s
-  PORT=3000
-  HOST=127.0.0.1
-  NODE_ENV=production
-)
+# ready once our server answers /healthz (it listens a moment after the watchdog); 30 s a call: a
+# mesh answer may take SYNCMESH_DEADLINE_MS (15 s) plus the local query
+watchdog_function syncmesh-fn /healthz 30s
+IMAGE_ENV+=(PORT=3000 HOST=127.0.0.1 NODE_ENV=production)
 
 image_inputs() {
   faasd_bin fwatchdog "$1"

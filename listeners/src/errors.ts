@@ -2,6 +2,8 @@
  * The listener's errors: one base class, one stable code per failure. Every code has a row in
  * the "Errors" table of listeners/README.md saying how to solve it. Codes are never reused.
  */
+import { CodedError } from '@syncmesh-edge/log';
+
 export const ERROR_CODES = {
   /** The environment does not validate (see the config table in README.md). */
   CONFIG: 'EDGE_LISTENER_CONFIG',
@@ -28,23 +30,17 @@ export const ERROR_CODES = {
 export type ListenerErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
 /** Base class of every error the listener raises. `code` is stable; `cause` is kept. */
-export class ListenerError extends Error {
-  readonly code: ListenerErrorCode;
-
-  constructor(code: ListenerErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'ListenerError';
-    this.code = code;
-  }
+export class ListenerError extends CodedError<ListenerErrorCode> {
+  override name = 'ListenerError';
 }
 
 /** A delivery to the function that was not acknowledged. `status` is absent for network errors. */
 export class DeliveryError extends ListenerError {
+  override name = 'DeliveryError';
   readonly status: number | undefined;
 
   constructor(code: ListenerErrorCode, message: string, status: number | undefined, options?: ErrorOptions) {
     super(code, message, options);
-    this.name = 'DeliveryError';
     this.status = status;
   }
 }

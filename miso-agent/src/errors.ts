@@ -3,6 +3,8 @@
  * says how to solve each one. Errors thrown by the CRDT module (CrdtError) carry codes from
  * the same EDGE_MISO_ space and are mapped the same way at the gRPC boundary.
  */
+import { CodedError } from '@syncmesh-edge/log';
+
 export type MisoErrorCode =
   | 'EDGE_MISO_CONFIG'
   | 'EDGE_MISO_BAD_REQUEST'
@@ -21,11 +23,6 @@ export type MisoErrorCode =
   /** A function's own SDK socket (MISO_FUNCTION_SOCKETS_DIR) was asked about another function's objects. */
   | 'EDGE_MISO_FORBIDDEN';
 
-export class MisoError extends Error {
-  readonly code: MisoErrorCode;
-  constructor(code: MisoErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'MisoError';
-    this.code = code;
-  }
+export class MisoError extends CodedError<MisoErrorCode> {
+  override name = 'MisoError';
 }

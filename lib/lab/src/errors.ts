@@ -3,6 +3,8 @@
  * docs/errors.md lists each code with how to solve it. The mesh and the scenarios pass these
  * through unchanged (their CLIs print the code).
  */
+import { CodedError } from '@syncmesh-edge/log';
+
 export type LabErrorCode =
   | 'EDGE_LAB_TOOL_MISSING'
   | 'EDGE_LAB_COMMAND_FAILED'
@@ -13,12 +15,6 @@ export type LabErrorCode =
   | 'EDGE_LAB_PCAP'
   | 'EDGE_LAB_REDIS';
 
-export class LabError extends Error {
-  readonly code: LabErrorCode;
-
-  constructor(code: LabErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'LabError';
-    this.code = code;
-  }
+export class LabError extends CodedError<LabErrorCode> {
+  override name = 'LabError';
 }

@@ -1,4 +1,4 @@
-/** @syncmesh-edge/log: the services' one logger factory (pino, secrets redacted) and squashError. */
+/** @syncmesh-edge/log: the services' one logger factory (pino, secrets redacted), squashError and CodedError (the components' one base error class). */
 export { createLogger, REDACT_PATHS, REDACTED } from './log.js';
 export type { Logger, LoggerOptions } from './log.js';
-export { squashError } from './errors.js';
+export { CodedError, squashError } from './errors.js';

@@ -2,6 +2,8 @@
  * The one error class of the CRDT core. Every failure carries a stable code;
  * docs for each code live in miso-agent/INTERNALS.md ("Errors").
  */
+import { CodedError } from '@syncmesh-edge/log';
+
 export type CrdtErrorCode =
   /** An operation (usually from gRPC/JSON) has the wrong shape or an invalid field. */
   | 'EDGE_MISO_BAD_OP'
@@ -22,14 +24,8 @@ export const CRDT_ERROR_CODES: readonly CrdtErrorCode[] = [
   'EDGE_MISO_BAD_REPLICA',
 ];
 
-export class CrdtError extends Error {
-  readonly code: CrdtErrorCode;
-
-  constructor(code: CrdtErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'CrdtError';
-    this.code = code;
-  }
+export class CrdtError extends CodedError<CrdtErrorCode> {
+  override name = 'CrdtError';
 }
 
 export function isCrdtError(err: unknown): err is CrdtError {

@@ -2,6 +2,8 @@
  * The one error class of the measurement scenarios. Every failure carries a stable code
  * (EDGE_SCENARIO_<THING>); ../README.md lists each code with how to solve it.
  */
+import { CodedError } from '@syncmesh-edge/log';
+
 export type ScenarioErrorCode =
   | 'EDGE_SCENARIO_CONFIG'
   | 'EDGE_SCENARIO_NOT_ROOT'
@@ -13,14 +15,8 @@ export type ScenarioErrorCode =
   | 'EDGE_SCENARIO_UNREACHABLE'
   | 'EDGE_SCENARIO_REPORT';
 
-export class ScenarioError extends Error {
-  readonly code: ScenarioErrorCode;
-
-  constructor(code: ScenarioErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'ScenarioError';
-    this.code = code;
-  }
+export class ScenarioError extends CodedError<ScenarioErrorCode> {
+  override name = 'ScenarioError';
 }
 
 /** The deliberate swallow (one definition, in `@syncmesh-edge/log`). */

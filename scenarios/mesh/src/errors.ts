@@ -2,6 +2,8 @@
  * The one error class of the mesh tooling. Every failure carries a stable code
  * (EDGE_MESH_<THING>); README.md lists each code with how to solve it.
  */
+import { CodedError } from '@syncmesh-edge/log';
+
 export type MeshErrorCode =
   | 'EDGE_MESH_CONFIG'
   | 'EDGE_MESH_NOT_ROOT'
@@ -25,14 +27,8 @@ export type MeshErrorCode =
   /** A user's function: a node's registry refused the credentials, did not answer, or could not store the image (full). */
   | 'EDGE_MESH_FN_REGISTRY';
 
-export class MeshError extends Error {
-  readonly code: MeshErrorCode;
-
-  constructor(code: MeshErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'MeshError';
-    this.code = code;
-  }
+export class MeshError extends CodedError<MeshErrorCode> {
+  override name = 'MeshError';
 }
 
 /** The deliberate swallow (one definition, in `@syncmesh-edge/log`). */
