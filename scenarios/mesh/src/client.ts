@@ -6,6 +6,7 @@
  * the caller passes it.
  */
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
+import type { MeshNode } from '@syncmesh-edge/syncmesh-fn';
 import { MeshError } from './errors.js';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -118,14 +119,8 @@ export function gqlString(s: string): string {
   return JSON.stringify(s);
 }
 
-export interface RegistryNode {
-  id: string;
-  address: string;
-  lat: number;
-  lon: number;
-  distance: number | null;
-  own_node: boolean;
-}
+/** A registry entry as the meta queries below ask for it (the function's MeshNode without `subscribed`). */
+export type RegistryNode = Omit<MeshNode, 'subscribed'>;
 
 export async function ownNode(url: string, secret: string): Promise<RegistryNode | null> {
   const data = await meta(url, secret, '{ ownNode { id address lat lon distance own_node } }');
