@@ -73,6 +73,28 @@ faasd_bin() {
   printf '%s\n' "$f"
 }
 
+# install_faasd_bin ROOT ARCH NAME PATH [LICENSE_DIR]: the binary NAME of `make faasd-bins` at
+# PATH in ROOT (mode 0755, its folder made) and its licence in /licenses/LICENSE_DIR (default NAME).
+install_faasd_bin() {
+  local root=$1 arch=$2 name=$3 path=$4 dir
+  dir=$(dirname "$path")
+  [[ $dir == / ]] || install -d -m 0755 "$root$dir"
+  install -m 0755 "$(faasd_bin "$name" "$arch")" "$root$path"
+  add_license "$root" "${5:-$name}" "$FAASD_LICENSES/$name/LICENSE"
+}
+
+# faasd_binary_spec NAME LICENSES: the spec of an image that is the one static binary NAME of
+# `make faasd-bins` and nothing else (gateway, queue-worker, nats-server, nats-streaming): dated by
+# images/faasd, run as nobody; its inputs are the binary and its licences. Its image_rootfs puts
+# the binary in place with install_faasd_bin.
+faasd_binary_spec() {
+  FAASD_BINARY=$1
+  IMAGE_LICENSES=$2
+  IMAGE_SOURCES=(images/faasd)
+  IMAGE_USER=65534:65534
+  image_inputs() { faasd_bin "$FAASD_BINARY" "$1"; printf '%s\n' "$FAASD_LICENSES/$FAASD_BINARY"; }
+}
+
 # bundle NAME: the esbuild bundle of a Node service (images/build/bundle.mjs), cached on the
 # compiled dist/ of the workspaces and the lockfile.
 BUNDLE_KEY=$(hash_inputs "$REPO/package-lock.json" "$IMAGES_DIR/build/bundle.mjs" "$IMAGES_DIR/build/package-lock.json" \
@@ -121,10 +143,9 @@ sdk_function_inputs() {
 }
 sdk_function_rootfs() {
   local root=$1 arch=$2 name=$3
-  install -d -m 0755 "$root/usr/bin" "$root/app/proto"
-  install -m 0755 "$(faasd_bin fwatchdog "$arch")" "$root/usr/bin/fwatchdog"
+  install -d -m 0755 "$root/app/proto"
+  install_faasd_bin "$root" "$arch" fwatchdog /usr/bin/fwatchdog of-watchdog
   install -m 0644 "$REPO/miso-agent/proto/sdk.proto" "$root/app/proto/sdk.proto"
-  add_license "$root" of-watchdog "$FAASD_LICENSES/fwatchdog/LICENSE"
   node_app "$root" "$name"
 }
 

@@ -5,24 +5,18 @@
 # /etc/nats/nats.conf with the node's route certificate, key and the core bundle beside it;
 # JetStream stores in /data (a bind mount in faasd).
 IMAGE_VERSION=2.15.3
-# Sources in git whose last commit gives the image its time and revision label.
-IMAGE_SOURCES=(images/faasd)
+faasd_binary_spec nats-server Apache-2.0
 IMAGE_TITLE="NATS server (JetStream)"
 IMAGE_DESCRIPTION="nats-server 2.15.3 with JetStream for the mesh's coordination objects and async queue on a Syncmesh Edge node (static binary, no shell)."
-IMAGE_LICENSES=Apache-2.0
-IMAGE_USER=65534:65534
 IMAGE_ENTRYPOINT=(/nats-server)
 IMAGE_CMD=(-c /etc/nats/nats.conf)
 # client, monitoring, routes (core nodes), leaf nodes (core nodes accept them)
 IMAGE_PORTS=(4222/tcp 8222/tcp 6222/tcp 7422/tcp)
 
-image_inputs() { faasd_bin nats-server "$1"; printf '%s\n' "$FAASD_LICENSES/nats-server"; }
-
 image_rootfs() {
   local root=$1 arch=$2
-  install -m 0755 "$(faasd_bin nats-server "$arch")" "$root/nats-server"
+  install_faasd_bin "$root" "$arch" nats-server /nats-server
   install -d -m 0755 "$root/etc/nats"
   # JetStream's store_dir: a bind mount in faasd; writable by nobody when run without one
   install -d -m 0755 -o 65534 -g 65534 "$root/data"
-  add_license "$root" nats-server "$FAASD_LICENSES/nats-server/LICENSE"
 }

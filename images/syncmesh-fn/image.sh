@@ -26,8 +26,6 @@ image_inputs() {
 
 image_rootfs() {
   local root=$1 arch=$2
-  install -d -m 0755 "$root/usr/bin"
-  install -m 0755 "$(faasd_bin fwatchdog "$arch")" "$root/usr/bin/fwatchdog"
-  add_license "$root" of-watchdog "$FAASD_LICENSES/fwatchdog/LICENSE"
+  install_faasd_bin "$root" "$arch" fwatchdog /usr/bin/fwatchdog of-watchdog
   node_app "$root" syncmesh-fn
 }
