@@ -307,7 +307,7 @@ clean: ## Remove build output.
 
 .PHONY: help
 help: ## List the targets.
-	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@awk -f hack/make-help.awk $(MAKEFILE_LIST)
 
 ################################################################################
 # Chaos test (issue #15)
