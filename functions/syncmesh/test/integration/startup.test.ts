@@ -21,7 +21,21 @@ import { eventually, post, WRITE_KEY } from './harness.js';
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'main.js');
 const skip = process.env['MONGODB_URI'] ? 'starts its own test server late; not with a real MONGODB_URI' : false;
 
-/** A TCP port nothing listens on right now. */
+/** The function's main on 127.0.0.1:PORT with a minimal environment (no key or secret files) plus ENV. */
+function spawnFunction(port: number, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [MAIN], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
+      SYNCMESH_MESH_SECRET_FILE: '/nonexistent/syncmesh-test/mesh-secret',
+      ...env,
+    },
+  });
+}
+
 /** SIGTERM to a child still running, and wait until it exited. */
 async function stopProcess(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null) return;
@@ -44,19 +58,11 @@ test('startup - the function started before MongoDB keeps retrying, is not ready
   let fn: ChildProcess | undefined;
   let db: TestServer | undefined;
   try {
-    fn = spawn(process.execPath, [MAIN], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        PORT: String(fnPort),
-        HOST: '127.0.0.1',
-        MONGODB_URI: `mongodb://127.0.0.1:${dbPort}/?directConnection=true`,
-        SYNCMESH_NODE_ID: 'late-db',
-        SYNCMESH_WRITE_KEY: WRITE_KEY,
-        SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
-        SYNCMESH_MESH_SECRET_FILE: '/nonexistent/syncmesh-test/mesh-secret',
-        LOG_LEVEL: 'warn',
-      },
+    fn = spawnFunction(fnPort, {
+      MONGODB_URI: `mongodb://127.0.0.1:${dbPort}/?directConnection=true`,
+      SYNCMESH_NODE_ID: 'late-db',
+      SYNCMESH_WRITE_KEY: WRITE_KEY,
+      LOG_LEVEL: 'warn',
     });
     let stderr = '';
     let logs = '';
@@ -101,19 +107,7 @@ test('startup - a MongoDB URI with credentials from MONGODB_URI_FILE never appea
     db = await startTestServer({ port: dbPort });
     const uriFile = join(dir, 'mongodb-uri');
     writeFileSync(uriFile, `mongodb://syncmesh-fn:${password}@127.0.0.1:${dbPort}/?directConnection=true&authSource=admin\n`, { mode: 0o600 });
-    fn = spawn(process.execPath, [MAIN], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        PORT: String(fnPort),
-        HOST: '127.0.0.1',
-        MONGODB_URI_FILE: uriFile,
-        SYNCMESH_NODE_ID: 'uri-file',
-        SYNCMESH_WRITE_KEY_FILE: '/nonexistent/syncmesh-test/write-key',
-        SYNCMESH_MESH_SECRET_FILE: '/nonexistent/syncmesh-test/mesh-secret',
-        LOG_LEVEL: 'debug',
-      },
-    });
+    fn = spawnFunction(fnPort, { MONGODB_URI_FILE: uriFile, SYNCMESH_NODE_ID: 'uri-file', LOG_LEVEL: 'debug' });
     let out = '';
     fn.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
     fn.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
