@@ -345,3 +345,48 @@ export function readDotFun<V>(
   }
   return out;
 }
+
+/** A dot map's entries in ascending key order: each key, then its dot function (writeDotFun). */
+export function writeDotMap<V>(w: Writer, m: DotMap<V>, writePayload: (w: Writer, v: V) => void): void {
+  const entries = [...m].sort((x, y) => compareStrings(x[0], y[0]));
+  w.uint(entries.length);
+  for (const [k, f] of entries) {
+    w.string(k);
+    writeDotFun(w, f, writePayload);
+  }
+}
+
+/** How readDotMap reads the keys and payloads of one CRDT type's dot map. */
+export interface DotMapReading<V> {
+  /** What a key is called in the decode errors ('element', 'key'). */
+  what: string;
+  readKey: (r: Reader) => string;
+  readReplica: (r: Reader) => string;
+  readPayload: (r: Reader) => V;
+  /** The fewest bytes one entry (a key and its dots) and one dot take: bounds the counts read. */
+  minEntryBytes: number;
+  minDotBytes: number;
+}
+
+/**
+ * Reads what writeDotMap wrote. Refused (r.fail): keys not strictly ascending, a key without
+ * dots, a dot under two keys, a dot the causal context does not cover (readDotFun).
+ */
+export function readDotMap<V>(r: Reader, ctx: CausalContext, how: DotMapReading<V>): DotMap<V> {
+  const store = DotMap.empty<V>().edit();
+  const seenDots = new Set<string>();
+  let prev: string | undefined;
+  for (let i = 0, n = r.count(how.minEntryBytes); i < n; i++) {
+    const k = how.readKey(r);
+    if (prev !== undefined && compareStrings(prev, k) >= 0) r.fail(`${how.what}s not strictly ascending`);
+    prev = k;
+    const f = readDotFun(r, ctx, how.readReplica, how.readPayload, how.minDotBytes);
+    if (f.size === 0) r.fail(`${how.what} ${JSON.stringify(k)} without dots`);
+    for (const dk of f.keys()) {
+      if (seenDots.has(dk)) r.fail(`dot ${dk} appears under two ${how.what}s`);
+      seenDots.add(dk);
+    }
+    store.set(k, f);
+  }
+  return store.done();
+}

@@ -6,7 +6,7 @@
  * concurrent with a remove survives the remove (set wins).
  */
 import { z } from 'zod';
-import { bytesEqual, decodeWith, Writer } from './codec.js';
+import { bytesEqual, decodeWith, type Reader, Writer } from './codec.js';
 import {
   ctxFromDots,
   ctxJoin,
@@ -17,9 +17,9 @@ import {
   EMPTY_CONTEXT,
   pickMaxString,
   readContext,
-  readDotFun,
+  readDotMap,
   writeContext,
-  writeDotFun,
+  writeDotMap,
   type CausalContext,
   DotMap,
 } from './dots.js';
@@ -81,33 +81,18 @@ export const ormap: CrdtType<ORMapState, ORMapOp, ORMapValue> = {
   encode(s) {
     const w = new Writer().header('ormap');
     writeContext(w, s.ctx);
-    const entries = [...s.store].sort((x, y) => compareStrings(x[0], y[0]));
-    w.uint(entries.length);
-    for (const [k, reg] of entries) {
-      w.string(k);
-      writeDotFun(w, reg, (wr, v) => wr.string(v));
-    }
+    writeDotMap(w, s.store, (wr, v) => wr.string(v));
     return w.finish();
   },
   decode: (bytes) =>
     decodeWith('ormap', bytes, (r) => {
       const ctx = readContext(r, readReplica);
-      const store = DotMap.empty<string>().edit();
-      const seenDots = new Set<string>();
-      let prev: string | undefined;
-      for (let i = 0, n = r.count(2); i < n; i++) {
-        const k = r.string();
-        if (utf8Length(k) > MAX_ID_BYTES) r.fail('key too long');
-        if (prev !== undefined && compareStrings(prev, k) >= 0) r.fail('keys not strictly ascending');
-        prev = k;
-        const reg = readDotFun(r, ctx, readReplica, (rr) => readValue(rr, false), 4);
-        if (reg.size === 0) r.fail(`key ${JSON.stringify(k)} without values`);
-        for (const dk of reg.keys()) {
-          if (seenDots.has(dk)) r.fail(`dot ${dk} appears under two keys`);
-          seenDots.add(dk);
-        }
-        store.set(k, reg);
-      }
-      return { store: store.done(), ctx };
+      const readKey = (rr: Reader): string => {
+        const k = rr.string();
+        if (utf8Length(k) > MAX_ID_BYTES) rr.fail('key too long');
+        return k;
+      };
+      const reading = { what: 'key', readKey, readReplica, readPayload: (rr: Reader) => readValue(rr, false), minEntryBytes: 2, minDotBytes: 4 };
+      return { store: readDotMap(r, ctx, reading), ctx };
     }),
 };

@@ -8,7 +8,7 @@
  * - concurrent adds of one element keep both dots; neither overwrites the other.
  */
 import { z } from 'zod';
-import { bytesEqual, decodeWith, Writer } from './codec.js';
+import { bytesEqual, decodeWith, type Reader, Writer } from './codec.js';
 import {
   ctxFromDots,
   ctxJoin,
@@ -19,9 +19,9 @@ import {
   EMPTY_CONTEXT,
   pickNull,
   readContext,
-  readDotFun,
+  readDotMap,
   writeContext,
-  writeDotFun,
+  writeDotMap,
   type CausalContext,
   DotMap,
 } from './dots.js';
@@ -72,32 +72,13 @@ export const orset: CrdtType<ORSetState, ORSetOp, JsonScalar[]> = {
   encode(s) {
     const w = new Writer().header('orset');
     writeContext(w, s.ctx);
-    const elems = [...s.store].sort((x, y) => compareStrings(x[0], y[0]));
-    w.uint(elems.length);
-    for (const [v, dots] of elems) {
-      w.string(v);
-      writeDotFun(w, dots, () => undefined);
-    }
+    writeDotMap(w, s.store, () => undefined);
     return w.finish();
   },
   decode: (bytes) =>
     decodeWith('orset', bytes, (r) => {
       const ctx = readContext(r, readReplica);
-      const store = DotMap.empty<null>().edit();
-      const seenDots = new Set<string>();
-      let prev: string | undefined;
-      for (let i = 0, n = r.count(5); i < n; i++) {
-        const v = readValue(r, true);
-        if (prev !== undefined && compareStrings(prev, v) >= 0) r.fail('elements not strictly ascending');
-        prev = v;
-        const dots = readDotFun(r, ctx, readReplica, pickNull, 3);
-        if (dots.size === 0) r.fail('element without dots');
-        for (const dk of dots.keys()) {
-          if (seenDots.has(dk)) r.fail(`dot ${dk} appears under two elements`);
-          seenDots.add(dk);
-        }
-        store.set(v, dots);
-      }
-      return { store: store.done(), ctx };
+      const reading = { what: 'element', readKey: (rr: Reader) => readValue(rr, true), readReplica, readPayload: pickNull, minEntryBytes: 5, minDotBytes: 3 };
+      return { store: readDotMap(r, ctx, reading), ctx };
     }),
 };
