@@ -346,8 +346,48 @@ export function readDotFun<V>(
   return out;
 }
 
+/** A dot map with its causal context: the state of orset and ormap. */
+export interface DotMapState<V> {
+  readonly store: DotMap<V>;
+  readonly ctx: CausalContext;
+}
+
+/** The delta that writes `value` under `key`: one fresh dot of `replica`, covering (replacing) the key's dots `s` saw. */
+export function dotMapSetDelta<V>(s: DotMapState<V>, key: string, replica: string, value: V): DotMapState<V> {
+  const seen = dotFunDots(s.store.get(key) ?? new Map());
+  const d = ctxNextDot(s.ctx, replica);
+  return { store: DotMap.of<V>(key, new Map([[dotKey(d), [d, value]]])), ctx: ctxFromDots([...seen, d]) };
+}
+
+/** The delta that removes `key`: covers exactly the key's dots `s` saw and adds none, so a concurrent write survives. */
+export function dotMapRemoveDelta<V>(s: DotMapState<V>, key: string): DotMapState<V> {
+  return { store: DotMap.empty(), ctx: ctxFromDots(dotFunDots(s.store.get(key) ?? new Map())) };
+}
+
+/** Joins two dot map states; `pick` chooses between two payloads of one dot. */
+export function dotMapStateJoin<V>(a: DotMapState<V>, b: DotMapState<V>, pick: (x: V, y: V) => V): DotMapState<V> {
+  return { store: dotMapJoin(a.store, a.ctx, b.store, b.ctx, pick), ctx: ctxJoin(a.ctx, b.ctx) };
+}
+
+/** The empty dot map state. */
+export function emptyDotMapState<V>(): DotMapState<V> {
+  return { store: DotMap.empty(), ctx: EMPTY_CONTEXT };
+}
+
+/** A dot map state: its causal context, then its entries (writeDotMap). */
+export function writeDotMapState<V>(w: Writer, s: DotMapState<V>, writePayload: (w: Writer, v: V) => void): void {
+  writeContext(w, s.ctx);
+  writeDotMap(w, s.store, writePayload);
+}
+
+/** Reads what writeDotMapState wrote (readContext, then readDotMap). */
+export function readDotMapState<V>(r: Reader, how: DotMapReading<V>): DotMapState<V> {
+  const ctx = readContext(r, how.readReplica);
+  return { store: readDotMap(r, ctx, how), ctx };
+}
+
 /** A dot map's entries in ascending key order: each key, then its dot function (writeDotFun). */
-export function writeDotMap<V>(w: Writer, m: DotMap<V>, writePayload: (w: Writer, v: V) => void): void {
+function writeDotMap<V>(w: Writer, m: DotMap<V>, writePayload: (w: Writer, v: V) => void): void {
   const entries = [...m].sort((x, y) => compareStrings(x[0], y[0]));
   w.uint(entries.length);
   for (const [k, f] of entries) {
@@ -372,7 +412,7 @@ export interface DotMapReading<V> {
  * Reads what writeDotMap wrote. Refused (r.fail): keys not strictly ascending, a key without
  * dots, a dot under two keys, a dot the causal context does not cover (readDotFun).
  */
-export function readDotMap<V>(r: Reader, ctx: CausalContext, how: DotMapReading<V>): DotMap<V> {
+function readDotMap<V>(r: Reader, ctx: CausalContext, how: DotMapReading<V>): DotMap<V> {
   const store = DotMap.empty<V>().edit();
   const seenDots = new Set<string>();
   let prev: string | undefined;

@@ -8,31 +8,22 @@
 import { z } from 'zod';
 import { bytesEqual, decodeWith, type Reader, Writer } from './codec.js';
 import {
-  ctxFromDots,
-  ctxJoin,
-  ctxNextDot,
-  dotFunDots,
-  dotKey,
-  dotMapJoin,
-  EMPTY_CONTEXT,
+  type DotMapState,
+  dotMapRemoveDelta,
+  dotMapSetDelta,
+  dotMapStateJoin,
+  emptyDotMapState,
   pickMaxString,
-  readContext,
-  readDotMap,
-  writeContext,
-  writeDotMap,
-  type CausalContext,
-  DotMap,
+  readDotMapState,
+  writeDotMapState,
 } from './dots.js';
 import { compareStrings, MAX_ID_BYTES, utf8Length } from './json.js';
 import { dotFunValues } from './mvregister.js';
 import { checkReplica, idSchema, opValue, parseWith, readReplica, readValue, valueSchema } from './ops.js';
 import type { CrdtType, Json } from './types.js';
 
-export interface ORMapState {
-  /** key -> MV register (dot -> canonical JSON value), never empty. */
-  readonly store: DotMap<string>;
-  readonly ctx: CausalContext;
-}
+/** store: key -> MV register (dot -> canonical JSON value), never empty. */
+export type ORMapState = DotMapState<string>;
 export type ORMapOp = { op: 'set'; key: string; value: Json } | { op: 'remove'; key: string };
 /** key -> the register's values sorted by canonical JSON (one element unless concurrent sets). */
 export type ORMapValue = Record<string, Json[]>;
@@ -44,7 +35,7 @@ const opSchema = z.discriminatedUnion('op', [
 
 export const ormap: CrdtType<ORMapState, ORMapOp, ORMapValue> = {
   name: 'ormap',
-  empty: () => ({ store: DotMap.empty(), ctx: EMPTY_CONTEXT }),
+  empty: () => emptyDotMapState(),
   parseOp(op) {
     const parsed = parseWith('ormap', opSchema, op);
     if (parsed.op === 'set') opValue('ormap', parsed.value, false);
@@ -53,21 +44,10 @@ export const ormap: CrdtType<ORMapState, ORMapOp, ORMapValue> = {
   apply(state, op, replica) {
     const parsed = ormap.parseOp(op);
     const r = checkReplica(replica);
-    const seen = dotFunDots(state.store.get(parsed.key) ?? new Map());
-    let delta: ORMapState;
-    if (parsed.op === 'set') {
-      const v = opValue('ormap', parsed.value, false);
-      const d = ctxNextDot(state.ctx, r);
-      delta = { store: DotMap.of<string>(parsed.key, new Map([[dotKey(d), [d, v]]])), ctx: ctxFromDots([...seen, d]) };
-    } else {
-      delta = { store: DotMap.empty(), ctx: ctxFromDots(seen) };
-    }
+    const delta = parsed.op === 'set' ? dotMapSetDelta(state, parsed.key, r, opValue('ormap', parsed.value, false)) : dotMapRemoveDelta(state, parsed.key);
     return [ormap.join(state, delta), delta];
   },
-  join: (a, b) => ({
-    store: dotMapJoin(a.store, a.ctx, b.store, b.ctx, pickMaxString),
-    ctx: ctxJoin(a.ctx, b.ctx),
-  }),
+  join: (a, b) => dotMapStateJoin(a, b, pickMaxString),
   value(s) {
     const out: ORMapValue = {};
     for (const k of [...s.store.keys()].sort(compareStrings)) {
@@ -80,19 +60,17 @@ export const ormap: CrdtType<ORMapState, ORMapOp, ORMapValue> = {
   equals: (a, b) => bytesEqual(ormap.encode(a), ormap.encode(b)),
   encode(s) {
     const w = new Writer().header('ormap');
-    writeContext(w, s.ctx);
-    writeDotMap(w, s.store, (wr, v) => wr.string(v));
+    writeDotMapState(w, s, (wr, v) => wr.string(v));
     return w.finish();
   },
   decode: (bytes) =>
     decodeWith('ormap', bytes, (r) => {
-      const ctx = readContext(r, readReplica);
       const readKey = (rr: Reader): string => {
         const k = rr.string();
         if (utf8Length(k) > MAX_ID_BYTES) rr.fail('key too long');
         return k;
       };
       const reading = { what: 'key', readKey, readReplica, readPayload: (rr: Reader) => readValue(rr, false), minEntryBytes: 2, minDotBytes: 4 };
-      return { store: readDotMap(r, ctx, reading), ctx };
+      return readDotMapState(r, reading);
     }),
 };
