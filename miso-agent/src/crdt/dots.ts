@@ -346,6 +346,45 @@ export function readDotFun<V>(
   return out;
 }
 
+/** A dot function with its causal context: the state of ewflag and mvregister. */
+export interface DotFunState<V> {
+  readonly store: DotFun<V>;
+  readonly ctx: CausalContext;
+}
+
+/** The empty dot function state. */
+export function emptyDotFunState<V>(): DotFunState<V> {
+  return { store: new Map(), ctx: EMPTY_CONTEXT };
+}
+
+/** The delta that writes `value`: one fresh dot of `replica`, covering (replacing) every dot `s` saw. */
+export function dotFunSetDelta<V>(s: DotFunState<V>, replica: string, value: V): DotFunState<V> {
+  const d = ctxNextDot(s.ctx, replica);
+  return { store: new Map([[dotKey(d), [d, value]]]), ctx: ctxFromDots([...dotFunDots(s.store), d]) };
+}
+
+/** The delta that clears: covers exactly the dots `s` saw and adds none, so a concurrent write survives. */
+export function dotFunClearDelta<V>(s: DotFunState<V>): DotFunState<V> {
+  return { store: new Map(), ctx: ctxFromDots(dotFunDots(s.store)) };
+}
+
+/** Joins two dot function states; `pick` chooses between two payloads of one dot. */
+export function dotFunStateJoin<V>(a: DotFunState<V>, b: DotFunState<V>, pick: (x: V, y: V) => V): DotFunState<V> {
+  return { store: dotFunJoin(a.store, a.ctx, b.store, b.ctx, pick), ctx: ctxJoin(a.ctx, b.ctx) };
+}
+
+/** A dot function state: its causal context, then its dots (writeDotFun). */
+export function writeDotFunState<V>(w: Writer, s: DotFunState<V>, writePayload: (w: Writer, v: V) => void): void {
+  writeContext(w, s.ctx);
+  writeDotFun(w, s.store, writePayload);
+}
+
+/** Reads what writeDotFunState wrote (readContext, then readDotFun). */
+export function readDotFunState<V>(r: Reader, readReplica: (r: Reader) => string, readPayload: (r: Reader) => V, minDotBytes: number): DotFunState<V> {
+  const ctx = readContext(r, readReplica);
+  return { store: readDotFun(r, ctx, readReplica, readPayload, minDotBytes), ctx };
+}
+
 /** A dot map with its causal context: the state of orset and ormap. */
 export interface DotMapState<V> {
   readonly store: DotMap<V>;

@@ -5,29 +5,11 @@
  */
 import { z } from 'zod';
 import { bytesEqual, decodeWith, Writer } from './codec.js';
-import {
-  ctxFromDots,
-  ctxJoin,
-  ctxNextDot,
-  dotFunDots,
-  dotFunJoin,
-  dotKey,
-  EMPTY_CONTEXT,
-  pickNull,
-  readContext,
-  readDotFun,
-  writeContext,
-  writeDotFun,
-  type CausalContext,
-  type DotFun,
-} from './dots.js';
+import { type DotFunState, dotFunClearDelta, dotFunSetDelta, dotFunStateJoin, emptyDotFunState, pickNull, readDotFunState, writeDotFunState } from './dots.js';
 import { checkReplica, parseWith, readReplica } from './ops.js';
 import type { CrdtType } from './types.js';
 
-export interface EWFlagState {
-  readonly store: DotFun<null>;
-  readonly ctx: CausalContext;
-}
+export type EWFlagState = DotFunState<null>;
 export interface EWFlagOp {
   op: 'enable' | 'disable';
 }
@@ -36,37 +18,21 @@ const opSchema = z.strictObject({ op: z.enum(['enable', 'disable']) });
 
 export const ewflag: CrdtType<EWFlagState, EWFlagOp, boolean> = {
   name: 'ewflag',
-  empty: () => ({ store: new Map(), ctx: EMPTY_CONTEXT }),
+  empty: () => emptyDotFunState(),
   parseOp: (op) => parseWith('ewflag', opSchema, op),
   apply(state, op, replica) {
     const { op: kind } = ewflag.parseOp(op);
     const r = checkReplica(replica);
-    const seen = dotFunDots(state.store);
-    let delta: EWFlagState;
-    if (kind === 'enable') {
-      const d = ctxNextDot(state.ctx, r);
-      delta = { store: new Map([[dotKey(d), [d, null]]]), ctx: ctxFromDots([...seen, d]) };
-    } else {
-      delta = { store: new Map(), ctx: ctxFromDots(seen) };
-    }
+    const delta = kind === 'enable' ? dotFunSetDelta(state, r, null) : dotFunClearDelta(state);
     return [ewflag.join(state, delta), delta];
   },
-  join: (a, b) => ({
-    store: dotFunJoin(a.store, a.ctx, b.store, b.ctx, pickNull),
-    ctx: ctxJoin(a.ctx, b.ctx),
-  }),
+  join: (a, b) => dotFunStateJoin(a, b, pickNull),
   value: (s) => s.store.size > 0,
   equals: (a, b) => bytesEqual(ewflag.encode(a), ewflag.encode(b)),
   encode(s) {
     const w = new Writer().header('ewflag');
-    writeContext(w, s.ctx);
-    writeDotFun(w, s.store, () => undefined);
+    writeDotFunState(w, s, () => undefined);
     return w.finish();
   },
-  decode: (bytes) =>
-    decodeWith('ewflag', bytes, (r) => {
-      const ctx = readContext(r, readReplica);
-      const store = readDotFun(r, ctx, readReplica, pickNull, 3);
-      return { store, ctx };
-    }),
+  decode: (bytes) => decodeWith('ewflag', bytes, (r) => readDotFunState(r, readReplica, pickNull, 3)),
 };
