@@ -10,7 +10,7 @@ import type { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage } from '../../sync/messages.js';
 import { DialerHandshake, HANDSHAKE_TIMEOUT_MS, type LinkCipher, type LinkRefusal } from './auth.js';
 import { peerChannelOptions } from './options.js';
-import { decodePeerMessage, encodePeerMessage, peerWire, type Link } from './peer-wire.js';
+import { decodePeerMessage, encodePeerMessage, openSealed, peerWire, readHandshake, type Link } from './peer-wire.js';
 
 export interface OutboundOptions {
   nodeId: string;
@@ -135,18 +135,9 @@ export class OutboundPeer {
     call.on('data', (b: Buffer) => {
       if (!open) return;
       if (!cipher) {
-        let m: ReceivedPeerMessage;
-        try {
-          m = decodePeerMessage(b);
-        } catch (err) {
-          fail({
-            ok: false,
-            code: 'EDGE_MISO_PEER_PROTOCOL',
-            reason: `the agent at ${this.address} sent an undecodable handshake message: ${(err as Error).message}`,
-          });
-          return;
-        }
-        const r = handshake.onChallenge(m);
+        const h = readHandshake(b, `the agent at ${this.address}`);
+        if (!h.ok) return fail(h);
+        const r = handshake.onChallenge(h.message);
         if (!r.ok) return fail(r);
         clearTimeout(timer);
         call.write(encodePeerMessage(r.reply));
@@ -155,18 +146,11 @@ export class OutboundPeer {
         this.opts.onOpen(link);
         return;
       }
-      const body = cipher.open(b);
-      if (!body) {
-        fail({
-          ok: false,
-          code: 'EDGE_MISO_AUTH',
-          reason: `a message from '${authId}' at ${this.address} has a missing or wrong MAC (forged, replayed or altered)`,
-        });
-        return;
-      }
+      const sealed = openSealed(cipher, b, `'${authId}' at ${this.address}`);
+      if (!sealed.ok) return fail(sealed);
       let m: ReceivedPeerMessage;
       try {
-        m = decodePeerMessage(body);
+        m = decodePeerMessage(sealed.body);
       } catch (err) {
         finish(`undecodable message: ${(err as Error).message}`, true);
         return;

@@ -9,7 +9,7 @@ import type { MeshKeys } from '@syncmesh-edge/mesh-auth';
 import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage } from '../../sync/messages.js';
 import { squashError } from '@syncmesh-edge/log';
 import { AcceptorHandshake, HANDSHAKE_TIMEOUT_MS, type LinkCipher, type LinkRefusal } from './auth.js';
-import { decodePeerMessage, encodePeerMessage, peerWire, type Link } from './peer-wire.js';
+import { decodePeerMessage, encodePeerMessage, openSealed, peerWire, readHandshake, type Link } from './peer-wire.js';
 
 export interface PeerHandlers {
   /** An authenticated inbound stream from node `authId`. */
@@ -82,17 +82,9 @@ export function addPeerService(server: grpc.Server, o: PeerServiceOptions, h: Pe
       call.on('data', (b: Buffer) => {
         if (!open) return;
         if (!cipher) {
-          let m: ReceivedPeerMessage;
-          try {
-            m = decodePeerMessage(b);
-          } catch (err) {
-            fail({
-              ok: false,
-              code: 'EDGE_MISO_PEER_PROTOCOL',
-              reason: `the dialer at ${address} sent an undecodable handshake message: ${(err as Error).message}`,
-            });
-            return;
-          }
+          const read = readHandshake(b, `the dialer at ${address}`);
+          if (!read.ok) return fail(read);
+          const m = read.message;
           if (m.body === 'auth_proof') {
             const r = handshake.onProof(m);
             if (!r.ok) return fail(r);
@@ -109,18 +101,11 @@ export function addPeerService(server: grpc.Server, o: PeerServiceOptions, h: Pe
           call.write(encodePeerMessage(r.reply));
           return;
         }
-        const body = cipher.open(b);
-        if (!body) {
-          fail({
-            ok: false,
-            code: 'EDGE_MISO_AUTH',
-            reason: `a message from '${authId}' at ${address} has a missing or wrong MAC (forged, replayed or altered)`,
-          });
-          return;
-        }
+        const sealed = openSealed(cipher, b, `'${authId}' at ${address}`);
+        if (!sealed.ok) return fail(sealed);
         let m: ReceivedPeerMessage;
         try {
-          m = decodePeerMessage(body);
+          m = decodePeerMessage(sealed.body);
         } catch (err) {
           finish(`undecodable message: ${(err as Error).message}`);
           call.end();

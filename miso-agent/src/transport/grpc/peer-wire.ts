@@ -5,6 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { FetchRequest, FetchResponse, PeerMessage, ReceivedPeerMessage, Updates } from '../../sync/messages.js';
+import type { LinkCipher, LinkRefusal } from './auth.js';
 import { loadProtos } from './protos.js';
 
 interface Codec<T> {
@@ -102,3 +103,25 @@ export interface Link {
 }
 
 export type FetchFn = (req: Omit<FetchRequest, 'id'>, deadlineMs: number) => Promise<FetchResponse>;
+
+/**
+ * A handshake message as the link reads it before it is sealed; bytes that do not decode refuse
+ * the link (EDGE_MISO_PEER_PROTOCOL). `sender` names who sent them ("the agent at <address>").
+ */
+export function readHandshake(b: Buffer, sender: string): { ok: true; message: ReceivedPeerMessage } | LinkRefusal {
+  try {
+    return { ok: true, message: decodePeerMessage(b) };
+  } catch (err) {
+    return { ok: false, code: 'EDGE_MISO_PEER_PROTOCOL', reason: `${sender} sent an undecodable handshake message: ${(err as Error).message}` };
+  }
+}
+
+/**
+ * The body of a sealed message; a missing or wrong MAC (forged, replayed or altered) refuses the
+ * link (EDGE_MISO_AUTH). `from` names the peer ("'<id>' at <address>").
+ */
+export function openSealed(cipher: LinkCipher, b: Buffer, from: string): { ok: true; body: Buffer } | LinkRefusal {
+  const body = cipher.open(b);
+  if (body) return { ok: true, body };
+  return { ok: false, code: 'EDGE_MISO_AUTH', reason: `a message from ${from} has a missing or wrong MAC (forged, replayed or altered)` };
+}
