@@ -46,6 +46,17 @@ def finish_axes(ax, cells, title, ylabel, legend_size=None):
     ax.legend(fontsize=legend_size)
 
 
+def save_grid(fig, axes, used, title, out, name):
+    """Blanks the grid's unused panels, titles the figure, writes OUT/NAME and returns NAME."""
+    for ax in axes[used:]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, name), dpi=110)
+    plt.close(fig)
+    return name
+
+
 def plot_traffic(cells, meta, out):
     keys = combos(cells)
     fig, axes = grid(len(keys))
@@ -59,13 +70,8 @@ def plot_traffic(cells, meta, out):
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
         finish_axes(ax, cells, f"{w}, {d} d, {r} requests", "traffic MB (log)")
-    for ax in axes[len(keys) :]:
-        ax.axis("off")
-    fig.suptitle(f"Traffic on the mesh network per system (run {meta['run']}, {meta['latency']})")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "traffic.png"), dpi=110)
-    plt.close(fig)
-    return "traffic.png"
+    title = f"Traffic on the mesh network per system (run {meta['run']}, {meta['latency']})"
+    return save_grid(fig, axes, len(keys), title, out, "traffic.png")
 
 
 def plot_rtt(cells, meta, out):
@@ -93,13 +99,8 @@ def plot_rtt(cells, meta, out):
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         finish_axes(ax, cells, f"{w}, {d} d, {r} requests", "ms", legend_size=7)
-    for ax in axes[len(keys) :]:
-        ax.axis("off")
-    fig.suptitle(f"Round trip (k6) and database time per system (run {meta['run']}, {meta['latency']})")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "rtt.png"), dpi=110)
-    plt.close(fig)
-    return "rtt.png"
+    title = f"Round trip (k6) and database time per system (run {meta['run']}, {meta['latency']})"
+    return save_grid(fig, axes, len(keys), title, out, "rtt.png")
 
 
 def main(argv):
