@@ -11,7 +11,7 @@
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { haversineKm, type MeshConfig, type Topology } from '@syncmesh-edge/mesh';
+import { type Coordinates, type MeshConfig, regionalLatency, type Topology } from '@syncmesh-edge/mesh';
 import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
 import type { Profile, ScenarioConfig } from './config.js';
 import { ScenarioError } from './errors.js';
@@ -36,10 +36,7 @@ import {
 
 const log = moduleLogger('central');
 
-/** As the mesh's regional profile (scenarios/mesh/src/latency.ts). */
-export const REGIONAL_BASE_MS = 5;
-export const REGIONAL_MS_PER_KM = 0.1;
-export const REGIONAL_JITTER_MS = 1;
+/** The site profile's one-way latency to the central server (regional: the mesh's regionalLatency). */
 export const SITE_LATENCY_MS = 1;
 export const CENTRAL_MONGO_PORT = 27017;
 export const CENTRAL_FUNCTION_PORT = 8080;
@@ -52,11 +49,6 @@ const READY_TIMEOUT_MS = 90_000;
 const INGEST_TIMEOUT_MS = 600_000;
 /** Loaders running at once (2 cores; the central server is the bottleneck anyway). */
 const INGEST_CONCURRENCY = 2;
-
-export interface Coordinates {
-  lat: number;
-  lon: number;
-}
 
 export function centroid(points: readonly Coordinates[]): Coordinates {
   const n = Math.max(1, points.length);
@@ -72,7 +64,7 @@ export function centralShape(profile: Profile, a: Coordinates | null, b: Coordin
       return { latencyMs: SITE_LATENCY_MS, jitterMs: 0 };
     case 'regional':
       if (!a || !b) throw new ScenarioError('EDGE_SCENARIO_CONFIG', 'the regional profile needs every node location; the mesh topology has none');
-      return { latencyMs: Math.round(REGIONAL_BASE_MS + REGIONAL_MS_PER_KM * haversineKm(a, b)), jitterMs: REGIONAL_JITTER_MS };
+      return regionalLatency(a, b);
   }
 }
 

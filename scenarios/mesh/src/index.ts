@@ -7,7 +7,7 @@ export { up, down, cut, restore, status, restartFunctions, preflight, planFor } 
 export type { MeshHandle, UpOptions, Progress, StatusReport } from './mesh.js';
 export { planMesh, defaultSubnet, defaultPortBase, FUNCTION_PATH } from './plan.js';
 export type { MeshPlan, NodePlan, LinkPlan } from './plan.js';
-export { linkShapes, haversineKm } from './latency.js';
+export { linkShapes, haversineKm, regionalLatency } from './latency.js';
 export type { LinkShape, Shape, Coordinates } from './latency.js';
 export { clientNamespace, startMeshCapture } from './capture.js';
 export type { CaptureTopology, MeshCapture, MeshCaptureOptions, MeshTraffic } from './capture.js';

@@ -21,6 +21,11 @@ export const REGIONAL_JITTER_MS = 1;
 /** Extra delay of a "lost" segment: Linux's minimum TCP retransmission timeout. */
 export const LOSS_RETRANSMIT_MS = 200;
 
+/** The regional profile's one-way latency between two places (also the scenarios' central server's links). */
+export function regionalLatency(a: Coordinates, b: Coordinates): { latencyMs: number; jitterMs: number } {
+  return { latencyMs: Math.round(REGIONAL_BASE_MS + REGIONAL_MS_PER_KM * haversineKm(a, b)), jitterMs: REGIONAL_JITTER_MS };
+}
+
 export interface Coordinates {
   readonly lat: number;
   readonly lon: number;
@@ -143,7 +148,7 @@ function oneWay(profile: string, a: number, b: number, coords: ReadonlyMap<numbe
       const ca = coords.get(a);
       const cb = coords.get(b);
       if (!ca || !cb) throw new MeshError('EDGE_MESH_DATA', `no coordinates for ${nodeId(ca ? b : a)}; the regional profile needs every node's location`);
-      return { ...NO_SHAPE, latencyMs: Math.round(REGIONAL_BASE_MS + REGIONAL_MS_PER_KM * haversineKm(ca, cb)), jitterMs: REGIONAL_JITTER_MS };
+      return { ...NO_SHAPE, ...regionalLatency(ca, cb) };
     }
     default:
       throw new MeshError('EDGE_MESH_LATENCY_FILE', `unknown latency profile '${profile}'`);
