@@ -2,7 +2,7 @@
  * Errors of the coordination component (the async worker, the NATS server configuration, the
  * node identity tools): one base class, stable codes, each with a row in docs/errors.md.
  */
-import { CodedError } from '@syncmesh-edge/log';
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 export const ERROR_CODES = {
   /** The worker's environment does not validate (see coordination/README.md). */

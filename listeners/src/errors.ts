@@ -2,7 +2,7 @@
  * The listener's errors: one base class, one stable code per failure. Every code has a row in
  * the "Errors" table of listeners/README.md saying how to solve it. Codes are never reused.
  */
-import { CodedError } from '@syncmesh-edge/log';
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 export const ERROR_CODES = {
   /** The environment does not validate (see the config table in README.md). */

@@ -3,7 +3,7 @@
  * says how to solve each one. Errors thrown by the CRDT module (CrdtError) carry codes from
  * the same EDGE_MISO_ space and are mapped the same way at the gRPC boundary.
  */
-import { CodedError } from '@syncmesh-edge/log';
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 export type MisoErrorCode =
   | 'EDGE_MISO_CONFIG'

@@ -3,7 +3,7 @@
  * docs/errors.md lists each code with how to solve it. The mesh and the scenarios pass these
  * through unchanged (their CLIs print the code).
  */
-import { CodedError } from '@syncmesh-edge/log';
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 export type LabErrorCode =
   | 'EDGE_LAB_TOOL_MISSING'

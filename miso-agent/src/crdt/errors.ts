@@ -2,7 +2,7 @@
  * The one error class of the CRDT core. Every failure carries a stable code;
  * docs for each code live in miso-agent/INTERNALS.md ("Errors").
  */
-import { CodedError } from '@syncmesh-edge/log';
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 export type CrdtErrorCode =
   /** An operation (usually from gRPC/JSON) has the wrong shape or an invalid field. */

@@ -2,7 +2,7 @@
  * The one error class of the measurement scenarios. Every failure carries a stable code
  * (EDGE_SCENARIO_<THING>); ../README.md lists each code with how to solve it.
  */
-import { CodedError } from '@syncmesh-edge/log';
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 export type ScenarioErrorCode =
   | 'EDGE_SCENARIO_CONFIG'

@@ -2,7 +2,7 @@
  * The one error class of the mesh tooling. Every failure carries a stable code
  * (EDGE_MESH_<THING>); README.md lists each code with how to solve it.
  */
-import { CodedError } from '@syncmesh-edge/log';
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 export type MeshErrorCode =
   | 'EDGE_MESH_CONFIG'
