@@ -620,7 +620,9 @@ test("faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 o
 async function listenerCounters(address: string): Promise<{ read: number; resyncs: number }> {
   const text = await (await fetch(`http://${address}:8091/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
   const value = (name: string) => Number(new RegExp(`^${name}\\{ns="syncmesh\\.sensor_data"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-  return { read: value('edge_listener_events_read_total'), resyncs: value('edge_listener_resyncs_total') };
+  const counters = { read: value('edge_listener_events_read_total'), resyncs: value('edge_listener_resyncs_total') };
+  assert.ok(Number.isFinite(counters.read) && Number.isFinite(counters.resyncs), `the listener's counters in its metrics: ${JSON.stringify(counters)}`);
+  return counters;
 }
 
 test("faasd mesh - node-2 subscribes to node-1's sensor-month; every kind of write of the newest pymongo and the Node driver on node-1 reaches node-2's replicas as updates, no resync; an aggregate through node-3 counts each reading once", {
