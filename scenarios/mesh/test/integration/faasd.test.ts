@@ -652,6 +652,7 @@ test("faasd mesh - node-2 subscribes to node-1's sensor-month; every kind of wri
       nodeReadingWrites(own, { sensorId: 9102, start: new Date(Date.UTC(2017, 8, 2)) }, `Node driver ${NODE_DRIVER_VERSION}`),
     ]);
     const lastWrite = Math.max(p.last_write_ms, n.last_write_ms);
+    const writersDoneMs = Date.now() - lastWrite; // pymongo's process exits after its last write: polling starts here
     assert.deepEqual([p.count, n.count], [READINGS_LEFT, READINGS_LEFT], 'what the writes leave on node-1');
     const september = { timestamp: { $gte: new Date(Date.UTC(2017, 8, 1)), $lt: new Date(Date.UTC(2017, 9, 1)) } };
     let diff = replicaDiff(n1.id, [], []);
@@ -688,7 +689,7 @@ test("faasd mesh - node-2 subscribes to node-1's sensor-month; every kind of wri
       assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${k}: mesh ${got[k]} vs direct ${want[k]}`);
     }
     process.stderr.write(
-      `[faasd test] node-2 subscribed to node-1: initial sync of ${held} readings in ${syncMs} ms; ${p.driver} and ${n.driver}: ${p.calls} + ${n.calls} calls, ${after.read - before.read} change events, no resync; node-2's replicas equal node-1's readings ${convergedMs} ms after the last write (${full.readings} documents compared); through node-3: ${got.count} readings July-September, each once\n`,
+      `[faasd test] node-2 subscribed to node-1: initial sync of ${held} readings in ${syncMs} ms; ${p.driver} and ${n.driver}: ${p.calls} + ${n.calls} calls, ${after.read - before.read} change events, no resync; node-2's replicas equal node-1's readings ${Math.round(convergedMs)} ms after the last write (polled every 20 ms from ${Math.round(writersDoneMs)} ms on, when both drivers had returned; ${full.readings} documents compared); through node-3: ${got.count} readings July-September, each once\n`,
     );
   } finally {
     await c1.close();
