@@ -9,3 +9,5 @@ export { resolveMongo } from './resolve.js';
 export type { MongoTarget } from './resolve.js';
 export { ensurePymongo, runPython, PYMONGO_VENV } from './pymongo.js';
 export type { Pymongo } from './pymongo.js';
+export { nodeReadingWrites, pymongoReadingWrites, PYMONGO_SCENARIO, READING_WRITE_EVENTS, READINGS_LEFT } from './reading-writes.js';
+export type { ReadingWrites, ReadingWritesOptions } from './reading-writes.js';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Package root, both from src/ (tsx) and dist/src/ (compiled). */
-const packageRoot = existsSync(join(here, '..', 'java')) ? resolve(here, '..') : resolve(here, '..', '..');
+export const packageRoot = existsSync(join(here, '..', 'java')) ? resolve(here, '..') : resolve(here, '..', '..');
 
 /** The venv: `<repository>/.cache/pymongo-venv`. */
 export const PYMONGO_VENV = resolve(packageRoot, '..', '..', '.cache', 'pymongo-venv');

@@ -8,14 +8,21 @@
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { BSON, type ChangeStream, MongoClient, type Document, ObjectId } from 'mongodb';
-import { ensurePymongo, resolveMongo, runPython, type MongoTarget } from '../src/index.js';
+import {
+  ensurePymongo,
+  nodeReadingWrites,
+  PYMONGO_SCENARIO,
+  pymongoReadingWrites,
+  READING_WRITE_EVENTS,
+  READINGS_LEFT,
+  resolveMongo,
+  runPython,
+  type MongoTarget,
+} from '../src/index.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const NODE_DRIVER_VERSION = (createRequire(import.meta.url)('mongodb/package.json') as { version: string }).version;
-const SCENARIO_PY = resolve(here, '..', '..', 'test', 'pymongo_scenario.py');
 const DB = 'drivers';
 
 let mongo: MongoTarget;
@@ -232,8 +239,73 @@ test('drivers - the Node driver makes every kind of write and its change stream 
 
 test('drivers - the newest pymongo makes every kind of write and its change stream shows each one as MongoDB does', async (t) => {
   const py = await ensurePymongo();
-  const out = await runPython(py, [SCENARIO_PY, mongo.uri, DB, 'pymongo']);
+  const out = await runPython(py, [PYMONGO_SCENARIO, mongo.uri, DB, 'pymongo']);
   const r = BSON.EJSON.parse(out, { relaxed: true }) as unknown as ScenarioResult;
   t.diagnostic(`${r.driver} (venv ${join('.cache', 'pymongo-venv')}) against ${mongo.kind === 'real' ? 'MONGODB_URI' : 'the test server'}`);
   checkScenario(r);
+});
+
+test('drivers - the reading writes (src/reading-writes.ts): the newest pymongo and the Node driver leave the same readings', async (t) => {
+  const py = await ensurePymongo();
+  const client = await MongoClient.connect(mongo.uri);
+  try {
+    const coll = client.db(DB).collection('readings');
+    await coll.drop().catch(() => false); // absent: nothing to drop
+    await coll.insertOne({ sensor_id: 1, timestamp: new Date(Date.UTC(2017, 8, 1)), temperature: 1 }); // another sensor's reading stays
+    const starts = { py: new Date(Date.UTC(2017, 8, 1)), node: new Date(Date.UTC(2017, 8, 2)) };
+    const stream = coll.watch();
+    assert.equal(await stream.tryNext(), null); // open before the first write
+    const [p, n] = await Promise.all([
+      pymongoReadingWrites(py, mongo.uri, DB, 'readings', { sensorId: 9101, start: starts.py }),
+      nodeReadingWrites(coll, { sensorId: 9102, start: starts.node }, `Node driver ${NODE_DRIVER_VERSION}`),
+    ]);
+    t.diagnostic(`${p.driver}: ${p.calls} calls; ${n.driver}: ${n.calls} calls`);
+    assert.deepEqual([p.count, n.count], [READINGS_LEFT, READINGS_LEFT]);
+    // one change event per document written (what a node's listener replicates)
+    const ops: Record<string, number> = {};
+    let events = 0;
+    for (const deadline = Date.now() + 30_000; events < 2 * READING_WRITE_EVENTS && Date.now() < deadline; ) {
+      const e = await stream.tryNext();
+      if (e) {
+        events++;
+        ops[e.operationType] = (ops[e.operationType] ?? 0) + 1;
+      }
+    }
+    for (let i = 0; i < 5; i++) assert.equal(await stream.tryNext(), null, 'no more events');
+    await stream.close();
+    assert.deepEqual(ops, { insert: 2 * 48, update: 2 * 18, replace: 2 * 4, delete: 2 * 9 });
+    // each driver's readings, by minute, without _id and the sensor
+    const byMinute = async (sensor: number, start: Date) => {
+      const docs = await coll.find({ sensor_id: sensor }).toArray();
+      const out = new Map<number, Document>();
+      for (const { _id, sensor_id, location, timestamp, ...rest } of docs) {
+        assert.ok(location === undefined || location === sensor_id, JSON.stringify(rest));
+        out.set(((timestamp as Date).getTime() - start.getTime()) / 60_000, rest);
+      }
+      return out;
+    };
+    const [pm, nm] = [await byMinute(9101, starts.py), await byMinute(9102, starts.node)];
+    assert.deepEqual(
+      [...pm.keys()].sort((a, b) => a - b),
+      [...nm.keys()].sort((a, b) => a - b),
+    );
+    for (const [minute, doc] of pm) assert.deepEqual(nm.get(minute), doc, `the reading of minute ${minute}`);
+    // what the writes did (the Node driver's readings equal pymongo's)
+    assert.deepEqual(
+      [...pm.keys()].filter((m) => [22, 25, 26, 27, 28, 29, 36, 37, 38].includes(m)),
+      [],
+      'the deleted readings are gone',
+    );
+    assert.deepEqual([pm.get(0)?.['temperature'], pm.get(0)?.['pressure']], [31.5, 94012.5], '$set and $inc');
+    assert.equal('humidity' in pm.get(1)!, false, '$unset');
+    assert.deepEqual([pm.get(5)?.['temperature'], pm.get(5)?.['checked']], [23.5, true], 'update many');
+    assert.deepEqual([pm.get(10)?.['note'], 'humidity' in pm.get(10)!], ['replaced', false], 'a replace drops what the replacement lacks');
+    assert.deepEqual([pm.get(100)?.['temperature'], pm.get(101)?.['temperature']], [12.25, 9], 'upserts, then an update and a replace of what they inserted');
+    assert.deepEqual(pm.get(103), { temperature: 1 }, 'an upsert with operators in a bulk write');
+    assert.deepEqual([pm.get(20)?.['temperature'], pm.get(21)?.['pressure'], pm.get(31)?.['batch']], [40, 90000, 2], 'find-and-modify, bulk update many');
+    assert.ok(pm.has(62), 'the unacknowledged insert');
+    assert.equal(await coll.countDocuments({ sensor_id: 1 }), 1, "the other sensor's reading is untouched");
+  } finally {
+    await client.close();
+  }
 });

@@ -3,8 +3,10 @@
  * `faasd up` in its own network and mount namespace, the Syncmesh function deployed through the
  * gateway. Asserts the exact aggregate and a complete collect through each node's gateway,
  * /system/info, /system/functions and /system/logs, that a kill -9 of the listener's or the
- * agent's container task comes back by itself within 10 s, and that mesh-down leaves no
- * namespace, cgroup or process behind.
+ * agent's container task comes back by itself within 10 s, that a subscriber's replicas equal
+ * its origin's readings document for document after every kind of write of the newest pymongo
+ * and Node driver (no resync; an aggregate through the third node counts each reading once),
+ * and that mesh-down leaves no namespace, cgroup or process behind.
  *
  * Tier `make test-faasd` (sets MESH_FAASD_TEST=1). Needs root, make tools, make build,
  * make faasd-bins and make images. Data: MESH_TEST_DATA (make test-faasd DATA=…), else
@@ -41,14 +43,18 @@ import { cut, restore } from '../../src/mesh.js';
 import { listNodes, meta } from '../../src/client.js';
 import { MongoClient, ObjectId } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import { httpOk, leftovers, run } from '@syncmesh-edge/lab';
+import { httpOk, leftovers, run, waitForEvery } from '@syncmesh-edge/lab';
+import { ensurePymongo, nodeReadingWrites, pymongoReadingWrites, READING_WRITE_EVENTS, READINGS_LEFT } from '@syncmesh-edge/mongo-test-server';
 import { SDK_MAIN, type SdkClient } from '../../src/chaos-driver.js';
 import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import { assertOriginalBodiesExact } from '../../src/testing/original-bodies.js';
 import { trackedConnections } from '../../src/network.js';
 import { linkProxies } from '../../src/plan.js';
 import { linkShapes } from '../../src/latency.js';
 import { ToxiproxyClient } from '../../src/toxiproxy.js';
+import { replicaDiff } from '../../src/testing/replicas.js';
+import type { TopologyNode } from '../../src/topology.js';
 import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
@@ -59,6 +65,7 @@ const RESTART_WITHIN_MS = 10_000;
 const EVENTUALLY_MS = 120_000;
 const sofia = process.env['MESH_TEST_DATA'] || join(REPO_ROOT, '..', 'shared', 'data', 'sofia');
 const functionMain = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js');
+const NODE_DRIVER_VERSION = (createRequire(import.meta.url)('mongodb/package.json') as { version: string }).version;
 const faasdBin = join(REPO_ROOT, '.cache', 'faasd', 'bin', 'amd64', 'faasd');
 
 function skipReason(): string | false {
@@ -606,6 +613,87 @@ test("faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 o
   } finally {
     await c2.close();
     await c3.close();
+  }
+});
+
+/** The listener's counters for syncmesh.sensor_data (its /metrics, published on the node's address). */
+async function listenerCounters(address: string): Promise<{ read: number; resyncs: number }> {
+  const text = await (await fetch(`http://${address}:8091/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  const value = (name: string) => Number(new RegExp(`^${name}\\{ns="syncmesh\\.sensor_data"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const counters = { read: value('edge_listener_events_read_total'), resyncs: value('edge_listener_resyncs_total') };
+  assert.ok(Number.isFinite(counters.read) && Number.isFinite(counters.resyncs), `the listener's counters in its metrics: ${JSON.stringify(counters)}`);
+  return counters;
+}
+
+test("faasd mesh - node-2 subscribes to node-1's sensor-month; every kind of write of the newest pymongo and the Node driver on node-1 reaches node-2's replicas as updates, no resync; an aggregate through node-3 counts each reading once", {
+  skip,
+}, async () => {
+  const [n1, n2, n3] = mesh.topology.nodes as [TopologyNode, TopologyNode, TopologyNode];
+  const py = await ensurePymongo(); // first: installing it (once a day) takes seconds
+  const c1 = await MongoClient.connect(n1.mongodb_uri);
+  const c2 = await MongoClient.connect(n2.mongodb_uri);
+  try {
+    const own = c1.db('syncmesh').collection('sensor_data');
+    const replicas = c2.db('syncmesh').collection('sensor_data_replicas');
+    const held = await own.countDocuments();
+    const t0 = Date.now();
+    // "node-2 subscribes to node-1" is node-2 marked subscribed in node-1's registry; an initial sync first
+    await meta(n1.function_url, mesh.secret, `mutation { updateNode(id: "${n2.id}", node: {subscribed: true}) { id } }`);
+    await pollUntil(
+      `node-2 holds node-1's ${held} readings (initial sync)`,
+      EVENTUALLY_MS,
+      async () => (await replicas.countDocuments({ _origin: n1.id })) === held,
+    );
+    const syncMs = Date.now() - t0;
+    const before = await listenerCounters(n1.address);
+    // both drivers at once, each on its own sensor, in September 2017 (outside every July window)
+    const [p, n] = await Promise.all([
+      pymongoReadingWrites(py, n1.mongodb_uri, 'syncmesh', 'sensor_data', { sensorId: 9101, start: new Date(Date.UTC(2017, 8, 1)) }),
+      nodeReadingWrites(own, { sensorId: 9102, start: new Date(Date.UTC(2017, 8, 2)) }, `Node driver ${NODE_DRIVER_VERSION}`),
+    ]);
+    const lastWrite = Math.max(p.last_write_ms, n.last_write_ms);
+    const writersDoneMs = Date.now() - lastWrite; // pymongo's process exits after its last write: polling starts here
+    assert.deepEqual([p.count, n.count], [READINGS_LEFT, READINGS_LEFT], 'what the writes leave on node-1');
+    const september = { timestamp: { $gte: new Date(Date.UTC(2017, 8, 1)), $lt: new Date(Date.UTC(2017, 9, 1)) } };
+    let diff = replicaDiff(n1.id, [], []);
+    await waitForEvery(
+      "node-2's replicas of the written readings equal node-1's",
+      async () => {
+        diff = replicaDiff(n1.id, await own.find(september).toArray(), await replicas.find({ _origin: n1.id, ...september }).toArray());
+        return diff.problems.length === 0;
+      },
+      60_000,
+      20,
+    ).catch((err: unknown) => assert.fail(`${(err as Error).message}: ${diff.problems.join('; ')}`));
+    const convergedMs = Date.now() - lastWrite;
+    assert.equal(diff.readings, 2 * READINGS_LEFT);
+    // and the whole collection, document for document
+    const full = replicaDiff(n1.id, await own.find().toArray(), await replicas.find({ _origin: n1.id }).toArray());
+    assert.deepEqual(full.problems, [], `${full.readings} readings on node-1, ${full.replicas} replicas on node-2`);
+    // each write came as its change event, and updates replicated as updates: no resync
+    const after = await listenerCounters(n1.address);
+    assert.equal(after.resyncs, before.resyncs, `node-1's listener resynced (${before.resyncs} -> ${after.resyncs})`);
+    assert.equal(after.read - before.read, 2 * READING_WRITE_EVENTS, "change events node-1's listener read");
+    // through node-3: each node counts its own readings, never the replicas node-2 holds
+    const end = '2017-09-30T23:59:59Z';
+    const want = await expectedFromMongo(
+      mesh.topology.nodes.map((x) => x.mongodb_uri),
+      MONTH_START,
+      end,
+    );
+    const a = await postFunction(n3.function_url, aggregateRequest(MONTH_START, end, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
+    assert.equal(a.answer.extensions?.['answered'], 3, JSON.stringify(a.answer.extensions));
+    const got = aggregateOf(a);
+    assert.equal(got.count, want.count, `count through node-3 (node-2 holds ${full.replicas} replicas of node-1)`);
+    for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
+      assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${k}: mesh ${got[k]} vs direct ${want[k]}`);
+    }
+    process.stderr.write(
+      `[faasd test] node-2 subscribed to node-1: initial sync of ${held} readings in ${syncMs} ms; ${p.driver} and ${n.driver}: ${p.calls} + ${n.calls} calls, ${after.read - before.read} change events, no resync; node-2's replicas equal node-1's readings ${Math.round(convergedMs)} ms after the last write (polled every 20 ms from ${Math.round(writersDoneMs)} ms on, when both drivers had returned; ${full.readings} documents compared); through node-3: ${got.count} readings July-September, each once\n`,
+    );
+  } finally {
+    await c1.close();
+    await c2.close();
   }
 });
 
