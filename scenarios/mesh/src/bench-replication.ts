@@ -86,7 +86,11 @@ const reading = (i: number, sensorId = 9000): Document => ({
   pressure: 94000,
 });
 
-/** Polls each subscriber for the replica by its _id (an index lookup, also on the test server). */
+/**
+ * Polls every subscriber for the replica by its _id (an index lookup, also on the test server),
+ * all at once: resolves when the last one has it. (One after the other, each subscriber found
+ * already holding it still cost a round trip after the slowest: up to 5 of them on the clock.)
+ */
 async function waitVisible(
   replicas: Collection<{ _id: string }>[],
   origin: string,
@@ -98,15 +102,24 @@ async function waitVisible(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const rid = replicaId(origin, id);
-  for (const c of replicas) {
-    for (;;) {
-      const d = await c.findOne({ _id: rid });
-      if (d !== null && matches(d)) break;
-      throwIfInterrupted(signal);
-      if (Date.now() > deadline) throw new MeshError('EDGE_MESH_REQUEST', `reading ${id.toHexString()} not replicated within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, pollMs));
-    }
-  }
+  const failed = new AbortController();
+  await Promise.all(
+    replicas.map(async (c) => {
+      for (;;) {
+        const d = await c.findOne({ _id: rid });
+        if (d !== null && matches(d)) return;
+        if (failed.signal.aborted) return;
+        try {
+          throwIfInterrupted(signal);
+          if (Date.now() > deadline) throw new MeshError('EDGE_MESH_REQUEST', `reading ${id.toHexString()} not replicated within ${timeoutMs} ms`);
+        } catch (err) {
+          failed.abort();
+          throw err;
+        }
+        await new Promise((r) => setTimeout(r, pollMs));
+      }
+    }),
+  );
 }
 
 /** What the bench reads of the function's replication progress (its /readyz, functions/syncmesh README). */

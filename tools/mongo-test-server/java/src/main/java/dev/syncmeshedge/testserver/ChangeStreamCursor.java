@@ -3,6 +3,7 @@ package dev.syncmeshedge.testserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongFunction;
+import java.util.function.LongPredicate;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -53,13 +54,21 @@ final class ChangeStreamCursor extends AbstractCursor {
     }
 
     private final LongFunction<Batch> reader;
+    /** Is there something for this stream after a position (an event, or lost history)? */
+    private final LongPredicate pending;
     /** Oplog timestamp (as a long) this stream has read up to; the next read starts after it. */
     private long after;
 
-    ChangeStreamCursor(long id, long after, LongFunction<Batch> reader) {
+    ChangeStreamCursor(long id, long after, LongFunction<Batch> reader, LongPredicate pending) {
         super(id);
         this.after = after;
         this.reader = reader;
+        this.pending = pending;
+    }
+
+    /** Would a getMore now return nothing (and no error)? A getMore then waits ({@link AwaitData}). */
+    synchronized boolean idle() {
+        return !pending.test(after);
     }
 
     @Override
