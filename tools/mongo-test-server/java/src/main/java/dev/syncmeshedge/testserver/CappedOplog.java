@@ -188,7 +188,7 @@ final class CappedOplog implements Oplog {
         }
         ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(), after,
                 from -> readAfter(from, namespace, lookup, aggregation),
-                from -> entries.lostFor(namespace, from) || entries.anyAfter(from, namespace));
+                from -> entries.lostFor(namespace, from) ? -1 : entries.scanFor(from, namespace));
         cursors.add(cursor);
         return cursor;
     }
@@ -428,18 +428,20 @@ final class CappedOplog implements Oplog {
             return new ArrayList<>(list.subList(firstAfter(position), list.size()));
         }
 
-        /** Is there an entry of {@code namespace}'s stream (its collection's, or its drop) after {@code position}? */
-        synchronized boolean anyAfter(long position, String namespace) {
-            for (int i = list.size() - 1; i >= head; i--) {
+        /**
+         * -1 when an entry of {@code namespace}'s stream (its collection's, or its drop) comes after
+         * {@code position}; else the newest position looked at ({@code position} when none is newer).
+         */
+        synchronized long scanFor(long position, String namespace) {
+            long newest = position;
+            for (int i = firstAfter(position); i < list.size(); i++) {
                 Document entry = list.get(i);
-                if (Long.compare(tsOf(entry).getValue(), position) <= 0) {
-                    return false;
-                }
                 if (concerns(entry, namespace)) {
-                    return true;
+                    return -1;
                 }
+                newest = tsOf(entry).getValue();
             }
-            return false;
+            return newest;
         }
 
         /** Index of the first entry after {@code position} (binary search). */
