@@ -24,8 +24,12 @@ export const DEFAULT_MESH_SECRET_FILE = '/var/openfaas/secrets/mesh-secret';
  * CPU per reading (fewer outbox documents); a single event still goes alone at once.
  */
 export const DEFAULT_BATCH_SIZE = 1_000;
-/** How long a partial batch waits for more events before it is sent. */
-export const DEFAULT_BATCH_WAIT_MS = 2;
+/**
+ * How long a partial batch waits for more events before it is sent. 0: at once. Events that come
+ * while a POST is in flight still go together in the next one (up to LISTENER_BATCH_SIZE), so a
+ * burst is batched anyway; a wait only delayed a lone event (2 ms before issue 25's latency work).
+ */
+export const DEFAULT_BATCH_WAIT_MS = 0;
 /** Events read but not yet acknowledged, per collection; reading pauses when it is full. */
 export const DEFAULT_QUEUE_MAX = 10_000;
 /** First retry delay after a failed delivery or stream error; doubles up to the maximum. */

@@ -24,16 +24,17 @@ import { BoundedQueue } from './queue.js';
 import { createTokenStore, type TokenStore } from './tokens.js';
 
 /**
- * Pause between polls of a stream whose server does not wait (the test server): POLL_MIN_MS
+ * Pause between polls of a stream whose server does not wait (the test server before issue 25,
+ * other MongoDB-compatible servers): POLL_MIN_MS
  * while events came within the last POLL_HOT_MS (writes come in bursts, and the next one should
  * not wait for a long pause), then doubling up to config.pollMaxMs.
  */
 const POLL_MIN_MS = 10;
 const POLL_HOT_MS = 1_000;
-/** How long a real MongoDB holds a getMore open waiting for events (the test server ignores it). */
+/** How long MongoDB (and the test server, since issue 25) holds a getMore open waiting for events. */
 export const MAX_AWAIT_TIME_MS = 1_000;
 /**
- * A null tryNext() that came back faster than this means the server did not wait (test server):
+ * A null tryNext() that came back faster than this means the server did not wait:
  * pause before polling again so that an idle listener does not spin a core.
  */
 const SERVER_WAITED_MS = MAX_AWAIT_TIME_MS / 2;

@@ -274,7 +274,8 @@ test('test server - a stream whose collection is quiet still sees its next event
   try {
     const watched = client.db('d').collection('watched');
     const other = client.db('d').collection('other');
-    const stream = watched.watch();
+    // each empty poll waits maxAwaitTimeMS for an event (MongoDB's default: 1 s)
+    const stream = watched.watch([], { maxAwaitTimeMS: 50 });
     assert.equal(await stream.tryNext(), null);
     const seen: number[] = [];
     for (let round = 0; round < 3; round++) {
@@ -298,14 +299,53 @@ test('test server - a stream whose collection is quiet still sees its next event
   }
 });
 
+test('test server - a change stream getMore with nothing to return waits for an event of its collection (up to maxAwaitTimeMS), as MongoDB does', async () => {
+  const server = await startTestServer();
+  const client = await MongoClient.connect(server.uri, { directConnection: true });
+  const writer = await MongoClient.connect(server.uri, { directConnection: true });
+  try {
+    const watched = client.db('d').collection('watched');
+    const awaitMs = 400;
+    const stream = watched.watch([], { maxAwaitTimeMS: awaitMs });
+    assert.equal(await stream.tryNext(), null); // opens the stream
+    // nothing comes: the poll is answered empty once maxAwaitTimeMS has passed, not at once
+    const t0 = performance.now();
+    assert.equal(await stream.tryNext(), null);
+    const idleMs = performance.now() - t0;
+    assert.ok(idleMs >= awaitMs * 0.9, `an idle getMore waited ${idleMs.toFixed(0)} ms, not maxAwaitTimeMS (${awaitMs} ms)`);
+    // a waiting poll is answered with the event written meanwhile; writes elsewhere do not end it
+    for (let round = 0; round < 3; round++) {
+      const polled = stream.tryNext();
+      await writer.db('d').collection('other').insertOne({ round });
+      await writer.db('d').collection('watched').insertOne({ round });
+      const change = (await polled) as unknown as { operationType: string; fullDocument: { round: number } } | null;
+      assert.ok(change, `round ${round}: the waiting poll came back empty`);
+      assert.equal(change.operationType, 'insert');
+      assert.equal(change.fullDocument.round, round);
+    }
+    // a getMore without maxTimeMS waits too (MongoDB's default, 1 s), and a closed stream's wait ends quietly
+    const plain = watched.watch();
+    assert.equal(await plain.tryNext(), null);
+    const waiting = plain.tryNext();
+    await writer.db('d').collection('watched').insertOne({ plain: true });
+    assert.equal(((await waiting) as unknown as { fullDocument: { plain: boolean } }).fullDocument.plain, true);
+    await plain.close();
+    await stream.close();
+  } finally {
+    await writer.close();
+    await client.close();
+    await server.stop();
+  }
+});
+
 test('test server - an open stream that fell behind the capped oplog fails with ChangeStreamHistoryLost; one whose collection was quiet does not', async () => {
   const server = await startTestServer({ oplogMaxEntries: 50 });
   const client = await MongoClient.connect(server.uri, { directConnection: true });
   try {
     const busy = client.db('d').collection('busy');
     const quietColl = client.db('d').collection('quiet');
-    const behind = busy.watch();
-    const quiet = quietColl.watch();
+    const behind = busy.watch([], { maxAwaitTimeMS: 50 });
+    const quiet = quietColl.watch([], { maxAwaitTimeMS: 50 });
     assert.equal(await behind.tryNext(), null);
     assert.equal(await quiet.tryNext(), null);
     // 100 writes to `busy` while neither stream reads: the oplog keeps only the newest 50

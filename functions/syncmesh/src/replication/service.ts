@@ -79,6 +79,7 @@ export class ReplicationService {
       auth,
       registry: deps.registry,
       log: log.child({ module: 'outbox' }),
+      gzipMinBytes: config.gzipMinBytes,
     });
     this.inbox = new Inbox(this.replicas, meta, { ttlS: config.tombstoneTtlS, log: log.child({ module: 'inbox' }) });
     this.snapshots = new Snapshots(meta, { client, outbox: this.outbox, log: log.child({ module: 'snapshots' }) });

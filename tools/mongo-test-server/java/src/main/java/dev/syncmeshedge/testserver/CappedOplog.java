@@ -8,6 +8,8 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
 import de.bwaldvogel.mongo.MongoBackend;
@@ -63,6 +65,8 @@ final class CappedOplog implements Oplog {
     private final MongoBackend backend;
     private final CursorRegistry cursors;
     private final Entries entries;
+    /** Waiting getMores ({@link AwaitData}): each is run once after the next entry is appended. */
+    private final Set<Runnable> waiters = ConcurrentHashMap.newKeySet();
 
     CappedOplog(MongoBackend backend, CursorRegistry cursors, int maxEntries, Duration maxAge) {
         this.backend = backend;
@@ -78,11 +82,11 @@ final class CappedOplog implements Oplog {
     // ------------------------------------------------------------------ what the collections report
 
     void inserted(String namespace, Document document) {
-        entries.add(new Document("op", "i").append("ns", namespace).append("o", document.cloneDeeply()));
+        append(new Document("op", "i").append("ns", namespace).append("o", document.cloneDeeply()));
     }
 
     void deleted(String namespace, Object id) {
-        entries.add(new Document("op", "d").append("ns", namespace).append("o", new Document("_id", id)));
+        append(new Document("op", "d").append("ns", namespace).append("o", new Document("_id", id)));
     }
 
     /** An update ({@code replacement} false) or a replacement of the document {@code _id}. */
@@ -93,7 +97,41 @@ final class CappedOplog implements Oplog {
         } else {
             entry.append("updateDescription", UpdateDescription.between(before, after));
         }
+        append(entry);
+    }
+
+    /** Appends an entry and wakes the getMores waiting for one. */
+    private void append(Document entry) {
         entries.add(entry);
+        if (!waiters.isEmpty()) {
+            for (Runnable waiter : waiters.toArray(Runnable[]::new)) {
+                if (waiters.remove(waiter)) {
+                    waiter.run();
+                }
+            }
+        }
+    }
+
+    /** Runs {@code waiter} once after the next entry is appended (unless {@link #forget}ten first). */
+    void onAppend(Runnable waiter) {
+        waiters.add(waiter);
+    }
+
+    void forget(Runnable waiter) {
+        waiters.remove(waiter);
+    }
+
+    /**
+     * Would a getMore of cursor {@code cursorId} find nothing to return now: a change stream with
+     * no entry of its collection after its position (and no history lost)? False for any other
+     * cursor, and for one that does not exist (the getMore then fails at once, as it should).
+     */
+    boolean idle(long cursorId) {
+        try {
+            return cursors.getCursor(cursorId) instanceof ChangeStreamCursor stream && stream.idle();
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     // ------------------------------------------------------------------ the library's calls
@@ -117,7 +155,7 @@ final class CappedOplog implements Oplog {
     public void handleDropCollection(String namespace) {
         String db = Utils.getDatabaseNameFromFullName(namespace);
         String coll = Utils.getCollectionNameFromFullName(namespace);
-        entries.add(new Document("op", "c").append("ns", db + ".$cmd").append("o", new Document("drop", coll)));
+        append(new Document("op", "c").append("ns", db + ".$cmd").append("o", new Document("drop", coll)));
     }
 
     // ------------------------------------------------------------------ change streams
@@ -149,7 +187,8 @@ final class CappedOplog implements Oplog {
             after = entries.newest(); // from now
         }
         ChangeStreamCursor cursor = new ChangeStreamCursor(cursors.generateCursorId(), after,
-                from -> readAfter(from, namespace, lookup, aggregation));
+                from -> readAfter(from, namespace, lookup, aggregation),
+                from -> entries.lostFor(namespace, from) ? -1 : entries.scanFor(from, namespace));
         cursors.add(cursor);
         return cursor;
     }
@@ -387,6 +426,22 @@ final class CappedOplog implements Oplog {
         /** The entries after {@code position}, oldest first. */
         synchronized List<Document> after(long position) {
             return new ArrayList<>(list.subList(firstAfter(position), list.size()));
+        }
+
+        /**
+         * -1 when an entry of {@code namespace}'s stream (its collection's, or its drop) comes after
+         * {@code position}; else the newest position looked at ({@code position} when none is newer).
+         */
+        synchronized long scanFor(long position, String namespace) {
+            long newest = position;
+            for (int i = firstAfter(position); i < list.size(); i++) {
+                Document entry = list.get(i);
+                if (concerns(entry, namespace)) {
+                    return -1;
+                }
+                newest = tsOf(entry).getValue();
+            }
+            return newest;
         }
 
         /** Index of the first entry after {@code position} (binary search). */

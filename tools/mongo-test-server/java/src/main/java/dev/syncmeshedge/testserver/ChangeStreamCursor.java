@@ -3,6 +3,7 @@ package dev.syncmeshedge.testserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongFunction;
+import java.util.function.LongUnaryOperator;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -53,13 +54,37 @@ final class ChangeStreamCursor extends AbstractCursor {
     }
 
     private final LongFunction<Batch> reader;
+    /**
+     * Looks at the entries after a position: -1 when one of them is for this stream (or history
+     * was lost), else the newest position looked at.
+     */
+    private final LongUnaryOperator pending;
     /** Oplog timestamp (as a long) this stream has read up to; the next read starts after it. */
     private long after;
+    /**
+     * The entries up to here hold nothing for this stream ({@link #idle}), so the next check
+     * looks only at newer ones: a waiting getMore is checked on every write to any collection,
+     * and checking all entries after {@code after} each time cost a subscriber's database
+     * O(entries²) while it applied a burst of replicas.
+     */
+    private long checked;
 
-    ChangeStreamCursor(long id, long after, LongFunction<Batch> reader) {
+    ChangeStreamCursor(long id, long after, LongFunction<Batch> reader, LongUnaryOperator pending) {
         super(id);
         this.after = after;
+        this.checked = after;
         this.reader = reader;
+        this.pending = pending;
+    }
+
+    /** Would a getMore now return nothing (and no error)? A getMore then waits ({@link AwaitData}). */
+    synchronized boolean idle() {
+        long newest = pending.applyAsLong(Math.max(after, checked));
+        if (newest < 0) {
+            return false;
+        }
+        checked = Math.max(checked, newest);
+        return true;
     }
 
     @Override

@@ -32,7 +32,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 
 /**
- * The network side: mongo-java-server's {@code MongoServer} with two differences in how it reads
+ * The network side: mongo-java-server's {@code MongoServer} with three differences in how it reads
  * OP_MSG messages (the library's encoders, database handler and backend are used as they are).
  *
  * <ul>
@@ -47,6 +47,8 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
  *       the driver's next command on it failed with "connection closed". The
  *       {@code exhaustAllowed} flag is accepted and answered with an ordinary reply (a server may
  *       ignore it).</li>
+ *   <li><b>A change stream {@code getMore} with nothing to return waits</b> for an event, up to its
+ *       {@code maxTimeMS}, as on MongoDB ({@link AwaitData}); the library answered at once.</li>
  * </ul>
  */
 final class WireServer {
@@ -61,6 +63,8 @@ final class WireServer {
     private static final int BAD_VALUE_CODE = 2;
 
     private final MongoBackend backend;
+    /** The oplog change stream getMores wait on ({@link AwaitData}); null: they answer at once. */
+    private final CappedOplog oplog;
     private EventLoopGroup boss;
     private EventLoopGroup workers;
     private ChannelGroup clients;
@@ -68,6 +72,7 @@ final class WireServer {
 
     WireServer(MongoBackend backend) {
         this.backend = backend;
+        this.oplog = backend instanceof ObservedBackends.WithOplog observed ? observed.cappedOplog() : null;
     }
 
     /** Listens on {@code host:port} (port 0: a free one); throws when it cannot. */
@@ -87,7 +92,7 @@ final class WireServer {
                         ch.pipeline().addLast(new MongoWireReplyEncoder());
                         ch.pipeline().addLast(new MongoWireMessageEncoder());
                         ch.pipeline().addLast(new Decoder());
-                        ch.pipeline().addLast(new Handler(backend, clients));
+                        ch.pipeline().addLast(new Handler(backend, clients, oplog));
                         ch.pipeline().addLast(new MongoExceptionHandler());
                     }
                 });
@@ -161,10 +166,12 @@ final class WireServer {
 
     private static final class Handler extends MongoDatabaseHandler {
         private final MongoBackend backend;
+        private final CappedOplog oplog;
 
-        Handler(MongoBackend backend, ChannelGroup clients) {
+        Handler(MongoBackend backend, ChannelGroup clients, CappedOplog oplog) {
             super(backend, clients);
             this.backend = backend;
+            this.oplog = oplog;
         }
 
         @Override
@@ -177,7 +184,18 @@ final class WireServer {
                 }
                 return;
             }
+            if (request instanceof MongoMessage message && AwaitData.deferred(oplog, ctx, message, () -> answer(ctx, request))) {
+                return; // answered once an event of its stream is there, or its maxTimeMS passed
+            }
             super.channelRead0(ctx, request);
+        }
+
+        private void answer(ChannelHandlerContext ctx, ClientRequest request) {
+            try {
+                super.channelRead0(ctx, request);
+            } catch (RuntimeException e) {
+                ctx.fireExceptionCaught(e);
+            }
         }
     }
 }
