@@ -146,7 +146,9 @@ function headOnly(url: string, path: string, headers: Record<string, string>, ti
 }
 
 before(async () => {
-  [a, b, c] = await Promise.all([startNode('atk-a'), startNode('atk-b'), startNode('atk-c')]);
+  // A gzips every replication body (SYNCMESH_GZIP_MIN_BYTES=0; by default those under 1 KiB go
+  // uncompressed), so the captured /replicate is the compressed kind the replay tests are about
+  [a, b, c] = await Promise.all([startNode('atk-a', { SYNCMESH_GZIP_MIN_BYTES: '0' }), startNode('atk-b'), startNode('atk-c')]);
   proxy = await startRecordingProxy(b.url);
   await addNode(a, { id: 'atk-a', address: a.url, lat: 42.69, lon: 23.32, own_node: true });
   // A replicates to B through the recording proxy: what travels between nodes is captured.
