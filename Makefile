@@ -49,8 +49,6 @@ deps: toolchain $(NPM_STAMP) $(TEST_SERVER_JAR) ## Check the toolchains (hack/to
 test-apt-install: images-tools ## hack/apt-install.sh in a throwaway mmdebstrap chroot (root, ~20 s): finishes a killed dpkg's work (a half-configured package, a journal file alone), refusals, fetches missing package lists.
 	hack/tests/apt-install.sh
 
-test: test-apt-install
-
 ################################################################################
 # Building
 ################################################################################
@@ -90,7 +88,14 @@ docs: tools-venv ## Build the docs site (MkDocs, offline) into .cache/site; brok
 # Testing
 ################################################################################
 .PHONY: test
-test: build verify ## Run verify, every test tier of every workspace, the faasd tier, the Terraform checks, then the Ansible lab's CI tier (root).
+# Everything `make test` needs, in the order it is made: the apt helper's own test, the build and
+# verify, the mesh tools (tcpdump, iptables, toxiproxy), k6 and the plot venv (scenario e2e), the faasd
+# tier's inputs, the Ansible checks without hosts (lint, preflight against bad inventories, the
+# collection built from its tarball and ansible-test sanity), the appliance's unit tests, the
+# coordination tools. The whole Ansible lab life (add-node, remove-node, upgrade) stays `make test-lab`.
+TEST_PREREQS := test-apt-install build verify tools k6 scenarios-venv faasd-tier-deps ansible-lint \
+	test-ansible test-collection test-appliance-unit coordination-tools
+test: $(TEST_PREREQS) ## Run verify, every test tier of every workspace, the faasd tier, the Terraform checks, then the Ansible lab's CI tier (root).
 	hack/test.sh
 	$(MAKE) tf-test
 	$(MAKE) test-lab-ci
@@ -179,9 +184,6 @@ $(TOXIPROXY): | toolchain
 .PHONY: tools
 tools: $(TOXIPROXY) ## Install the mesh tools: toxiproxy (go install, pinned), tcpdump and iptables (apt).
 	@command -v tcpdump >/dev/null && command -v iptables >/dev/null || $(APT_INSTALL) tcpdump iptables
-
-# the mesh e2e test in `make test` needs the tools
-test: tools
 
 .PHONY: mesh-up
 mesh-up: build tools ## Start a mesh: make mesh-up NODES=3 [LATENCY=regional] [DATA=../shared/data/sofia].
@@ -290,9 +292,6 @@ scenarios: build tools k6 scenarios-venv ## The paper's matrix, both systems, wi
 	@[[ -z "$(TARGET)" ]] || { echo "scenarios: the matrix starts its own meshes; on TARGET=$(TARGET) run one cell at a time with make scenario" >&2; exit 2; }
 	$(SCENARIO_ENV) $(SCENARIOS_CLI) matrix
 
-# the scenario e2e test in `make test` needs k6 and the plot venv
-test: k6 scenarios-venv
-
 .PHONY: test-scenario-existing
 test-scenario-existing: build tools k6 scenarios-venv ## make scenario on an existing mesh (root, ~2 min): a 3-node mesh measured from its topology alone, per link and on the bridge, unreachable node and bad topology refused.
 	MEASURE_TEST_EXISTING=1 node --test --test-reporter=spec scenarios/measure/dist/test/integration/existing.test.js
@@ -353,9 +352,6 @@ faasd-tier-deps: build images-tools ## faasd binaries + the images of the faasd 
 .PHONY: test-faasd
 test-faasd: build tools faasd-tier-deps ## Only the faasd tier (root; make test runs it last): 3-node faasd mesh, exact aggregate + collect via each gateway, /system/*, kill -9 restarts, clean mesh-down.
 	MESH_TEST_DATA=$(DATA) hack/test.sh faasd
-
-# make test runs the faasd tier after the workspaces' tests (hack/test.sh)
-test: faasd-tier-deps
 
 # Users' functions on a faasd mesh (docs/guides/deploy-a-function.md): every node's registry and
 # gateway from the topology (.mesh/topology.json). FN_ARGS: more of `mesh fn deploy`'s options.
@@ -479,12 +475,6 @@ test-lab-ci: ansible-venv lab-tools ## CI lab tier (root; amd64, builds its own 
 	$(MAKE) faasd-bins images FAASD_ARCHES=amd64
 	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 hack/lab/test-lab.sh
 
-# the Ansible tiers without hosts run in `make test` (about 2 min: lint of the collection and
-# playbooks, then the preflight checks against bad inventories; then the collection built, installed
-# from its tarball and ansible-test sanity, about 3 min warm); `make test` ends with the lab's CI
-# tier (`make test-lab-ci`, about 6 min); the whole lab life (add-node, remove-node, upgrade) stays `make test-lab`
-test: ansible-lint test-ansible test-collection
-
 ################################################################################
 # Appliance images (images/appliance; see images/appliance/README.md)
 ################################################################################
@@ -508,8 +498,6 @@ test-appliance: build image-vm ## Appliance tier (root; ~32 min with APPLIANCE_V
 .PHONY: test-appliance-unit
 test-appliance-unit: images-tools ## The appliance's boot program without a VM (Python unittest, seconds): node-file validator, gateway client, MongoDB's official image (mongo-image.sh with skopeo, node-prepare.sh's official variant, pull and replica-set steps).
 	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s images/appliance/node
-
-test: test-appliance-unit
 
 # The Raspberry Pi 4 / Pi 400 / CM4 image (images/appliance/pi; see its README). Its own tier:
 # the static checks take seconds, the aarch64 boot under TCG tens of minutes.
@@ -591,9 +579,6 @@ $(LINCHECK): coordination/lincheck/go.mod coordination/lincheck/go.sum coordinat
 .PHONY: coordination-tools
 coordination-tools: $(LINCHECK) ## nats-server 2.15.3 and the patched gateway for this architecture (faasd-bins' script), lincheck (Porcupine): what the coordination tests need.
 	FAASD_ARCHES=$(HOST_ARCH) FAASD_BINS="nats-server gateway" images/faasd/build-bins.sh
-
-# the coordination tests in `make test` need them
-test: coordination-tools
 
 .PHONY: bench-coordination
 bench-coordination: build coordination-tools scenarios-venv ## Counter increments/s and p50/p99 from 1 and 3 servers, barrier rounds of 3 and 9 parties, on a 3-server cluster (BENCH_ARGS="--duration-ms 3000"); table, JSON and PNG.
