@@ -449,11 +449,11 @@ lab-tools: ## Install systemd-nspawn (Debian's systemd-container) for the Ansibl
 
 .PHONY: lab-up
 lab-up: lab-tools ## Boot HOSTS bare Debian hosts (systemd-nspawn, private bridge smn-br0); writes .lab/inventory.yml (root).
-	LAB_HOSTS=$(HOSTS) hack/lab/lab-up.sh
+	LAB_HOSTS=$(HOSTS) ansible/lab/lab-up.sh
 
 .PHONY: lab-down
 lab-down: ## Stop and remove every lab host, namespace, veth, cgroup and the bridge (idempotent).
-	hack/lab/lab-down.sh
+	ansible/lab/lab-down.sh
 
 .PHONY: bundle
 bundle: images-tools ## Offline bundle: collection + apt repos + faasd + images + SHA256SUMS, in .cache/bundle/ (BUNDLE_STRICT=1 refuses a partial one).
@@ -464,16 +464,16 @@ provision: ansible-venv ## Run syncmesh.edge.site against .lab/inventory.yml (PR
 	@test -f $(LAB_INVENTORY) || { echo "provision: no $(LAB_INVENTORY): run make lab-up first"; exit 1; }
 	$(ANSIBLE_ENV) ansible-playbook -i $(LAB_INVENTORY) syncmesh.edge.site $(PROVISION_ARGS)
 	@if [[ -z "$(PROVISION_ARGS)" ]]; then mkdir -p .mesh && $(ANSIBLE_ENV) ansible-inventory -i $(LAB_INVENTORY) --list > .lab/inventory.json \
-		&& python3 hack/lab/topology.py .lab/inventory.json $(CURDIR)/.lab/.secrets/mesh-secret .mesh/topology.json; fi
+		&& python3 ansible/lab/topology.py .lab/inventory.json $(CURDIR)/.lab/.secrets/mesh-secret .mesh/topology.json; fi
 
 .PHONY: test-lab
 test-lab: ansible-venv lab-tools faasd-bins images ## Lab tier (root; 34 min here, mostly quiet): bundle, 4 nspawn hosts, site twice (changed=0), verify with data, add-node, remove-node, rolling upgrade, lab-down.
-	hack/lab/test-lab.sh
+	ansible/lab/test-lab.sh
 
 .PHONY: test-lab-ci
 test-lab-ci: ansible-venv lab-tools ## CI lab tier (root; amd64, builds its own inputs; 82 min cold at load 10-94): bundle, 3 nspawn hosts, site, again (changed=0), verify with data, lab-down.
 	$(MAKE) faasd-bins images FAASD_ARCHES=amd64
-	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 hack/lab/test-lab.sh
+	LAB_TEST_TIER=ci BUNDLE_ARCHES=amd64 ansible/lab/test-lab.sh
 
 ################################################################################
 # Appliance images (images/appliance; see images/appliance/README.md)

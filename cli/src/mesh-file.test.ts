@@ -85,9 +85,14 @@ test('mesh file - what is wrong is named: no file, not JSON, missing and bad fie
   rejects(write('isolation.json', { ...PROCESS_MESH, isolation: 'vlan' }), /isolation/);
 });
 
-test('mesh file - what Ansible writes (hack/lab/topology.py) is the same format', () => {
+test('mesh file - what Ansible writes (ansible/lab/topology.py) is the same format', () => {
   const out = join(dir, 'ansible-topology.json');
-  execFileSync('python3', [join(repo, 'hack/lab/topology.py'), join(repo, 'cli/test/fixtures/ansible-inventory.json'), join(dir, '.secrets/mesh-secret'), out]);
+  execFileSync('python3', [
+    join(repo, 'ansible/lab/topology.py'),
+    join(repo, 'cli/test/fixtures/ansible-inventory.json'),
+    join(dir, '.secrets/mesh-secret'),
+    out,
+  ]);
   const mesh = readMesh(out);
   assert.equal(mesh.runtime, 'faasd');
   assert.equal(mesh.isolation, 'netns', 'lab hosts are namespaces');
@@ -103,7 +108,7 @@ test('mesh file - what Ansible writes (hack/lab/topology.py) is the same format'
   const real = JSON.parse(readFileSync(join(repo, 'cli/test/fixtures/ansible-inventory.json'), 'utf8'));
   real.syncmesh_nodes.hosts = ['pi-garden'];
   const realOut = join(dir, 'ansible-real.json');
-  execFileSync('python3', [join(repo, 'hack/lab/topology.py'), write('real-inventory.json', real), join(dir, '.secrets/mesh-secret'), realOut]);
+  execFileSync('python3', [join(repo, 'ansible/lab/topology.py'), write('real-inventory.json', real), join(dir, '.secrets/mesh-secret'), realOut]);
   const realMesh = readMesh(realOut);
   assert.equal(realMesh.isolation, 'host');
   assert.equal(realMesh.nodes[0]!.function_url, 'http://192.168.1.40:8080/function/syncmesh-fn');

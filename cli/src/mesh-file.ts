@@ -4,7 +4,7 @@
  *
  * - the emulated mesh, `make mesh-up` (scenarios/mesh/src/topology.ts): `.mesh/<name>/topology.json`
  *   and `.mesh/topology.json`;
- * - Ansible, `make provision` (hack/lab/topology.py, from `ansible-inventory --list`);
+ * - Ansible, `make provision` (ansible/lab/topology.py, from `ansible-inventory --list`);
  * - Terraform, `make tf-up` (terraform/modules/mesh-files): `.mesh/<name>/topology.json`, and
  *   `terraform/hack/tf.sh topology SCENARIO` prints where.
  *

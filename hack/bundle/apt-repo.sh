@@ -17,7 +17,7 @@ stamp="$out/.packages-$(printf '%s ' "${NODE_PACKAGES[@]}" | sha256sum | cut -c1
 if [[ -e $stamp ]]; then echo "$out"; exit 0; fi
 # another architecture's rootfs (mmdebstrap) and chroot below run through qemu-user (binfmt_misc)
 hack/bundle/binfmt.sh "$arch"
-rootfs=$(LAB_SUITE=$suite LAB_ARCH=$arch hack/lab/rootfs.sh)
+rootfs=$(LAB_SUITE=$suite LAB_ARCH=$arch ansible/lab/rootfs.sh)
 work=$(mktemp -d)
 cleanup() { for m in proc dev; do mountpoint -q "$work/$m" && umount -l "$work/$m"; done; rm -rf --one-file-system "$work"; }
 trap cleanup EXIT

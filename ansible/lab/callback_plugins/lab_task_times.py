@@ -1,6 +1,6 @@
 """Lab-only callback: where a playbook's time goes (ansible-core has no profile_tasks without ansible.posix).
 
-Enabled by hack/lab/test-lab.sh (ANSIBLE_CALLBACKS_ENABLED=lab_task_times). At the end of the run it
+Enabled by ansible/lab/test-lab.sh (ANSIBLE_CALLBACKS_ENABLED=lab_task_times). At the end of the run it
 prints the slowest tasks by wall time (first host started to last host finished) and each one's slowest
 host, so a slow stage can be traced to its tasks. LAB_TASK_TIMES_TOP sets how many (25).
 """

@@ -53,7 +53,7 @@ for node in nodes:
 topology = {
     "runtime": "faasd",
     "mesh": "ansible",
-    # lab hosts are network namespaces (hack/lab); provisioned machines are hosts
+    # lab hosts are network namespaces (ansible/lab); provisioned machines are hosts
     "isolation": "netns" if hosts and all(hostvars[h].get("lab_host") for h in hosts) else "host",
     "subnet": None,
     "host_address": None,

@@ -3,7 +3,7 @@
 # keeps it as a tarball under .cache/lab/. A lab host is what an operator starts from: systemd as
 # PID 1, sshd, python3 (+ python3-apt, which Ansible's apt module needs), sudo, nothing else.
 #
-#   hack/lab/rootfs.sh            prints the path of the cached tarball (builds it when missing)
+#   ansible/lab/rootfs.sh            prints the path of the cached tarball (builds it when missing)
 #
 # Env: LAB_SUITE (bookworm), LAB_ARCH (amd64), LAB_CACHE (.cache/lab).
 set -o errexit -o nounset -o pipefail

@@ -19,5 +19,5 @@ if missing:
     sys.exit(f"inventory.py: {src} has no host {', '.join(missing)}")
 inv["all"]["children"]["syncmesh_nodes"]["hosts"] = {h: hosts[h] for h in keep}
 with open(out, "w") as f:
-    f.write(f"# {', '.join(keep)} of {src} (hack/lab/inventory.py)\n")
+    f.write(f"# {', '.join(keep)} of {src} (ansible/lab/inventory.py)\n")
     yaml.safe_dump(inv, f, sort_keys=False)

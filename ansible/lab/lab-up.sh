@@ -23,7 +23,7 @@ die() { echo "lab-up: $*" >&2; exit 1; }
 command -v systemd-nspawn >/dev/null || die "systemd-nspawn is missing: apt-get install systemd-container"
 [[ -e "$LAB_DIR/hosts" ]] && die "$LAB_DIR already has hosts: run make lab-down first"
 
-rootfs=$(hack/lab/rootfs.sh)
+rootfs=$(ansible/lab/rootfs.sh)
 mkdir -p "$LAB_DIR"/{hosts,ssh,run}
 LAB_DIR=$(cd "$LAB_DIR" && pwd)
 key="$LAB_DIR/ssh/id_ed25519"
@@ -37,7 +37,7 @@ ip link add "$BRIDGE" address "$(printf '%s' "$BRIDGE" | sha256sum | sed -E 's/^
 ip addr add "$LAB_SUBNET.1/24" dev "$BRIDGE"
 ip link set "$BRIDGE" up
 
-# Flags containerd/runc need inside an nspawn host (see hack/lab/README.md for what each buys).
+# Flags containerd/runc need inside an nspawn host (see ansible/lab/README.md for what each buys).
 nspawn_flags=(--boot --register=no --keep-unit --quiet)
 if [[ $LAB_NSPAWN_MODE == runtime ]]; then
   nspawn_flags+=(--capability=all --system-call-filter='@keyring bpf')
@@ -46,7 +46,7 @@ fi
 # a container's cgroup. "runtime" mode gives each lab host its own subtree of every controller,
 # below this shell's own cgroup (so nothing escapes the limits this machine puts on us), and
 # bind-mounts that subtree into the host at /var/lib/lab-cgroup/<controller>; the lab-cgroup unit
-# (hack/lab/lab-cgroup.service, lab only) mounts each over /sys/fs/cgroup/<controller> at boot.
+# (ansible/lab/lab-cgroup.service, lab only) mounts each over /sys/fs/cgroup/<controller> at boot.
 V1_CONTROLLERS=(cpuset cpu cpuacct memory pids devices blkio freezer)
 delegate_cgroups() {  # name -> prints nspawn --bind flags; the subtrees are recorded for lab-down
   local name=$1 c base dir
@@ -98,7 +98,7 @@ for i in $(seq 1 "$LAB_HOSTS"); do
   install -d -m 0700 -o 1000 -g 1000 "$root/home/$LAB_USER/.ssh"
   install -m 0600 -o 1000 -g 1000 "$key.pub" "$root/home/$LAB_USER/.ssh/authorized_keys"
   if [[ $LAB_NSPAWN_MODE == runtime ]]; then
-    install -m 0644 hack/lab/lab-cgroup.service "$root/etc/systemd/system/lab-cgroup.service"
+    install -m 0644 ansible/lab/lab-cgroup.service "$root/etc/systemd/system/lab-cgroup.service"
     mkdir -p "$root/etc/systemd/system/sysinit.target.wants" "$root/var/lib/lab-cgroup"
     ln -sf ../lab-cgroup.service "$root/etc/systemd/system/sysinit.target.wants/lab-cgroup.service"
   fi

@@ -26,15 +26,15 @@ tier=${LAB_TEST_TIER:-full}
 prefix=${LAB_PREFIX:-smn}
 subnet=${LAB_SUBNET:-10.231.77}
 export PATH=$venv/bin:$PATH ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
-# each playbook run ends with its slowest tasks (hack/lab/callback_plugins/lab_task_times.py)
-export ANSIBLE_CALLBACK_PLUGINS=$PWD/hack/lab/callback_plugins ANSIBLE_CALLBACKS_ENABLED=lab_task_times
+# each playbook run ends with its slowest tasks (ansible/lab/callback_plugins/lab_task_times.py)
+export ANSIBLE_CALLBACK_PLUGINS=$PWD/ansible/lab/callback_plugins ANSIBLE_CALLBACKS_ENABLED=lab_task_times
 # the build machine is shared (load 40-90 seen): sudo on a lab host took longer than the 10 s default
 export ANSIBLE_TIMEOUT=${ANSIBLE_TIMEOUT:-60}
 logs=.cache/lab/test-lab; rm -rf "$logs"; mkdir -p "$logs"
 poller=""
 cleanup() {
   [[ -n $poller ]] && kill "$poller" 2>/dev/null || true
-  if [[ $keep == 1 ]]; then echo "test-lab: LAB_TEST_KEEP=1: the lab stays up (make lab-down removes it)"; else hack/lab/lab-down.sh >/dev/null 2>&1 || true; fi
+  if [[ $keep == 1 ]]; then echo "test-lab: LAB_TEST_KEEP=1: the lab stays up (make lab-down removes it)"; else ansible/lab/lab-down.sh >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -78,7 +78,7 @@ converge() {  # converge INVENTORY HOSTS WANT_CHANGED0 PLAYBOOK ARGS...
 topology() {  # topology INVENTORY: .mesh/topology.json for the mesh of that inventory
   mkdir -p .mesh &&
   ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible-inventory -i "$1" --list > .lab/inventory.json &&
-  python3 hack/lab/topology.py .lab/inventory.json "$PWD/.lab/.secrets/mesh-secret" .mesh/topology.json &&
+  python3 ansible/lab/topology.py .lab/inventory.json "$PWD/.lab/.secrets/mesh-secret" .mesh/topology.json &&
   python3 -c 'import json,sys; t=json.load(open(".mesh/topology.json")); print("\n".join(n["id"]+" "+n["function_url"] for n in t["nodes"]))'
 }
 # agents_peers INVENTORY HOSTS: every MISO agent of the mesh has HOSTS-1 connected peers (its metrics).
@@ -121,16 +121,16 @@ nothing_left() {
   echo "nothing left"
 }
 
-hack/lab/lab-down.sh > /dev/null
+ansible/lab/lab-down.sh > /dev/null
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 tarball=.cache/bundle/syncmesh-edge-bundle-$version.tar
 step "bundle" env BUNDLE_STRICT=1 hack/bundle/build.sh
 if [[ $tier == ci ]]; then hosts=3; else hosts=4; fi
-step "lab-up $hosts hosts" env LAB_HOSTS=$hosts LAB_PREFIX="$prefix" LAB_SUBNET="$subnet" hack/lab/lab-up.sh
+step "lab-up $hosts hosts" env LAB_HOSTS=$hosts LAB_PREFIX="$prefix" LAB_SUBNET="$subnet" ansible/lab/lab-up.sh
 bundle=$PWD/.lab/bundle/syncmesh-edge
 step "unpack the bundle" tar -xf "$tarball" -C "$(mkdir -p .lab/bundle && echo .lab/bundle)"
 python3() { "$venv/bin/python3" "$@"; }
-python3 hack/lab/inventory.py .lab/inventory.yml .lab/inventory-3.yml "${prefix}1,${prefix}2,${prefix}3"
+python3 ansible/lab/inventory.py .lab/inventory.yml .lab/inventory-3.yml "${prefix}1,${prefix}2,${prefix}3"
 if [[ $tier == full ]]; then cp .lab/inventory.yml .lab/inventory-4.yml; fi
 step "site cold on 3 hosts" converge .lab/inventory-3.yml 3 0 site
 step "site again (changed=0)" converge .lab/inventory-3.yml 3 1 site
@@ -147,8 +147,8 @@ step "topology.json (3 nodes)" topology .lab/inventory-3.yml
 step "verify with data (3 nodes), nothing reaches ${prefix}4" quiet_host "$subnet.14" "${prefix}4-h" \
   playbook .lab/inventory-3.yml verify -e verify_readings="$readings"
 step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
-step "next bundle (new function, listener, agent versions)" hack/lab/next-bundle.sh "$bundle/payload" .lab/bundle-next
-"$venv/bin/python3" hack/lab/mesh-poll.py .mesh/topology.json 1 > "$logs/poll.json" 2> "$logs/poll.err" &
+step "next bundle (new function, listener, agent versions)" ansible/lab/next-bundle.sh "$bundle/payload" .lab/bundle-next
+"$venv/bin/python3" ansible/lab/mesh-poll.py .mesh/topology.json 1 > "$logs/poll.json" 2> "$logs/poll.err" &
 poller=$!
 step "upgrade (rolling, one node at a time)" converge .lab/inventory-3.yml 3 0 upgrade -e syncmesh_bundle_dir="$PWD/.lab/bundle-next/payload"
 kill "$poller"; wait "$poller" || true; poller=""
@@ -157,7 +157,7 @@ step "every node runs the new versions" upgraded .lab/inventory-3.yml 3 lab-next
 step "verify with data after the upgrade" playbook .lab/inventory-3.yml verify -e verify_readings="$readings"
 fi
 if [[ $keep != 1 ]]; then
-  step "lab-down" hack/lab/lab-down.sh
+  step "lab-down" ansible/lab/lab-down.sh
   step "nothing left" nothing_left
 fi
 echo "test-lab ($tier): passed in $((SECONDS - t_all)) s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A tiny OCI image (this machine's static busybox) for the lab tier only: proves that runc starts a
 # container inside a lab host. Not part of the bundle, never on a real node.
-#   hack/lab/test-image.sh      prints the path of .cache/lab/lab-test-busybox.oci.tar
+#   ansible/lab/test-image.sh      prints the path of .cache/lab/lab-test-busybox.oci.tar
 set -o errexit -o nounset -o pipefail
 out=.cache/lab/lab-test-busybox.oci.tar
 [[ -s $out ]] && { echo "$out"; exit 0; }

@@ -6,7 +6,7 @@
 # node at a time. Everything else is hard-linked from the source payload (never modified: files
 # that change are removed and written anew). Prints the new payload's folder.
 #
-#   hack/lab/next-bundle.sh [SRC_PAYLOAD (.cache/bundle/payload)] [OUT (.cache/lab/bundle-next)]
+#   ansible/lab/next-bundle.sh [SRC_PAYLOAD (.cache/bundle/payload)] [OUT (.cache/lab/bundle-next)]
 # Env: LAB_NEXT_SUFFIX (lab-next), LAB_NEXT_IMAGES (syncmesh-fn listener miso-agent).
 set -o errexit -o nounset -o pipefail
 
