@@ -34,7 +34,7 @@ import {
 import { status as meshStatus } from '@syncmesh-edge/mesh';
 import type { ScenarioConfig } from './config.js';
 import { ScenarioError, squashError } from './errors.js';
-import type { CellMesh } from './run.js';
+import type { CellMesh } from './cell-mesh.js';
 import type { WatchedProcess } from './sampler.js';
 
 /** One node must answer its health URL from the client namespace within this time. */

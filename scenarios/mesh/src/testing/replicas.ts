@@ -1,7 +1,7 @@
 /** Shared by the mesh integration tests: does a subscriber's replica collection equal its origin's readings, document for document? */
 import type { Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import { canonicalFields } from '../chaos.js';
+import { canonicalFields } from '../chaos/chaos.js';
 
 export interface ReplicaDiff {
   /** The origin's readings compared. */

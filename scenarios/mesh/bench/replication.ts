@@ -21,12 +21,12 @@ import { CpuMeter, hostInfo, MACHINE, resultsPath, summarize, writeResults, type
 import { parseArgs } from 'node:util';
 import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import type { MeshConfig } from './config.js';
-import { meta, postFunction } from './client.js';
-import { down, up, type Progress } from './mesh.js';
-import { readState } from './state.js';
-import { throwIfInterrupted } from './bench.js';
-import { MeshError } from './errors.js';
+import type { MeshConfig } from '../src/config.js';
+import { meta, postFunction } from '../src/client/client.js';
+import { down, up, type Progress } from '../src/mesh.js';
+import { readState } from '../src/plan/state.js';
+import { runMeshBench, throwIfInterrupted } from './run.js';
+import { MeshError } from '../src/errors.js';
 
 interface LatencyStats {
   samples: number;
@@ -388,3 +388,5 @@ async function measureUpdate(
   const readingsSent = (await sentTo(originUrl, targetIds)) - sentBefore;
   return { subscribers: targets.length, origin_readings: originReadings, ms, readings_sent: readingsSent, resync: readingsSent > targets.length * 10 };
 }
+
+runMeshBench(runReplicationBench);
