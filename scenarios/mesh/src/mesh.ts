@@ -4,6 +4,7 @@
  * (runtime/process.ts, runtime/faasd.ts), picked by MESH_RUNTIME for a start and by the state
  * file afterwards.
  */
+import { join } from 'node:path';
 import { httpOk } from '@syncmesh-edge/lab';
 import type { MeshConfig } from './config.js';
 import { cutNodeFirewall, restoreNodeFirewall } from './network/network.js';
@@ -14,7 +15,6 @@ import { faasdRuntime } from './runtime/faasd.js';
 import { processStatus, removeMesh, startMesh } from './runtime/lifecycle.js';
 import { processRuntime } from './runtime/process.js';
 import type { MeshHandle, Progress, ProcessStatus, Runtime, RuntimeName, UpOptions } from './runtime/runtime.js';
-import { join } from 'node:path';
 
 export type { MeshHandle, Progress, ProcessStatus, UpOptions } from './runtime/runtime.js';
 
