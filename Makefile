@@ -72,7 +72,7 @@ $(TOOLS_VENV_STAMP): hack/requirements-tools.txt | toolchain
 tools-venv: $(TOOLS_VENV_STAMP) ## Python venv with ruff and mkdocs (pinned in hack/requirements-tools.txt).
 
 .PHONY: verify
-verify: build tools-venv ## Check only: tsc -b, biome lint + format, ruff, docs/errors.md vs the codes, mkdocs --strict.
+verify: build tools-venv ## Check only: tsc -b, biome lint + format, ruff, docs/errors.md vs the codes, mkdocs --strict, import cycles (dpdm).
 	TOOLS_VENV=$(TOOLS_VENV) hack/verify.sh
 
 .PHONY: fmt
@@ -129,7 +129,7 @@ BENCH_FUNCTION_ARGS = $(if $(CLIENTS),--concurrency $(CLIENTS) --name $(BENCH_FU
 .PHONY: bench-function
 bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-tier-deps) ## Function vs direct driver queries [CLIENTS=1]; RUNTIME=faasd adds watchdog, gateway, port proxy and published port (DNAT) of one faasd node (root); table, JSON and PNG.
 ifeq ($(RUNTIME),faasd)
-	$(MESH_ENV) $(MESH_CLI) bench-function-faasd $(BENCH_FUNCTION_ARGS)
+	$(MESH_ENV) node scenarios/mesh/dist/bench/function-faasd.js $(BENCH_FUNCTION_ARGS)
 else
 	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)") $(BENCH_FUNCTION_ARGS)
 endif
@@ -220,7 +220,7 @@ test-mesh-mdns: build tools ## MISO agents find each other by real mDNS across 3
 
 .PHONY: bench-replication
 bench-replication: build tools scenarios-venv ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers (BENCH_ARGS="--samples 50 --burst 1000"); table, JSON and PNG.
-	$(MESH_ENV) $(MESH_CLI) bench-replication $(BENCH_ARGS)
+	$(MESH_ENV) node scenarios/mesh/dist/bench/replication.js $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) replication bench-results/replication.json bench-results/replication.png
 
 .PHONY: replication-check
@@ -229,7 +229,7 @@ replication-check: build ## Does every subscriber of a running mesh agree with i
 
 .PHONY: bench-mesh
 bench-mesh: build tools scenarios-venv ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional; BENCH_ARGS="--nodes 3,6 --repeat 7"); table, JSON and PNG.
-	$(MESH_ENV) $(MESH_CLI) bench $(BENCH_ARGS)
+	$(MESH_ENV) node scenarios/mesh/dist/bench/fanout.js $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) mesh bench-results/mesh.json bench-results/mesh.png
 
 ################################################################################

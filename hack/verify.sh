@@ -10,6 +10,9 @@
 #   errors table  hack/check-errors.mjs: docs/errors.md rows vs the EDGE_* codes in the code
 #   docs          mkdocs build --strict (broken links and missing pages fail; config: mkdocs.yml)
 #   docs paths    hack/check-doc-paths.py: no Markdown file quotes a build machine's path (/work/..., /root/...)
+#   import cycles dpdm over every TypeScript workspace (package.json "workspaces"): no file imports
+#                 itself through others, type-only imports included (the build's project
+#                 references already keep the workspaces themselves acyclic)
 #   tf locks      terraform/hack/check_locks.py: no committed Terraform lock file holds a hash of a
 #                 provider built here (users' tofu init would refuse the published providers)
 #
@@ -43,6 +46,14 @@ python_checks() {
   "$TOOLS_VENV/bin/ruff" check --quiet . && "$TOOLS_VENV/bin/ruff" format --check --quiet .
 }
 
+import_cycles() {
+  local globs out rc=0
+  mapfile -t globs < <(node -p 'require("./package.json").workspaces.map((w) => `${w}/**/*.ts`).join("\n")')
+  out=$(npx --no-install dpdm --no-tree --no-warning --no-progress --exit-code circular:1 --exclude '/(node_modules|dist)/' "${globs[@]}" 2>&1) || rc=$?
+  [ $rc = 0 ] || grep -A 50 'Circular Dependencies' <<<"$out"
+  return $rc
+}
+
 # Not --quiet: it hides the warnings that --strict counts, and the build would pass.
 docs_build() {
   local out rc=0
@@ -59,6 +70,7 @@ step python python_checks
 step 'errors table' node hack/check-errors.mjs
 step docs docs_build
 step 'docs paths' python3 hack/check-doc-paths.py
+step 'import cycles' import_cycles
 step 'tf locks' python3 terraform/hack/check_locks.py
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -2,7 +2,7 @@
  * The mesh description: how to reach every node of a mesh from the machine the CLI runs on.
  * Three things write it, in this one format (docs/reference/mesh-description.md):
  *
- * - the emulated mesh, `make mesh-up` (scenarios/mesh/src/topology.ts): `.mesh/<name>/topology.json`
+ * - the emulated mesh, `make mesh-up` (scenarios/mesh/src/plan/topology.ts): `.mesh/<name>/topology.json`
  *   and `.mesh/topology.json`;
  * - Ansible, `make provision` (ansible/lab/topology.py, from `ansible-inventory --list`);
  * - Terraform, `make tf-up` (terraform/modules/mesh-files): `.mesh/<name>/topology.json`, and

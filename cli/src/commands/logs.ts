@@ -23,7 +23,7 @@ import type { VerbOutcome } from '../output.js';
 export const SERVICES = ['function', 'listener', 'agent', 'mongo', 'gateway', 'faasd'] as const;
 type Service = (typeof SERVICES)[number];
 
-/** The process role of each service in the emulated mesh (scenarios/mesh/src/services.ts; faasd: runtime-faasd.ts). */
+/** The process role of each service in the emulated mesh (scenarios/mesh/src/runtime/services.ts; faasd: runtime/faasd.ts). */
 const PROCESS_ROLE: Record<Service, string> = { function: 'function', listener: 'listener', agent: 'agent', mongo: 'mongo', gateway: '', faasd: 'faasd' };
 /** The name the gateway's /system/logs knows each service by, and its namespace. */
 const GATEWAY_NAME: Partial<Record<Service, { name: string; namespace?: string }>> = {

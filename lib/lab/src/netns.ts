@@ -2,7 +2,7 @@
  * The lab's one implementation of network namespace commands (iproute2): list namespaces,
  * interfaces and routes, create a bridge, plug a namespace into a bridge with a veth, run a
  * command inside a namespace, and remove namespaces and interfaces (killing what runs inside).
- * scenarios/mesh builds its nodes' network from these (`scenarios/mesh/src/network.ts` keeps
+ * scenarios/mesh builds its nodes' network from these (`scenarios/mesh/src/network/network.ts` keeps
  * only the mesh's names and checks).
  *
  * On top of them, the two namespaces the lab adds to a running mesh, on the mesh's bridge: the

@@ -288,7 +288,7 @@ export function classify(layout: Layout, captures: readonly CapturedInterface[])
   return out;
 }
 
-/** The part of `.mesh/topology.json` (scenarios/mesh/src/topology.ts) the classifier reads. */
+/** The part of `.mesh/topology.json` (scenarios/mesh/src/plan/topology.ts) the classifier reads. */
 export interface TopologyLike {
   host_address: string;
   nodes: readonly {

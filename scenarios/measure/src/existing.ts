@@ -34,7 +34,7 @@ import {
 import { status as meshStatus } from '@syncmesh-edge/mesh';
 import type { ScenarioConfig } from './config.js';
 import { ScenarioError, squashError } from './errors.js';
-import type { CellMesh } from './run.js';
+import type { CellMesh } from './cell-mesh.js';
 import type { WatchedProcess } from './sampler.js';
 
 /** One node must answer its health URL from the client namespace within this time. */
@@ -42,7 +42,7 @@ export const NODE_PROBE_TIMEOUT_MS = 10_000;
 
 const url = z.string().refine((u) => URL.canParse(u), 'an absolute URL');
 
-/** The part of topology.json (scenarios/mesh/src/topology.ts, terraform/modules/mesh-files) this reads. */
+/** The part of topology.json (scenarios/mesh/src/plan/topology.ts, terraform/modules/mesh-files) this reads. */
 const topologySchema = z.object({
   mesh: z.string().regex(/^[a-z][a-z0-9]{1,7}$/, 'a mesh name: a lowercase letter, then 1-7 lowercase letters or digits'),
   isolation: z.enum(['netns', 'vm'], {

@@ -21,6 +21,7 @@ import {
 import { CENTRAL_MONGO_PORT, startCentral, type Central, type IngestResult } from './central.js';
 import { DEFAULT_DEADLINE_MS, DEFAULT_NODE_TIMEOUT_MS, type ScenarioConfig, type System, type Workload } from './config.js';
 import { ScenarioError } from './errors.js';
+import type { CellMesh } from './cell-mesh.js';
 import { attachClient, detachClient, meshProcesses, type ExistingMesh } from './existing.js';
 import { metricValue, runK6, trend, type K6Outcome, type TrendValues } from './k6.js';
 import { moduleLogger } from './log.js';
@@ -115,20 +116,6 @@ function targetsFor(plan: MeshPlan, client: ExtraNamespace, central: Central | n
     ...plan.nodes.map((n) => ({ iface: n.hostIf!, kind: 'node' as const, node: n.id })),
     ...(central ? [{ iface: central.ns.hostIf, kind: 'central' as const }] : []),
   ];
-}
-
-/** What a cell needs of the mesh it runs on: one the harness started, or an existing one. */
-export interface CellMesh {
-  /** node-1 (the entry) first, with the URLs it reaches every other node at. */
-  readonly nodes: readonly { id: string; function_url: string; peers: Readonly<Record<string, string>> }[];
-  /** Where k6 runs. */
-  readonly client: ExtraNamespace;
-  /** The link profile recorded with every cell. */
-  readonly latency: string;
-  captureTargets(central: Central | null): CaptureTarget[];
-  layout(central: Central | null): Layout;
-  /** The processes to sample: those of nodes 1..`nodes` that run on this machine, and the central server's. */
-  processes(central: Central | null, nodes: number): Promise<WatchedProcess[]>;
 }
 
 function startedMesh(cfg: ScenarioConfig, mesh: MeshHandle, client: ExtraNamespace): CellMesh {

@@ -33,11 +33,12 @@ import { hasCommand, inNetns, RespClient, startDetached, waitFor, waitForEvery }
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 import { loadConfig, type MeshConfig } from '../src/config.js';
 import { MeshError } from '../src/errors.js';
-import { linkShapes, toxicsFor } from '../src/latency.js';
-import { down, requireState, up } from '../src/mesh.js';
-import type { NodePlan } from '../src/plan.js';
-import { writeState } from '../src/state.js';
-import { ToxiproxyClient } from '../src/toxiproxy.js';
+import { linkShapes, toxicsFor } from '../src/network/latency.js';
+import { down, up } from '../src/mesh.js';
+import { requireState } from '../src/plan/state.js';
+import type { NodePlan } from '../src/plan/plan.js';
+import { writeState } from '../src/plan/state.js';
+import { ToxiproxyClient } from '../src/network/toxiproxy.js';
 import { allReduceData, type AllReduceSystem, type WorkerInit, type WorkerRound } from './allreduce-common.js';
 
 const NODES = 5;

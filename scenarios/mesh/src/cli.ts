@@ -8,48 +8,26 @@
  *   cut <node> | restore <node>
  *   capture -- <command...>  bytes per link and direction while the command runs (JSON)
  *   demo                     3 nodes, a collect and an aggregate query, a table, teardown
- *   bench                    sequential vs parallel fan-out for 3..30 nodes (regional profile)
- *   bench-replication        insert-on-origin to replica-on-subscriber latency and events/s, 1 and 5 subscribers
- *   bench-function-faasd     the function benchmark on one faasd node: direct, bare process, watchdog, gateway, published port
- *   fn deploy|remove|sync    users' functions on a faasd mesh (fn-cli.ts: every node's registry and gateway)
+ *   fn deploy|remove|sync    users' functions on a faasd mesh (deploy/cli.ts: every node's registry and gateway)
+ *
+ * The benchmarks (make bench-mesh, bench-replication, bench-function RUNTIME=faasd) are programs
+ * of their own in ../bench.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { clientNamespace, startMeshCapture, type CaptureTopology, type MeshTraffic } from './capture.js';
+import { clientNamespace, startMeshCapture, type CaptureTopology, type MeshTraffic } from './network/capture.js';
 import { loadConfig } from './config.js';
-import { inNetns, LabError, removeNamespace, type ExtraNamespace } from '@syncmesh-edge/lab';
+import { inNetns, removeNamespace, type ExtraNamespace } from '@syncmesh-edge/lab';
+import { interruptible, progress, runMain } from './command.js';
 import { MeshError } from './errors.js';
-import { cut, down, requireState, restore, status, up } from './mesh.js';
-import { buildTopology } from './topology.js';
-import { runBench } from './bench.js';
-import { runReplicationBench } from './bench-replication.js';
-import { runFunctionBenchFaasd } from './bench-function-faasd.js';
-import { runDemo } from './demo.js';
-import { runFn } from './fn-cli.js';
+import { cut, down, restore, status, up } from './mesh.js';
+import { requireState } from './plan/state.js';
+import { buildTopology } from './plan/topology.js';
+import { runDemo } from './demo/demo.js';
+import { runFn } from './deploy/cli.js';
 
 const MB = 1024 * 1024;
-
-function progress(message: string): void {
-  process.stderr.write(`[mesh ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
-}
-
-/** Runs `work` with a signal that Ctrl-C (SIGINT) and SIGTERM abort, saying `message`. */
-async function interruptible(message: string, work: (signal: AbortSignal) => Promise<number>): Promise<number> {
-  const ac = new AbortController();
-  const onSignal = () => {
-    progress(message);
-    ac.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    return await work(ac.signal);
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
-}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -151,33 +129,10 @@ async function main(argv: string[]): Promise<number> {
       return runDemo(cfg, progress);
     case 'fn':
       return runFn(cfg.stateRoot, rest, progress);
-    case 'bench':
-    case 'bench-replication':
-    case 'bench-function-faasd':
-      // a running start removes what it created; a running measurement ends at its next
-      // request, and the bench tears its mesh down before it exits
-      return interruptible('interrupted: stopping the benchmark and tearing its mesh down', (signal) =>
-        command === 'bench'
-          ? runBench(cfg, progress, rest, signal)
-          : command === 'bench-replication'
-            ? runReplicationBench(cfg, progress, rest, signal)
-            : runFunctionBenchFaasd(cfg, progress, rest, signal),
-      );
     default:
-      process.stderr.write(
-        'usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|bench|bench-replication|bench-function-faasd|fn deploy|remove|sync\n',
-      );
+      process.stderr.write('usage: mesh up|down|status [--json]|cut <node>|restore <node>|capture -- <cmd>|demo|fn deploy|remove|sync\n');
       return 2;
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    if (err instanceof MeshError || err instanceof LabError) process.stderr.write(`mesh: ${err.code}: ${err.message}\n`);
-    else process.stderr.write(`mesh: ${(err as Error).stack ?? String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+runMain(main);

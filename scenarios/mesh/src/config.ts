@@ -28,7 +28,7 @@ export const DEFAULT_MONGO_PORT = 27017;
 export const DEFAULT_AGENT_PORT = 7070;
 export const DEFAULT_LISTENER_HEALTH_PORT = 8091; // the listener's /readyz inside a node namespace
 /**
- * Loopback mode: ports used by one mesh, from its base (plan.ts): node services below base+1000,
+ * Loopback mode: ports used by one mesh, from its base (plan/plan.ts): node services below base+1000,
  * the function links from base+1000, the agent links from base+2000 (each 32·from+to, 30 nodes).
  */
 export const LOOPBACK_PORT_SPAN = 3000;

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { REPO_ROOT } from '../config.js';
 import { hasCommand, isAlive, listRoutes } from '@syncmesh-edge/lab';
-import { overlaps } from '../plan.js';
-import { readState } from '../state.js';
+import { overlaps } from '../plan/plan.js';
+import { readState } from '../plan/state.js';
 
 export const isRoot = process.getuid?.() === 0;
 

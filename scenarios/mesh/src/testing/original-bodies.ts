@@ -5,10 +5,10 @@
  * end-to-end test and the faasd tier.
  */
 import assert from 'node:assert/strict';
-import { listNodes, postFunction, type TimedAnswer } from '../client.js';
-import { relDiff, type ExpectedAggregate } from '../oracle.js';
-import { DAY_END, MONTH_END, MONTH_START, originalRequest } from '../queries.js';
-import type { Topology } from '../topology.js';
+import { listNodes, postFunction, type TimedAnswer } from '../client/client.js';
+import { relDiff, type ExpectedAggregate } from '../client/oracle.js';
+import { DAY_END, MONTH_END, MONTH_START, originalRequest } from '../client/queries.js';
+import type { Topology } from '../plan/topology.js';
 
 type Averages = Pick<ExpectedAggregate, 'average_temperature' | 'average_humidity' | 'average_pressure'>;
 

@@ -1,7 +1,25 @@
-/** Shared by the mesh integration tests: does a subscriber's replica collection equal its origin's readings, document for document? */
-import type { Document } from 'mongodb';
+/** Shared by the mesh integration tests and benchmarks: readings to replicate, and does a subscriber's replica collection equal its origin's readings, document for document? */
+import { ObjectId, type Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import { canonicalFields } from '../chaos.js';
+import { canonicalFields } from '../chaos/chaos.js';
+
+/**
+ * Reading `i` of a sensor that no data set has (9000), one second apart in August 2017: outside
+ * every July window the tests and benchmarks query.
+ */
+export function augustReading(i: number, sensorId = 9000): Document & { _id: ObjectId } {
+  return {
+    _id: new ObjectId(),
+    sensor_id: sensorId,
+    location: 9000,
+    lat: 42.7,
+    lon: 23.3,
+    timestamp: new Date(Date.UTC(2017, 7, 1) + i * 1000),
+    temperature: 20,
+    humidity: 50,
+    pressure: 94000,
+  };
+}
 
 export interface ReplicaDiff {
   /** The origin's readings compared. */

@@ -17,12 +17,12 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, PACKAGE_ROOT } from '../../src/config.js';
-import { startMeshCapture } from '../../src/capture.js';
+import { startMeshCapture } from '../../src/network/capture.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
-import { misoPeers } from '../../src/services.js';
-import { trackedConnections } from '../../src/network.js';
-import { readState } from '../../src/state.js';
-import { ToxiproxyClient } from '../../src/toxiproxy.js';
+import { misoPeers } from '../../src/runtime/services.js';
+import { trackedConnections } from '../../src/network/network.js';
+import { readState } from '../../src/plan/state.js';
+import { ToxiproxyClient } from '../../src/network/toxiproxy.js';
 import { AgentClients, agentSkipReason, has, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName, until } from '../../src/testing/helpers.js';
 
 const LINK_MS = 200; // one-way latency of node-1 <-> node-2 (both directions)

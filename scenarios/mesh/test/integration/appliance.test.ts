@@ -12,11 +12,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { postFunction, type TimedAnswer } from '../../src/client.js';
-import { expectedFromMongo, expectedOf, relDiff, warmAggregate, type ExpectedAggregate } from '../../src/oracle.js';
-import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, WEEK_END } from '../../src/queries.js';
-import { GatewayClient } from '../../src/runtime-faasd.js';
-import type { Topology } from '../../src/topology.js';
+import { postFunction, type TimedAnswer } from '../../src/client/client.js';
+import { expectedFromMongo, expectedOf, relDiff, warmAggregate, type ExpectedAggregate } from '../../src/client/oracle.js';
+import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, WEEK_END } from '../../src/client/queries.js';
+import { GatewayClient } from '../../src/runtime/faasd.js';
+import type { Topology } from '../../src/plan/topology.js';
 
 const TIMEOUT_MS = 120_000;
 const WARM_MS = 10_000;

@@ -48,7 +48,7 @@ import {
   type DataVerdict,
   type QueryRecord,
   type WriteRecord,
-} from '../../src/chaos.js';
+} from '../../src/chaos/chaos.js';
 import {
   CHAOS_EPOCH_MS,
   CHAOS_REPLICA,
@@ -70,8 +70,8 @@ import {
   withDeadline,
   type SdkClient,
   type WorkerContext,
-} from '../../src/chaos-driver.js';
-import { meta } from '../../src/client.js';
+} from '../../src/chaos/driver.js';
+import { meta } from '../../src/client/client.js';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { down, up, type MeshHandle } from '../../src/mesh.js';
 import { freeTestSubnet, netnsSkipReason, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';

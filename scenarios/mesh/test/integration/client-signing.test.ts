@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
-import { listNodes, nodeIdAt, ownNode, upsertPeers } from '../../src/client.js';
+import { listNodes, nodeIdAt, ownNode, upsertPeers } from '../../src/client/client.js';
 import type { MeshError } from '../../src/errors.js';
 
 const SECRET = 'mesh-scripts-test-secret-of-32-bytes-or-more';

@@ -19,11 +19,11 @@ import { loadavg } from 'node:os';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
-import { postFunction, type TimedAnswer } from '../../src/client.js';
+import { postFunction, type TimedAnswer } from '../../src/client/client.js';
 import { down, status, up, type MeshHandle } from '../../src/mesh.js';
-import { expectedFromMongo, expectedOf, relDiff, type ExpectedAggregate } from '../../src/oracle.js';
-import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, originalRequest } from '../../src/queries.js';
-import { readState } from '../../src/state.js';
+import { expectedFromMongo, expectedOf, relDiff, type ExpectedAggregate } from '../../src/client/oracle.js';
+import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, originalRequest } from '../../src/client/queries.js';
+import { readState } from '../../src/plan/state.js';
 import {
   deployFunctions,
   FAASD_NODE_ROLE,
@@ -37,24 +37,24 @@ import {
   restartFaasdNode,
   serviceAddress,
   stackVars,
-} from '../../src/runtime-faasd.js';
+} from '../../src/runtime/faasd.js';
 import { MeshError, squashError } from '../../src/errors.js';
 import { cut, restore } from '../../src/mesh.js';
-import { listNodes, meta } from '../../src/client.js';
-import { MongoClient, ObjectId } from 'mongodb';
+import { listNodes, meta } from '../../src/client/client.js';
+import { MongoClient, type ObjectId } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import { httpOk, leftovers, run, waitForEvery } from '@syncmesh-edge/lab';
 import { ensurePymongo, nodeReadingWrites, pymongoReadingWrites, READING_WRITE_EVENTS, READINGS_LEFT } from '@syncmesh-edge/mongo-test-server';
-import { SDK_MAIN, type SdkClient } from '../../src/chaos-driver.js';
+import { SDK_MAIN, type SdkClient } from '../../src/chaos/driver.js';
 import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { assertOriginalBodiesExact } from '../../src/testing/original-bodies.js';
-import { trackedConnections } from '../../src/network.js';
-import { linkProxies } from '../../src/plan.js';
-import { linkShapes } from '../../src/latency.js';
-import { ToxiproxyClient } from '../../src/toxiproxy.js';
-import { replicaDiff } from '../../src/testing/replicas.js';
-import type { TopologyNode } from '../../src/topology.js';
+import { trackedConnections } from '../../src/network/network.js';
+import { linkProxies } from '../../src/plan/plan.js';
+import { linkShapes } from '../../src/network/latency.js';
+import { ToxiproxyClient } from '../../src/network/toxiproxy.js';
+import { augustReading, replicaDiff } from '../../src/testing/replicas.js';
+import type { TopologyNode } from '../../src/plan/topology.js';
 import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
@@ -590,20 +590,9 @@ test("faasd mesh - replication node-2 -> node-3 loses nothing across a kill -9 o
     const replicas = c3.db('syncmesh').collection<{ _id: string }>('sensor_data_replicas');
     const ids: ObjectId[] = [];
     for (let i = 0; i < 60; i++) {
-      const _id = new ObjectId();
-      // August 2017: outside every July window the other tests query
-      await origin.insertOne({
-        _id,
-        sensor_id: 9000,
-        location: 9000,
-        lat: 42.7,
-        lon: 23.3,
-        timestamp: new Date(Date.UTC(2017, 7, 1) + i * 1000),
-        temperature: 20,
-        humidity: 50,
-        pressure: 94000,
-      });
-      ids.push(_id);
+      const doc = augustReading(i);
+      await origin.insertOne(doc);
+      ids.push(doc._id);
       if (i === 20) process.kill((await taskPid(n2.id, 'listener'))!, 'SIGKILL');
     }
     const rids = ids.map((id) => replicaId(n2.id, id));

@@ -7,7 +7,7 @@
  *   then faas-cli deploy --image, invoke, update with a new image, remove; scale to zero through
  *   the gateway is answered but keeps 1 replica (the Community Edition gateway); refused cleanly: an image for another architecture, the name of the node's own
  *   function, a wrong registry password;
- * - mesh-wide (fn-deploy.ts): deploy to a named subset, a node that joins afterwards (syncNode)
+ * - mesh-wide (src/deploy/deploy.ts): deploy to a named subset, a node that joins afterwards (syncNode)
  *   serves it, update, remove; refused before anything changes: an unknown node, a registry out
  *   of disk (a 24 MB tmpfs under one node's registry);
  * - the stateful counter (miso-counter, label com.syncmesh.miso=true) on all 3 nodes: adds on
@@ -25,10 +25,10 @@ import { join } from 'node:path';
 import { run } from '@syncmesh-edge/lab';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { MeshError } from '../../src/errors.js';
-import { deployFunction, nodesFromTopology, removeFunction, syncNode, type FunctionNode } from '../../src/fn-deploy.js';
+import { deployFunction, nodesFromTopology, removeFunction, syncNode, type FunctionNode } from '../../src/deploy/deploy.js';
 import { down, up, type MeshHandle } from '../../src/mesh.js';
-import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode } from '../../src/runtime-faasd.js';
-import { readState } from '../../src/state.js';
+import { FAASD_NODE_ROLE, FAASD_PATHS, GatewayClient, inNode } from '../../src/runtime/faasd.js';
+import { readState } from '../../src/plan/state.js';
 import { iptablesRules, netnsSkipReason, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const EVENTUALLY_MS = 180_000;

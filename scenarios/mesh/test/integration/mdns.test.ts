@@ -22,9 +22,9 @@ import { join } from 'node:path';
 import { loadConfig, PACKAGE_ROOT, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { MeshError } from '../../src/errors.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
-import { readState } from '../../src/state.js';
-import { createNodeNetwork, NODE_IF } from '../../src/network.js';
-import type { NodePlan } from '../../src/plan.js';
+import { readState } from '../../src/plan/state.js';
+import { createNodeNetwork, NODE_IF } from '../../src/network/network.js';
+import type { NodePlan } from '../../src/plan/plan.js';
 import {
   AGENT_MAIN,
   AgentClients,

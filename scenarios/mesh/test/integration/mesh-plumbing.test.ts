@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { loadConfig, type MeshConfig } from '../../src/config.js';
 import { MeshError } from '../../src/errors.js';
 import { createNamespace, deleteNamespace, leftovers, removeNamespace, runInNetns } from '@syncmesh-edge/lab';
-import { clientNamespace, startMeshCapture } from '../../src/capture.js';
+import { clientNamespace, startMeshCapture } from '../../src/network/capture.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
-import { trackedConnections } from '../../src/network.js';
+import { trackedConnections } from '../../src/network/network.js';
 import { PACKAGE_ROOT } from '../../src/config.js';
 import {
   has,

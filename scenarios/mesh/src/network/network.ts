@@ -2,11 +2,11 @@
  * The mesh's network: its names and checks on top of the lab's namespace commands
  * (`@syncmesh-edge/lab`, lib/lab/src/netns.ts), the iptables rules that send a node's traffic
  * for its peers' addresses through the link proxies, and the ones that cut a node off.
- * Every name starts with the mesh name (see plan.ts); the iptables rules live inside the node's
+ * Every name starts with the mesh name (see plan/plan.ts); the iptables rules live inside the node's
  * namespace, so deleting the namespace removes them too.
  */
-import { MeshError } from './errors.js';
-import { kernelNames, linkProxies, overlaps, proxyAddress, type MeshPlan, type NodePlan, type ProxyPlan } from './plan.js';
+import { MeshError } from '../errors.js';
+import { kernelNames, linkProxies, overlaps, proxyAddress, type MeshPlan, type NodePlan, type ProxyPlan } from '../plan/plan.js';
 import {
   attachNamespace,
   createBridge,

@@ -17,13 +17,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { MeshConfig } from './config.js';
-import { postFunction, type FunctionAnswer } from './client.js';
-import { MeshError } from './errors.js';
-import { down, restartFunctions, status, up, type Progress } from './mesh.js';
+import type { MeshConfig } from '../src/config.js';
+import { postFunction, type FunctionAnswer } from '../src/client/client.js';
+import { MeshError } from '../src/errors.js';
+import { down, status, up, type Progress } from '../src/mesh.js';
+import { restartFunctions } from '../src/runtime/process.js';
 import { hostInfo, resultsPath, summarize } from '@syncmesh-edge/bench-kit';
 import { pool } from '@syncmesh-edge/lab';
-import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, estimateRequest, MONTH_END, MONTH_START } from './queries.js';
+import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, estimateRequest, MONTH_END, MONTH_START } from '../src/client/queries.js';
+import { runMeshBench, throwIfInterrupted } from './run.js';
 
 const DEFAULT_SIZES = [3, 6, 12, 30];
 const DEFAULT_REPEAT = 7;
@@ -126,10 +128,6 @@ function joinBlocks(parts: readonly Raw[]): Measured {
     db_sum_ms: stats(parts.flatMap((p) => p.dbSum)).median_ms,
     db_max_ms: stats(parts.flatMap((p) => p.dbMax)).median_ms,
   };
-}
-
-export function throwIfInterrupted(signal: AbortSignal): void {
-  if (signal.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', 'benchmark interrupted');
 }
 
 export async function runBench(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
@@ -247,3 +245,5 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   progress(`results written to ${values.out}`);
   return 0;
 }
+
+runMeshBench(runBench);

@@ -3,9 +3,9 @@
  * provisioning uses): sensor i's month from DATA/i.csv, or generated data for sensor i. The
  * loader also writes the node's own registry entry (--set-own-location).
  */
-import type { MeshConfig } from './config.js';
-import { MeshError } from './errors.js';
-import type { NodePlan } from './plan.js';
+import type { MeshConfig } from '../config.js';
+import { MeshError } from '../errors.js';
+import type { NodePlan } from '../plan/plan.js';
 import { run } from '@syncmesh-edge/lab';
 
 /** Loading one sensor-month takes a few seconds; allow for 30 nodes sharing 2 cores. */

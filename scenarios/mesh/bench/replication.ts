@@ -19,14 +19,15 @@
 import { readFileSync } from 'node:fs';
 import { CpuMeter, hostInfo, MACHINE, resultsPath, summarize, writeResults, type CpuGroup } from '@syncmesh-edge/bench-kit';
 import { parseArgs } from 'node:util';
-import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
+import { MongoClient, type ObjectId, type Collection, type Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
-import type { MeshConfig } from './config.js';
-import { meta, postFunction } from './client.js';
-import { down, up, type Progress } from './mesh.js';
-import { readState } from './state.js';
-import { throwIfInterrupted } from './bench.js';
-import { MeshError } from './errors.js';
+import type { MeshConfig } from '../src/config.js';
+import { meta, postFunction } from '../src/client/client.js';
+import { down, up, type Progress } from '../src/mesh.js';
+import { readState } from '../src/plan/state.js';
+import { augustReading } from '../src/testing/replicas.js';
+import { runMeshBench, throwIfInterrupted } from './run.js';
+import { MeshError } from '../src/errors.js';
 
 interface LatencyStats {
   samples: number;
@@ -80,18 +81,6 @@ const WARMUP_BURST = 2_000;
 const BENCH_HEAP_MB = 384;
 /** Polling node-1's /readyz while a resync runs. */
 const PROGRESS_POLL_MS = 100;
-
-const reading = (i: number, sensorId = 9000): Document => ({
-  _id: new ObjectId(),
-  sensor_id: sensorId,
-  location: 9000,
-  lat: 42.7,
-  lon: 23.3,
-  timestamp: new Date(Date.UTC(2017, 7, 1) + i * 1000),
-  temperature: 20,
-  humidity: 50,
-  pressure: 94000,
-});
 
 /**
  * Polls every subscriber for the replica by its _id (an index lookup, also on the test server),
@@ -222,11 +211,11 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       // Warm-up: a burst first, so that the subscribers' test servers (JVMs) and functions have
       // compiled their write paths (a node that runs for days has), then readings one at a time.
       progress(`${subscribers} subscriber(s): warming up (${WARMUP_BURST} readings, then 20 one at a time)`);
-      const warm = Array.from({ length: WARMUP_BURST }, () => reading(seq++, 9200 + subscribers));
+      const warm = Array.from({ length: WARMUP_BURST }, () => augustReading(seq++, 9200 + subscribers));
       for (let i = 0; i < warm.length; i += 500) await origin.insertMany(warm.slice(i, i + 500));
       await waitVisible(targets, originId, warm[warm.length - 1]!['_id'] as ObjectId, 300_000, signal, BURST_POLL_MS);
       for (let i = 0; i < 20; i++) {
-        const doc = reading(seq++);
+        const doc = augustReading(seq++);
         await origin.insertOne(doc);
         await waitVisible(targets, originId, doc['_id'] as ObjectId, 30_000, signal);
       }
@@ -235,7 +224,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       const lat: number[] = [];
       const latencyCpu = await meter.measure(async () => {
         for (let i = 0; i < samples; i++) {
-          const doc = reading(seq++);
+          const doc = augustReading(seq++);
           const t0 = performance.now();
           await origin.insertOne(doc);
           await waitVisible(targets, originId, doc['_id'] as ObjectId, 30_000, signal);
@@ -247,7 +236,7 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       progress(`${subscribers} subscriber(s): burst of ${burst} readings`);
       // The burst's readings carry their own sensor id, so that each subscriber's count is exact.
       const burstSensor = 9100 + subscribers;
-      const docs = Array.from({ length: burst }, () => reading(seq++, burstSensor));
+      const docs = Array.from({ length: burst }, () => augustReading(seq++, burstSensor));
       const t0 = performance.now();
       const burstCpu = await meter.measure(async () => {
         for (let i = 0; i < docs.length; i += 500) await origin.insertMany(docs.slice(i, i + 500));
@@ -388,3 +377,5 @@ async function measureUpdate(
   const readingsSent = (await sentTo(originUrl, targetIds)) - sentBefore;
   return { subscribers: targets.length, origin_readings: originReadings, ms, readings_sent: readingsSent, resync: readingsSent > targets.length * 10 };
 }
+
+runMeshBench(runReplicationBench);

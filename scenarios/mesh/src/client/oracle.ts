@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { MongoClient } from 'mongodb';
-import { MeshError } from './errors.js';
+import { MeshError } from '../errors.js';
 
 export interface ExpectedAggregate {
   count: number;

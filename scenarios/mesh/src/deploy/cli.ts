@@ -11,9 +11,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { MeshError } from './errors.js';
-import { deployFunction, nodesFromTopology, removeFunction, syncNode, type NodeOutcome } from './fn-deploy.js';
-import type { Topology } from './topology.js';
+import { MeshError } from '../errors.js';
+import { deployFunction, nodesFromTopology, removeFunction, syncNode, type NodeOutcome } from './deploy.js';
+import type { Topology } from '../plan/topology.js';
 
 function pairs(list: string[] | undefined, what: string): Record<string, string> {
   const out: Record<string, string> = {};

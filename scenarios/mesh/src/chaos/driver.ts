@@ -25,12 +25,14 @@ import {
   type QueryRecord,
   type WriteRecord,
 } from './chaos.js';
-import { REPO_ROOT, type MeshConfig } from './config.js';
-import { squashError } from './errors.js';
-import { cut, nodeProcess, requireState, restore, startNodeService } from './mesh.js';
+import { REPO_ROOT, type MeshConfig } from '../config.js';
+import { squashError } from '../errors.js';
+import { cut, restore } from '../mesh.js';
+import { requireState } from '../plan/state.js';
+import { nodeProcess, startNodeService } from '../runtime/process.js';
 import { isAlive, stopProcess, waitFor } from '@syncmesh-edge/lab';
-import type { NodePlan } from './plan.js';
-import type { Topology } from './topology.js';
+import type { NodePlan } from '../plan/plan.js';
+import type { Topology } from '../plan/topology.js';
 
 /** Sensor ids of the chaos readings: 7000 + origin node index (generated data uses 1..N). */
 export const CHAOS_SENSOR_BASE = 7000;

@@ -4,27 +4,26 @@
  * provider, faasd up with the node's docker-compose.yaml), the Syncmesh function deployed
  * through the gateway's REST API, both rendered from the node description images/node/node.yml
  * by the collection's one renderer (node_stack.py, run as a program), the function's secrets in
- * faasd's secret store. Registration, data loading, links and topology are the process runtime's own code.
+ * faasd's secret store. Registration, data loading, links and topology are the lifecycle's
+ * (lifecycle.ts), the same for both runtimes.
  *
- * Order of `upFaasd` (state written before each step, so `down` can undo any prefix): preflight
- * -> bridge -> toxiproxy -> per node: namespace, node-prepare.sh, node-run.sh, gateway ready,
- * MongoDB ready, data, secrets (mesh-secret, write-key, mongodb-uri), function deployed and ready ->
- * registries (signed v2 for each node's id) -> link profile -> topology.json (with
- * "runtime": "faasd", "gateway_url", "basic_auth_file" and the mesh's "write_key_file").
+ * A node's start within the lifecycle's (state written before each step, so the teardown can undo
+ * any prefix): startDatabase: node-prepare.sh, node-run.sh, gateway ready, MongoDB ready; the
+ * data; startServices: secrets (mesh-secret, write-key, mongodb-uri), function deployed and
+ * ready. The topology then says "runtime": "faasd", "gateway_url", "basic_auth_file" and the
+ * mesh's "write_key_file".
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { REPO_ROOT, type MeshConfig } from './config.js';
-import { MeshError, squashError } from './errors.js';
-import { loadNodeData } from './load.js';
-import { moduleLogger } from './log.js';
-import { abandonStart, beginMesh, finishMesh, linksProgress, planFor, preflight, startToxiproxy, type MeshHandle, type UpOptions } from './mesh.js';
+import { REPO_ROOT, type MeshConfig } from '../config.js';
+import { MeshError, squashError } from '../errors.js';
+import { moduleLogger } from '../log.js';
 import { misoPeers, writeKeyFileFor } from './services.js';
-import { createMeshBridge, createNodeNetwork } from './network.js';
-import { linkProxies, type MeshPlan, type NodePlan } from './plan.js';
-import { writeState, type MeshState } from './state.js';
-import { httpOk, isAlive, pool, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from '@syncmesh-edge/lab';
+import type { MeshPlan, NodePlan } from '../plan/plan.js';
+import { writeState, type MeshState } from '../plan/state.js';
+import { httpOk, isAlive, pssBytes, rssBytes, run, startDetached, tail, waitFor, type ProcessRecord } from '@syncmesh-edge/lab';
+import type { NodeStart, ProcessStatus, Runtime } from './runtime.js';
 
 const log = moduleLogger('faasd');
 
@@ -367,55 +366,42 @@ export async function mongoReady(uri: string, timeoutMs = 2_000): Promise<boolea
 // ---------------------------------------------------------------------------------------------
 // the mesh
 
-/** Brings a faasd mesh up; on any failure or abort removes everything it created and rethrows. */
-export async function upFaasd(cfg: MeshConfig, opts: UpOptions = {}): Promise<MeshHandle> {
-  const progress = opts.progress ?? (() => undefined);
-  const plan = planFor(cfg);
-  if (plan.isolation !== 'netns')
-    throw new MeshError('EDGE_MESH_CONFIG', 'invalid configuration: MESH_RUNTIME=faasd needs network namespaces (run as root, MESH_ISOLATION=netns)');
-  await preflight(cfg, plan, opts);
-  for (const f of [FAASD_PATHS.prepare, FAASD_PATHS.run, FAASD_PATHS.description, FAASD_PATHS.renderer]) {
-    if (!existsSync(f)) throw new MeshError('EDGE_MESH_TOOL_MISSING', `${f} is missing`);
-  }
-  if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar')))
-    throw new MeshError('EDGE_MESH_TOOL_MISSING', `the node images are missing in ${FAASD_PATHS.images} (run: make images faasd-bins)`);
+/** The faasd runtime: each node a whole appliance in its namespaces, the function deployed through its gateway. */
+export const faasdRuntime: Runtime = {
+  name: 'faasd',
+  label: 'faasd mesh',
+  databasePhase: 'faasd up',
+  async preflight(_cfg, plan) {
+    if (plan.isolation !== 'netns')
+      throw new MeshError('EDGE_MESH_CONFIG', 'invalid configuration: MESH_RUNTIME=faasd needs network namespaces (run as root, MESH_ISOLATION=netns)');
+    for (const f of [FAASD_PATHS.prepare, FAASD_PATHS.run, FAASD_PATHS.description, FAASD_PATHS.renderer]) {
+      if (!existsSync(f)) throw new MeshError('EDGE_MESH_TOOL_MISSING', `${f} is missing`);
+    }
+    if (!existsSync(join(FAASD_PATHS.images, 'syncmesh-fn.oci.tar')))
+      throw new MeshError('EDGE_MESH_TOOL_MISSING', `the node images are missing in ${FAASD_PATHS.images} (run: make images faasd-bins)`);
+  },
+  // the write key (beside the secret file) becomes the faasd secret write-key of every function
+  async startDatabase(ctx) {
+    await startNode(ctx.cfg, ctx.plan, ctx.node, ctx.state, ctx.secretFile, ctx.signal);
+  },
+  async startServices(ctx) {
+    await deployFunctions(ctx.cfg, ctx.node, nodeRecord(ctx).pid, ctx.cfg.forwardMode);
+  },
+  servingAt: gatewayUrl,
+  stopNodes: stopFaasdNodes,
+  // a node's services (containers and the supervisor group) as status rows: PSS/RSS summed over each one's processes
+  nodeProcesses: (_state, node) =>
+    faasdNodeMemory(node).map(
+      (m): ProcessStatus => ({ role: m.service, pid: m.pids[0] ?? 0, alive: m.pids.length > 0, rssBytes: m.rssBytes, pssBytes: m.pssBytes }),
+    ),
+  readyUrl: (node) => `${node.functionUrl}/readyz`,
+};
 
-  // the write key becomes the faasd secret write-key of every function
-  const { secret, secretFile, state } = beginMesh(cfg, plan, 'faasd');
-  const t0 = performance.now();
-  const aborted = () => {
-    if (opts.signal?.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', `start of mesh '${plan.name}' interrupted`);
-  };
-  try {
-    progress(`bridge ${plan.bridge} ${plan.subnet} (host ${plan.hostAddr})`);
-    await createMeshBridge(plan);
-    progress(linksProgress(cfg, plan));
-    const toxi = await startToxiproxy(cfg, plan, state);
-    await toxi.createLinks(linkProxies(plan));
-    aborted();
-
-    let started = 0;
-    await pool(plan.nodes, cfg.startConcurrency, async (node) => {
-      aborted();
-      const t = performance.now();
-      mkdirSync(node.dir, { recursive: true });
-      await createNodeNetwork(plan, node);
-      const rec = await startNode(cfg, plan, node, state, secretFile, opts.signal);
-      const tNode = performance.now();
-      let loaded = '';
-      if (opts.loadData !== false) loaded = `, ${await loadNodeData(cfg, node, cfg.dataDir ? join(cfg.dataDir, `${node.index}.csv`) : undefined)} readings`;
-      await deployFunctions(cfg, node, rec.pid, cfg.forwardMode);
-      started++;
-      progress(
-        `${node.id} ready at ${gatewayUrl(node)} (faasd up ${((tNode - t) / 1000).toFixed(1)} s, total ${((performance.now() - t) / 1000).toFixed(1)} s${loaded}) [${started}/${plan.nodes.length}]`,
-      );
-    });
-    aborted();
-
-    return await finishMesh(cfg, plan, state, toxi, secret, opts, aborted, t0, 'faasd mesh');
-  } catch (err) {
-    throw await abandonStart(cfg, plan, state, opts, err, 'faasd mesh');
-  }
+/** The node-run.sh process of the node being started (startDatabase recorded it). */
+function nodeRecord(ctx: NodeStart): ProcessRecord {
+  const rec = ctx.state.processes.find((p) => p.role === FAASD_NODE_ROLE && p.node === ctx.node.id);
+  if (!rec) throw new MeshError('EDGE_MESH_NODE_START', `faasd node ${ctx.node.id} has no recorded node-run.sh process`);
+  return rec;
 }
 
 /**
@@ -504,7 +490,7 @@ export interface ServiceMemory {
 }
 
 /** The processes of each service of one faasd node (the supervisor, then each container), from its cgroups. */
-function faasdNodePids(node: NodePlan): { service: string; pids: number[] }[] {
+export function faasdNodePids(node: NodePlan): { service: string; pids: number[] }[] {
   const root = nodeMemoryCgroup(node);
   if (!root) return [];
   const groups: [string, string][] = [['supervisor', join(root, 'supervisor')]];
@@ -532,43 +518,6 @@ export function faasdNodeMemory(node: NodePlan): ServiceMemory[] {
     pssBytes: pids.reduce((s, p) => s + (pssBytes(p) ?? 0), 0),
     rssBytes: pids.reduce((s, p) => s + (rssBytes(p) ?? 0), 0),
   }));
-}
-
-/** What a supervisor process is, from its command line (the supervisor cgroup holds them all). */
-function supervisorRole(pid: number): string {
-  let argv: string[] = [];
-  try {
-    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-  } catch (err) {
-    squashError(err); // gone
-  }
-  const exe = basename(argv[0] ?? '');
-  // the log shippers are faasd started by the shims with no arguments (containerd binary logging)
-  if (exe === 'faasd') return { provider: 'provider', up: 'faasd-up', '': 'log-shipper' }[argv[1] ?? ''] ?? 'faasd';
-  if (exe.startsWith('containerd-shim')) return 'shims';
-  if (exe === 'containerd') return 'containerd';
-  if (exe.includes('journald')) return 'journald';
-  return 'node-run';
-}
-
-/**
- * The processes of one faasd node as named groups for a CPU meter (bench-kit's CpuGroup): one
- * per container (the task's processes), and the supervisor's split by role (provider, faasd-up,
- * log-shipper, shims, containerd, journald, node-run).
- */
-export function faasdNodeCpuGroups(node: NodePlan): { name: string; pids: number[] }[] {
-  const groups = new Map<string, number[]>();
-  for (const svc of faasdNodePids(node)) {
-    if (svc.service !== 'supervisor') {
-      if (svc.pids.length > 0) groups.set(svc.service, svc.pids);
-      continue;
-    }
-    for (const pid of svc.pids) {
-      const role = supervisorRole(pid);
-      groups.set(role, [...(groups.get(role) ?? []), pid]);
-    }
-  }
-  return [...groups].map(([name, pids]) => ({ name, pids }));
 }
 
 function readdirSafe(dir: string): string[] {

@@ -5,10 +5,10 @@
  */
 import { dirname, join } from 'node:path';
 import { testServerCommand } from '@syncmesh-edge/mongo-test-server';
-import { assertDiscoveryAllowed, type MeshConfig } from './config.js';
-import { NODE_IF } from './network.js';
-import { MeshError } from './errors.js';
-import { nodeId, type MeshPlan, type NodePlan } from './plan.js';
+import { assertDiscoveryAllowed, type MeshConfig } from '../config.js';
+import { NODE_IF } from '../network/network.js';
+import { MeshError } from '../errors.js';
+import { nodeId, type MeshPlan, type NodePlan } from '../plan/plan.js';
 import { httpOk, tcpOpen } from '@syncmesh-edge/lab';
 
 export interface ServiceContext {

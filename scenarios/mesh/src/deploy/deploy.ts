@@ -28,9 +28,9 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run, waitFor } from '@syncmesh-edge/lab';
-import { MeshError } from './errors.js';
-import { GatewayClient, type FunctionDeployment, type GatewayFunction } from './runtime-faasd.js';
-import type { Topology } from './topology.js';
+import { MeshError } from '../errors.js';
+import { GatewayClient, type FunctionDeployment, type GatewayFunction } from '../runtime/faasd.js';
+import type { Topology } from '../plan/topology.js';
 
 /** One target: a node's gateway and registry, with their credentials (`user:password`). */
 export interface FunctionNode {

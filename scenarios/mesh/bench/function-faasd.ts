@@ -15,11 +15,12 @@
  * node is read around each measured run: CPU ms per request by service and path.
  * The node is removed afterwards (also on failure or Ctrl-C).
  */
-import { join } from 'node:path';
-import { REPO_ROOT, type MeshConfig } from './config.js';
-import { down, up, type Progress } from './mesh.js';
+import { readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { REPO_ROOT, type MeshConfig } from '../src/config.js';
+import { down, up, type Progress } from '../src/mesh.js';
 import {
-  faasdNodeCpuGroups,
+  faasdNodePids,
   faasdStateDir,
   FAASD_NODE_ROLE,
   FUNCTION_NAME,
@@ -27,9 +28,12 @@ import {
   renderFunctions,
   serviceAddress,
   stackVars,
-} from './runtime-faasd.js';
-import { readState } from './state.js';
+} from '../src/runtime/faasd.js';
+import { readState } from '../src/plan/state.js';
 import { spawnInNetns } from '@syncmesh-edge/lab';
+import { squashError } from '../src/errors.js';
+import type { NodePlan } from '../src/plan/plan.js';
+import { runMeshBench } from './run.js';
 
 const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
 /** The function's settings (images/node/node.yml) that change how Node.js runs it, given to the bare process too. */
@@ -93,3 +97,42 @@ export async function runFunctionBenchFaasd(base: MeshConfig, progress: Progress
     await down(cfg.stateRoot, mesh.plan.name, progress);
   }
 }
+
+/** What a supervisor process is, from its command line (the supervisor cgroup holds them all). */
+function supervisorRole(pid: number): string {
+  let argv: string[] = [];
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch (err) {
+    squashError(err); // gone
+  }
+  const exe = basename(argv[0] ?? '');
+  // the log shippers are faasd started by the shims with no arguments (containerd binary logging)
+  if (exe === 'faasd') return { provider: 'provider', up: 'faasd-up', '': 'log-shipper' }[argv[1] ?? ''] ?? 'faasd';
+  if (exe.startsWith('containerd-shim')) return 'shims';
+  if (exe === 'containerd') return 'containerd';
+  if (exe.includes('journald')) return 'journald';
+  return 'node-run';
+}
+
+/**
+ * The processes of one faasd node as named groups for a CPU meter (bench-kit's CpuGroup): one
+ * per container (the task's processes), and the supervisor's split by role (provider, faasd-up,
+ * log-shipper, shims, containerd, journald, node-run).
+ */
+export function faasdNodeCpuGroups(node: NodePlan): { name: string; pids: number[] }[] {
+  const groups = new Map<string, number[]>();
+  for (const svc of faasdNodePids(node)) {
+    if (svc.service !== 'supervisor') {
+      if (svc.pids.length > 0) groups.set(svc.service, svc.pids);
+      continue;
+    }
+    for (const pid of svc.pids) {
+      const role = supervisorRole(pid);
+      groups.set(role, [...(groups.get(role) ?? []), pid]);
+    }
+  }
+  return [...groups].map(([name, pids]) => ({ name, pids }));
+}
+
+runMeshBench(runFunctionBenchFaasd);

@@ -8,17 +8,17 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { inNetns, removeNamespace, type ExtraNamespace } from '@syncmesh-edge/lab';
-import { clientNamespace, startMeshCapture, type MeshTraffic } from './capture.js';
-import type { MeshConfig } from './config.js';
-import { postFunction, type TimedAnswer } from './client.js';
-import { down, up, type Progress } from './mesh.js';
-import { expectedOf, relDiff } from './oracle.js';
-import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from './queries.js';
+import { clientNamespace, startMeshCapture, type MeshTraffic } from '../network/capture.js';
+import type { MeshConfig } from '../config.js';
+import { postFunction, type TimedAnswer } from '../client/client.js';
+import { down, up, type Progress } from '../mesh.js';
+import { expectedOf, relDiff } from '../client/oracle.js';
+import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../client/queries.js';
 import { join } from 'node:path';
-import { counterDemo } from './demo-counter.js';
+import { counterDemo } from './counter.js';
 
 export const DEMO_NODES = 3;
-const DEMO_CLIENT = fileURLToPath(new URL('./demo-client.js', import.meta.url));
+const DEMO_CLIENT = fileURLToPath(new URL('./client.js', import.meta.url));
 const execFileP = promisify(execFile);
 const DEMO_NODE_TIMEOUT_MS = 20_000;
 

@@ -7,7 +7,7 @@
  */
 import { Toxiproxy } from '@syncmesh-edge/lab';
 import { toxicsFor, type LinkShape } from './latency.js';
-import type { ProxyPlan } from './plan.js';
+import type { ProxyPlan } from '../plan/plan.js';
 
 export class ToxiproxyClient extends Toxiproxy {
   constructor(host: string, port: number) {

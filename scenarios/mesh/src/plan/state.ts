@@ -5,8 +5,9 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Coordinates } from './latency.js';
-import type { MeshPlan } from './plan.js';
+import type { Coordinates } from '../network/latency.js';
+import { MeshError } from '../errors.js';
+import { parseNodeRef, type MeshPlan, type NodePlan } from './plan.js';
 import type { ProcessRecord } from '@syncmesh-edge/lab';
 
 export interface MeshState {
@@ -43,4 +44,19 @@ export function writeState(state: MeshState): void {
   const p = statePath(state.plan.stateDir);
   writeFileSync(`${p}.tmp`, JSON.stringify(state, null, 2));
   renameSync(`${p}.tmp`, p);
+}
+
+/** The state of a mesh that is up (or being started); EDGE_MESH_NOT_UP when there is none. */
+export function requireState(stateRoot: string, name: string): MeshState {
+  const state = readState(join(stateRoot, name));
+  if (!state) throw new MeshError('EDGE_MESH_NOT_UP', `mesh '${name}' is not up (no state in ${join(stateRoot, name)}); run make mesh-up first`);
+  return state;
+}
+
+/** The node a reference (2, node-2) names; EDGE_MESH_UNKNOWN_NODE when the mesh has none such. */
+export function nodeOf(state: MeshState, ref: string): NodePlan {
+  const idx = parseNodeRef(ref);
+  const node = idx === undefined ? undefined : state.plan.nodes[idx - 1];
+  if (!node) throw new MeshError('EDGE_MESH_UNKNOWN_NODE', `'${ref}' is not a node of mesh '${state.name}' (node-1..node-${state.plan.nodes.length})`);
+  return node;
 }

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { haversineKm, linkShapes, toxicsFor, validateProfile } from './latency.js';
-import { MeshError } from './errors.js';
+import { MeshError } from '../errors.js';
 
 const sofia = new Map([
   [1, { lat: 42.622, lon: 23.366 }],

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { MeshError } from './errors.js';
+import { MeshError } from '../errors.js';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { planMesh } from './plan.js';
-import { FAASD_PATHS, renderFunctions, renderNode } from './runtime-faasd.js';
+import { planMesh } from '../plan/plan.js';
+import { FAASD_PATHS, renderFunctions, renderNode } from './faasd.js';
 import { misoPeers } from './services.js';
 
 /** The golden rendering of the node description (images/node/golden): the same bytes through every consumer. */

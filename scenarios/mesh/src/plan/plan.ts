@@ -5,10 +5,10 @@
  * the loopback port range are derived from it).
  */
 import { join } from 'node:path';
-import type { Isolation } from './config.js';
-import { DEFAULT_AGENT_PORT, DEFAULT_FUNCTION_PORT, DEFAULT_LISTENER_HEALTH_PORT, DEFAULT_MONGO_PORT, LOOPBACK_PORT_SPAN } from './config.js';
+import type { Isolation } from '../config.js';
+import { DEFAULT_AGENT_PORT, DEFAULT_FUNCTION_PORT, DEFAULT_LISTENER_HEALTH_PORT, DEFAULT_MONGO_PORT, LOOPBACK_PORT_SPAN } from '../config.js';
 
-export { LOOPBACK_PORT_SPAN, MAX_LOOPBACK_PORT_BASE } from './config.js';
+export { LOOPBACK_PORT_SPAN, MAX_LOOPBACK_PORT_BASE } from '../config.js';
 
 /** faasd gateway path of the function; mesh URLs look like real node URLs. */
 export const FUNCTION_PATH = '/function/syncmesh-fn';
@@ -51,7 +51,7 @@ export interface NodePlan {
  * One toxiproxy proxy: one direction of one node pair, for one service.
  *
  * netns mode: `from` names `to` by `to`'s own address (`upstream`), and `from`'s namespace
- * redirects that address and port to the proxy (iptables DNAT, see network.ts), so registries,
+ * redirects that address and port to the proxy (iptables DNAT, see network/network.ts), so registries,
  * MISO peers and `topology.json` hold the nodes' real addresses while the traffic still crosses
  * the emulated link. Loopback mode has no namespaces to redirect in: `from` names the proxy.
  */

@@ -12,8 +12,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { MeshError } from './errors.js';
-import { fnv1a, nodeId, parseNodeRef } from './plan.js';
+import { MeshError } from '../errors.js';
+import { fnv1a, nodeId, parseNodeRef } from '../plan/plan.js';
 
 export const REGIONAL_BASE_MS = 5;
 export const REGIONAL_MS_PER_KM = 0.1;

@@ -1,18 +1,18 @@
 /**
  * The demo's stateful part (faasd runtime): the example function miso-counter, deployed with the
  * upstream faas-cli to every node (its image pushed once to node-1's registry, copied from there
- * into the others' registries: fn-deploy.ts pushImage), with the label com.syncmesh.miso=true so
+ * into the others' registries: deploy/deploy.ts pushImage), with the label com.syncmesh.miso=true so
  * each replica reaches its own node's MISO agent. Then adds on every node and a table of every
  * node's total until they agree, with the bytes the agents sent each other meanwhile.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { run } from '@syncmesh-edge/lab';
-import { REPO_ROOT } from './config.js';
-import { MeshError } from './errors.js';
-import { nodesFromTopology, pushImage, type FunctionNode } from './fn-deploy.js';
-import type { MeshHandle, Progress } from './mesh.js';
-import { FAASD_PATHS } from './runtime-faasd.js';
+import { REPO_ROOT } from '../config.js';
+import { MeshError } from '../errors.js';
+import { nodesFromTopology, pushImage, type FunctionNode } from '../deploy/deploy.js';
+import type { MeshHandle, Progress } from '../mesh.js';
+import { FAASD_PATHS } from '../runtime/faasd.js';
 
 const SDK_MAIN = join(REPO_ROOT, 'miso-agent', 'sdk', 'dist', 'src', 'index.js');
 const COUNTER = 'miso-counter';

@@ -7,7 +7,7 @@
  */
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
 import type { MeshNode } from '@syncmesh-edge/syncmesh-fn';
-import { MeshError } from './errors.js';
+import { MeshError } from '../errors.js';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 /** Signing origin of the mesh scripts (they are not a node). */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { linkRedirectRules, LINK_CHAIN, redirectedLinks } from './network.js';
-import { misoPeers } from './services.js';
+import { linkRedirectRules, LINK_CHAIN, redirectedLinks } from '../network/network.js';
+import { misoPeers } from '../runtime/services.js';
 import {
   defaultPortBase,
   defaultSubnet,

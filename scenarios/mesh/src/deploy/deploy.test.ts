@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MeshError } from './errors.js';
-import { checkSpec, imageSource, nodesFromTopology } from './fn-deploy.js';
-import type { Topology } from './topology.js';
+import { MeshError } from '../errors.js';
+import { checkSpec, imageSource, nodesFromTopology } from './deploy.js';
+import type { Topology } from '../plan/topology.js';
 
 test('imageSource - a node registry reference names its host and repository; other transports pass as they are', () => {
   assert.deepEqual(imageSource('10.0.0.11:5000/hello:1'), { source: 'docker://10.0.0.11:5000/hello:1', host: '10.0.0.11:5000', repo: 'hello:1' });

@@ -1,7 +1,7 @@
 /**
  * The chaos test's pure half: a seeded random generator, the fault plan (which fault, on which
  * node, when, for how long) and the checks of what the mesh holds afterwards against what was
- * acknowledged. Nothing here touches a process or a socket: `chaos-driver.ts` executes a plan
+ * acknowledged. Nothing here touches a process or a socket: `driver.ts` executes a plan
  * against a running mesh, and `test/integration/chaos.test.ts` ties both together.
  *
  * A plan is a function of its seed and options only, so `CHAOS_SEED=n` replays the same faults
@@ -35,7 +35,7 @@ export type KillableRole = (typeof KILLABLE_ROLES)[number];
  * - `db-freeze`: SIGSTOP the test server (a database that hangs), SIGCONT after `holdMs`.
  * - `outage`: the node goes down (function, listener and agent killed) while its database keeps
  *   taking its sensors' writes, more than its oplog holds; never drawn at random (weight 0):
- *   placed once by `planOutage`, held until the writes are done (see chaos-driver.ts).
+ *   placed once by `planOutage`, held until the writes are done (see driver.ts).
  */
 export const FAULT_KINDS = ['kill', 'partition', 'db-restart', 'db-kill', 'db-freeze', 'outage'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
