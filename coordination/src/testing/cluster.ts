@@ -22,9 +22,9 @@ import {
   deleteLink,
   deleteNamespace,
   freePort,
+  freeSubnet,
   httpOk,
   inNetns,
-  listRoutes,
   runInNetns,
   type Service,
   startService,
@@ -56,16 +56,6 @@ export interface ClusterNode {
   readonly url: string;
   readonly netns: string | null;
   readonly config: string;
-}
-
-/** A free 10.<second>.y.0/24 (no host route in it). */
-async function freeSubnet(second: number): Promise<string> {
-  const routes = await listRoutes().catch(() => []);
-  for (let i = 0; i < 256; i++) {
-    const y = (process.pid + i) % 256;
-    if (!routes.some((r) => r.dst.startsWith(`10.${second}.${y}.`))) return `10.${second}.${y}`;
-  }
-  throw new Error(`no free 10.${second}.y.0/24 on this host`);
 }
 
 export class NatsCluster {

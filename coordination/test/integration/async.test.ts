@@ -24,9 +24,9 @@ import {
   deleteLink,
   deleteNamespace,
   freePort,
+  freeSubnet,
   httpOk,
   inNetns,
-  listRoutes,
   type Service,
   startService,
   tail,
@@ -104,10 +104,7 @@ describe('coordination - async invocations on JetStream through the gateway', { 
 
   before(async () => {
     writeFileSync(seedFile, seed, { mode: 0o600 });
-    const routes = await listRoutes();
-    let y = process.pid % 256;
-    while (routes.some((r) => r.dst.startsWith(`10.58.${y}.`))) y = (y + 1) % 256;
-    net = `10.58.${y}`;
+    net = await freeSubnet(58);
     nsHost = `${net}.11`;
     await createBridge(`${PREFIX}-br`, { address: `${net}.1/24` });
     await attachNamespace({

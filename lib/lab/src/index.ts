@@ -42,6 +42,7 @@ export {
   deleteNamespace,
   EXTRA_ROLES,
   extraNamespace,
+  freeSubnet,
   inNetns,
   killNamespaceProcesses,
   leftovers,

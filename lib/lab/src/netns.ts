@@ -78,6 +78,20 @@ export async function listRoutes(): Promise<Route[]> {
   return JSON.parse(stdout) as Route[];
 }
 
+/**
+ * A free test subnet 10.<second>.y.0/24, as its first three octets (`10.<second>.<y>`): the first
+ * y from the pid on with no host route inside it (a killed earlier run can leave its bridge and
+ * route behind). Without the ip command (the test skips then anyway): the pid's y.
+ */
+export async function freeSubnet(second: number): Promise<string> {
+  const routes = await listRoutes().catch(() => []);
+  for (let i = 0; i < 256; i++) {
+    const y = (process.pid + i) % 256;
+    if (!routes.some((r) => r.dst.startsWith(`10.${second}.${y}.`))) return `10.${second}.${y}`;
+  }
+  throw new Error(`no free 10.${second}.y.0/24 on this host: remove leftover test bridges (ip route | grep '^10.${second}.')`);
+}
+
 /** The namespaces and host interfaces whose names start with `<prefix>-`: what a lab run must not leave behind. */
 export async function leftovers(prefix: string): Promise<{ netns: string[]; links: string[] }> {
   const mine = (n: string) => n.startsWith(`${prefix}-`);
