@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TimedAnswer } from '../../src/client.js';
-import { REPO_ROOT } from '../../src/config.js';
+import { PACKAGE_ROOT, REPO_ROOT } from '../../src/config.js';
 import { relDiff, type ExpectedAggregate } from '../../src/oracle.js';
-import { TOXIPROXY_BIN } from '../../src/testing/helpers.js';
+import { type AgentClients, TOXIPROXY_BIN, until } from '../../src/testing/helpers.js';
 
 /**
  * The environment of a 3-node test mesh (site latency) named `name`, its state in `stateRoot`,
@@ -31,6 +31,35 @@ export function testMeshEnv(
     TOXIPROXY_BIN,
     ...extra,
   };
+}
+
+/** Poll budgets of the agent tests (agent-links, mdns): generous, the machine is shared and has 2 cores. */
+export const AGENT_DEADLINES = {
+  /** Every agent connected to every other: links up, or mDNS found them. */
+  connectMs: 30_000,
+  /** A write made on one node read on another. */
+  replicationMs: 15_000,
+} as const;
+
+/** An agent-only 3-node mesh: the agent needs only its MongoDB; an echo server stands in for the function. */
+export const AGENT_MESH_ENV: Readonly<Record<string, string>> = {
+  MESH_NODES: '3',
+  MESH_SERVICES: 'function,agent',
+  MESH_FUNCTION_MAIN: join(PACKAGE_ROOT, 'dist', 'src', 'testing', 'echo-server.js'),
+  MESH_MONGO_HEAP_MB: '64',
+  TOXIPROXY_BIN,
+};
+
+/** Polls until every agent of `ids` lists exactly the others as connected peers; the milliseconds it took. */
+export function untilAllConnected(clients: AgentClients, ids: readonly string[], what: string, deadlineMs: number): Promise<number> {
+  return until(what, deadlineMs, async () => {
+    for (const id of ids) {
+      const got = await clients.connectedPeers(id);
+      const want = ids.filter((x) => x !== id);
+      if (JSON.stringify(got) !== JSON.stringify(want)) return `${id} sees [${got.join(',')}]`;
+    }
+    return true;
+  });
 }
 
 const AVERAGES = ['average_temperature', 'average_humidity', 'average_pressure'] as const;
