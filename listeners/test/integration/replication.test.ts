@@ -169,7 +169,7 @@ test('replication - function down for 30 seconds, then up: nothing lost', {
 });
 
 test('replication - 503 and hanging answers are retried and the token waits for the acknowledgement', async () => {
-  await withStreamingListener('flaky', { LISTENER_DELIVERY_TIMEOUT_MS: '300' }, async (fn, listener) => {
+  await withStreamingListener('flaky', { LISTENER_DELIVERY_TIMEOUT_MS: '300' }, async (fn) => {
     const coll = client.db('lt_flaky').collection('sensor_data');
     await coll.insertOne({ n: 0 });
     await fn.waitFor(() => fn.events.length === 1, 10_000, 'first event');
@@ -195,7 +195,7 @@ test('replication - 503 and hanging answers are retried and the token waits for 
 });
 
 test('replication - a 4xx rejection is dead-lettered and the listener moves on', async () => {
-  await withStreamingListener('reject', {}, async (fn, listener) => {
+  await withStreamingListener('reject', {}, async (fn) => {
     await fn.waitFor(() => fn.resyncs.length === 1, 10_000, 'the first-start resync');
     const coll = client.db('lt_reject').collection('sensor_data');
     fn.setMode('reject');
