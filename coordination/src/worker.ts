@@ -158,25 +158,17 @@ export class AsyncWorker {
     const c = this.cfg;
     this.js = jetstream(this.nc);
     this.jsm = await jetstreamManager(this.nc);
+    // both streams: on disk, replicated as configured, a 2-minute de-duplication window
+    const durable = { storage: StorageType.File, num_replicas: c.replicas, duplicate_window: nanos(120_000) };
     await this.ensureStream({
+      ...durable,
       name: c.stream,
       subjects: [c.subject],
       retention: RetentionPolicy.Workqueue,
-      storage: StorageType.File,
-      num_replicas: c.replicas,
       discard: DiscardPolicy.New,
-      duplicate_window: nanos(120_000),
       max_msg_size: 1024 * 1024,
     });
-    await this.ensureStream({
-      name: c.dlqStream,
-      subjects: [c.dlqSubject],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      num_replicas: c.replicas,
-      max_age: nanos(7 * 86_400_000),
-      duplicate_window: nanos(120_000),
-    });
+    await this.ensureStream({ ...durable, name: c.dlqStream, subjects: [c.dlqSubject], retention: RetentionPolicy.Limits, max_age: nanos(7 * 86_400_000) });
     this.kv = await new Kvm(this.js).create(c.statusBucket, { history: 1, replicas: c.replicas, ttl: c.statusTtlS * 1000, storage: 'file' as never });
     try {
       await this.jsm.consumers.info(c.stream, c.consumer);

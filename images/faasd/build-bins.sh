@@ -170,16 +170,26 @@ deb_fetch() { # PACKAGE ARCH [VERSION] -> path of the .deb
   fi
   printf '%s' "$deb"
 }
+deb_stamp() { # DEB -> the stamp of a binary taken from it (the .deb and this script)
+  printf '%s %s' "$(sha256sum "$1" | cut -c1-16)" "$script_hash" | sha256sum | cut -c1-32
+}
+# deb_install NAME BINARY ARCH DEB: unpacks DEB in $x, installs its /usr/bin/BINARY as
+# bin/ARCH/NAME and its package's copyright as licenses/NAME/LICENSE.
+deb_install() {
+  local name=$1 bin=$2 arch=$3 deb=$4 pkg
+  pkg=${deb##*/}; pkg=${pkg%%_*}
+  log "extract $name ($arch) from ${deb##*/}"
+  x="$cache/debs/$arch/x"; rm -rf "$x"; dpkg-deb -x "$deb" "$x"
+  mkdir -p "$cache/bin/$arch" "$cache/licenses/$name"
+  install_new "$x/usr/bin/$bin" "$cache/bin/$arch/$name"
+  install_new "$x/usr/share/doc/$pkg/copyright" "$cache/licenses/$name/LICENSE"
+}
 for arch in $arches; do
   want prometheus || break
   deb=$(deb_fetch prometheus "$arch" "$PROMETHEUS_DEB_VER")
-  prom_hash=$(printf '%s %s' "$(sha256sum "$deb" | cut -c1-16)" "$script_hash" | sha256sum | cut -c1-32)
-  stamp_ok prometheus "$arch" "$prom_hash" && continue
-  log "extract prometheus ($arch) from ${deb##*/}"
-  x="$cache/debs/$arch/x"; rm -rf "$x"; dpkg-deb -x "$deb" "$x"
-  install_new "$x/usr/bin/prometheus" "$cache/bin/$arch/prometheus"
-  mkdir -p "$cache/licenses/prometheus"
-  install_new "$x/usr/share/doc/prometheus/copyright" "$cache/licenses/prometheus/LICENSE"
+  deb_hash=$(deb_stamp "$deb")
+  stamp_ok prometheus "$arch" "$deb_hash" && continue
+  deb_install prometheus prometheus "$arch" "$deb"
   note="$cache/bin/$arch/prometheus.NOTE"
   kind=$(file -b "$cache/bin/$arch/prometheus")
   if [[ "$kind" == *"statically linked"* ]]; then
@@ -195,24 +205,20 @@ for arch in $arches; do
   # Web assets and consoles Debian ships with the binary (prometheus serves them).
   rm -rf "$cache/bin/$arch/prometheus-share"
   [[ -d "$x/usr/share/prometheus" ]] && cp -r "$x/usr/share/prometheus" "$cache/bin/$arch/prometheus-share"
-  stamp_write prometheus "$arch" "$prom_hash"
+  stamp_write prometheus "$arch" "$deb_hash"
 done
 
 # The node's registry: Debian's docker-registry (distribution 2.8, Apache-2.0; a Go binary).
 for arch in $arches; do
   want registry || break
   deb=$(deb_fetch docker-registry "$arch" "$REGISTRY_DEB_VER")
-  reg_hash=$(printf '%s %s' "$(sha256sum "$deb" | cut -c1-16)" "$script_hash" | sha256sum | cut -c1-32)
-  stamp_ok registry "$arch" "$reg_hash" && continue
-  log "extract registry ($arch) from ${deb##*/}"
-  x="$cache/debs/$arch/x"; rm -rf "$x"; dpkg-deb -x "$deb" "$x"
-  install_new "$x/usr/bin/docker-registry" "$cache/bin/$arch/registry"
-  mkdir -p "$cache/licenses/registry"
-  install_new "$x/usr/share/doc/docker-registry/copyright" "$cache/licenses/registry/LICENSE"
+  deb_hash=$(deb_stamp "$deb")
+  stamp_ok registry "$arch" "$deb_hash" && continue
+  deb_install registry docker-registry "$arch" "$deb"
   kind=$(file -b "$cache/bin/$arch/registry")
   if [[ "$kind" == *"statically linked"* ]]; then rm -f "$cache/bin/$arch/registry.NOTE"
   else echo "Debian's docker-registry ${deb##*/} is NOT static: $kind" | put "$cache/bin/$arch/registry.NOTE"; fi
-  stamp_write registry "$arch" "$reg_hash"
+  stamp_write registry "$arch" "$deb_hash"
 done
 
 for arch in $arches; do

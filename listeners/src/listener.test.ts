@@ -150,13 +150,19 @@ test('listener - retries failed deliveries with backoff and loses nothing', asyn
   await running;
 });
 
-test('listener - a 4xx rejection is dead-lettered and the position advances', async () => {
-  const { server, tokens, fn, listener, running } = setup({ _data: 'T0' });
-  server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
-  fn.answer = async (call) => {
-    if (call === 1) throw new DeliveryError(ERROR_CODES.DELIVERY_REJECTED, 'POST answered 422: bad event', 422);
+/** A listener resuming after T0 whose function rejects the first delivery (`status`, a 4xx), with one insert made. */
+function firstDeliveryRejected(status: number): ReturnType<typeof setup> {
+  const s = setup({ _data: 'T0' });
+  s.server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
+  s.fn.answer = async (call) => {
+    if (call === 1) throw new DeliveryError(ERROR_CODES.DELIVERY_REJECTED, `POST answered ${status}: bad event`, status);
   };
-  server.insert(1);
+  s.server.insert(1);
+  return s;
+}
+
+test('listener - a 4xx rejection is dead-lettered and the position advances', async () => {
+  const { server, tokens, fn, listener, running } = firstDeliveryRejected(422);
   await until(() => tokens.dead.length === 1, 'dead letter');
   assert.equal(tokens.dead[0]!.status, 422);
   assert.equal(tokens.dead[0]!.events?.length, 1);
@@ -168,12 +174,7 @@ test('listener - a 4xx rejection is dead-lettered and the position advances', as
 });
 
 test('listener - a rejected batch requests a resync of the subscribers instead of drifting silently', async () => {
-  const { server, tokens, fn, listener, running } = setup({ _data: 'T0' });
-  server.changes.push({ _id: { _data: 'T0' }, operationType: 'delete', documentKey: { _id: 0 } });
-  fn.answer = async (call) => {
-    if (call === 1) throw new DeliveryError(ERROR_CODES.DELIVERY_REJECTED, 'POST answered 400: bad event', 400);
-  };
-  server.insert(1);
+  const { tokens, fn, listener, running } = firstDeliveryRejected(400);
   await until(() => fn.resyncs.length === 1, 'resync after the dead letter');
   assert.deepEqual(fn.resyncs[0], { db: 'syncmesh', coll: 'sensor_data', reason: 'dead-letter' });
   assert.equal(tokens.dead.length, 1);

@@ -191,15 +191,7 @@ async function checkNode(node: MeshNode, timeoutMs: number, credential: Credenti
     if (typeof body['node'] === 'string' && body['node'] !== node.id) {
       errors.push(`the function answers as '${body['node']}', the mesh description calls it '${node.id}': signed requests to it fail`);
     }
-    if (readyz.ok && readyz.value.status === 200) s.services.function = { state: 'ok', ms: Math.round(readyz.value.ms) };
-    else if (readyz.ok) {
-      const detail = notReadyDetail(settleJson(readyz.value));
-      s.services.function = { state: 'not ready', detail, ms: Math.round(readyz.value.ms) };
-      errors.push(`function not ready: ${detail}`);
-    } else {
-      s.services.function = { state: 'down', detail: readyz.error.message };
-      errors.push(`function: ${readyz.error.message}`);
-    }
+    s.services.function = readiness('function', readyz, errors);
     const progress = readyz.ok ? (settleJson(readyz.value)['replication'] as Record<string, unknown> | undefined) : undefined;
     s.replication = replicationOf(fnMetrics, progress);
     if (fnMetrics.ok && fnMetrics.value.status === 200) {
@@ -219,18 +211,8 @@ async function checkNode(node: MeshNode, timeoutMs: number, credential: Credenti
 
   // listener
   if (lReady) {
-    if (lReady.ok) {
-      s.reachable = true;
-      if (lReady.value.status === 200) s.services.listener = { state: 'ok', ms: Math.round(lReady.value.ms) };
-      else {
-        const detail = notReadyDetail(settleJson(lReady.value));
-        s.services.listener = { state: 'not ready', detail, ms: Math.round(lReady.value.ms) };
-        errors.push(`listener not ready: ${detail}`);
-      }
-    } else {
-      s.services.listener = { state: 'down', detail: lReady.error.message };
-      errors.push(`listener: ${lReady.error.message}`);
-    }
+    if (lReady.ok) s.reachable = true;
+    s.services.listener = readiness('listener', lReady, errors);
     if (lMetrics?.ok && lMetrics.value.status === 200) {
       const m = safe(() => metricsOf(lMetrics.value));
       if (m) {
@@ -294,6 +276,18 @@ function safe<T>(fn: () => T): T | null {
   } catch {
     return null; // an unreadable metrics answer leaves that fact unknown; the service states say why
   }
+}
+
+/** A service's state from its /readyz: ok (200), not ready (with the reason it gives) or down; each problem is added to `errors`. */
+function readiness(service: string, r: { ok: true; value: HttpResult } | { ok: false; error: Error }, errors: string[]): ServiceStatus {
+  if (!r.ok) {
+    errors.push(`${service}: ${r.error.message}`);
+    return { state: 'down', detail: r.error.message };
+  }
+  if (r.value.status === 200) return { state: 'ok', ms: Math.round(r.value.ms) };
+  const detail = notReadyDetail(settleJson(r.value));
+  errors.push(`${service} not ready: ${detail}`);
+  return { state: 'not ready', detail, ms: Math.round(r.value.ms) };
 }
 
 function settleJson(r: HttpResult): Record<string, unknown> {

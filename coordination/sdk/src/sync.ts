@@ -13,7 +13,7 @@ import { decodeJson, encodeJson } from './codec.js';
 import { COORDINATION_ERROR_CODES, CoordinationError } from './errors.js';
 import { checkInteger, checkTimeout } from './names.js';
 import { SharedObject } from './atomic.js';
-import type { Store, Versioned } from './store.js';
+import type { Step, Store, Versioned } from './store.js';
 
 const E = COORDINATION_ERROR_CODES;
 /** Longest wait between two reads of a key a waiter watches. */
@@ -21,6 +21,28 @@ const WAIT_POLL_MS = 500;
 
 function timeout(what: string, ms: number): CoordinationError {
   return new CoordinationError(E.TIMEOUT, `${what}: not done within ${ms} ms`);
+}
+
+/**
+ * A sized object's state in `v`: `empty` when the key holds none; EDGE_COORDINATION_SDK_MISMATCH
+ * (`mismatch(stored size)`) when it was created with another size than this handle was opened with.
+ */
+function decodeSized<S>(v: Versioned, where: string, empty: S, size: (s: S) => number, mismatch: (stored: number) => string): S {
+  if (v.value === null) return empty;
+  const s = decodeJson<S>(v.value, where);
+  if (size(s) !== size(empty)) throw new CoordinationError(E.MISMATCH, mismatch(size(s)));
+  return s;
+}
+
+/** A compare-and-set step on the state decoded from `cur`: a state that does not decode is the step's error. */
+function stepOn<S, T>(cur: Versioned, decode: (v: Versioned) => S, step: (s: S) => Step<T>): Step<T> {
+  let s: S;
+  try {
+    s = decode(cur);
+  } catch (err) {
+    return { error: err as Error };
+  }
+  return step(s);
 }
 
 /** Reads `key` until `done` returns a result (for a condition that, once true, stays true) or `timeoutMs` passes. */
@@ -62,25 +84,27 @@ export class CountDownLatch extends SharedObject {
     checkInteger('count', initial, 0, 1_000_000_000);
   }
   private state(v: Versioned): LatchState {
-    if (v.value === null) return { initial: this.initial, count: this.initial };
-    const s = decodeJson<LatchState>(v.value, this.where);
-    if (s.initial !== this.initial) {
-      throw new CoordinationError(E.MISMATCH, `${this.where} exists with count ${s.initial}, opened with ${this.initial}`);
-    }
-    return s;
+    const empty = { initial: this.initial, count: this.initial };
+    return decodeSized(
+      v,
+      this.where,
+      empty,
+      (s) => s.initial,
+      (n) => `${this.where} exists with count ${n}, opened with ${this.initial}`,
+    );
   }
   /** Counts down by one and returns the count left; EDGE_COORDINATION_SDK_LATCH_BELOW_ZERO at 0. */
   async countDown(): Promise<number> {
-    const r = await this.store.modify<number>(this.key, Date.now() + this.timeoutMs, (cur) => {
-      let s: LatchState;
-      try {
-        s = this.state(cur);
-      } catch (err) {
-        return { error: err as Error };
-      }
-      if (s.count === 0) return { error: new CoordinationError(E.LATCH_BELOW_ZERO, `${this.where} is already at 0: counting down would go below zero`) };
-      return { write: encodeJson({ ...s, count: s.count - 1 }), result: s.count - 1 };
-    });
+    const r = await this.store.modify<number>(this.key, Date.now() + this.timeoutMs, (cur) =>
+      stepOn<LatchState, number>(
+        cur,
+        (v) => this.state(v),
+        (s) => {
+          if (s.count === 0) return { error: new CoordinationError(E.LATCH_BELOW_ZERO, `${this.where} is already at 0: counting down would go below zero`) };
+          return { write: encodeJson({ ...s, count: s.count - 1 }), result: s.count - 1 };
+        },
+      ),
+    );
     return r.result;
   }
   async getCount(): Promise<number> {
@@ -131,43 +155,45 @@ export class CyclicBarrier extends SharedObject {
     }
   }
   private state(v: Versioned): BarrierState {
-    if (v.value === null) return { parties: this.parties, generation: 0, arrived: [], members: [] };
-    const s = decodeJson<BarrierState>(v.value, this.where);
-    if (s.parties !== this.parties) {
-      throw new CoordinationError(E.MISMATCH, `${this.where} was declared with ${s.parties} parties, opened with ${this.parties}`);
-    }
-    return s;
+    const empty = { parties: this.parties, generation: 0, arrived: [], members: [] };
+    return decodeSized(
+      v,
+      this.where,
+      empty,
+      (s) => s.parties,
+      (n) => `${this.where} was declared with ${n} parties, opened with ${this.parties}`,
+    );
   }
   /** Waits until all parties of this round arrived. */
   async await(opts: { timeoutMs?: number } = {}): Promise<BarrierArrival> {
     const ms = checkTimeout(opts.timeoutMs ?? 30_000);
     const until = Date.now() + ms;
-    const arrival = await this.store.modify<BarrierArrival>(this.key, Date.now() + this.timeoutMs, (cur) => {
-      let s: BarrierState;
-      try {
-        s = this.state(cur);
-      } catch (err) {
-        return { error: err as Error };
-      }
-      const members = s.members.includes(this.party) ? s.members : [...s.members, this.party];
-      if (members.length > s.parties) {
-        return {
-          error: new CoordinationError(
-            E.BARRIER_FULL,
-            `${this.where} was declared with ${s.parties} parties and ${s.members.length} have awaited it; party ${JSON.stringify(this.party)} would be one more (reset() it to change its parties)`,
-          ),
-        };
-      }
-      if (s.arrived.includes(this.party)) {
-        return {
-          error: new CoordinationError(E.BARRIER_DOUBLE_AWAIT, `party ${JSON.stringify(this.party)} already awaits round ${s.generation} of ${this.where}`),
-        };
-      }
-      const arrived = [...s.arrived, this.party];
-      const index = s.parties - arrived.length;
-      const next = arrived.length === s.parties ? { ...s, members, generation: s.generation + 1, arrived: [] } : { ...s, members, arrived };
-      return { write: encodeJson(next), result: { generation: s.generation, index } };
-    });
+    const arrival = await this.store.modify<BarrierArrival>(this.key, Date.now() + this.timeoutMs, (cur) =>
+      stepOn<BarrierState, BarrierArrival>(
+        cur,
+        (v) => this.state(v),
+        (s) => {
+          const members = s.members.includes(this.party) ? s.members : [...s.members, this.party];
+          if (members.length > s.parties) {
+            return {
+              error: new CoordinationError(
+                E.BARRIER_FULL,
+                `${this.where} was declared with ${s.parties} parties and ${s.members.length} have awaited it; party ${JSON.stringify(this.party)} would be one more (reset() it to change its parties)`,
+              ),
+            };
+          }
+          if (s.arrived.includes(this.party)) {
+            return {
+              error: new CoordinationError(E.BARRIER_DOUBLE_AWAIT, `party ${JSON.stringify(this.party)} already awaits round ${s.generation} of ${this.where}`),
+            };
+          }
+          const arrived = [...s.arrived, this.party];
+          const index = s.parties - arrived.length;
+          const next = arrived.length === s.parties ? { ...s, members, generation: s.generation + 1, arrived: [] } : { ...s, members, arrived };
+          return { write: encodeJson(next), result: { generation: s.generation, index } };
+        },
+      ),
+    );
     const mine = arrival.result;
     if (mine.index === 0) return mine; // this party released the round
     try {
@@ -220,10 +246,14 @@ export class Semaphore extends SharedObject {
     this.holder = holder ?? randomUUID();
   }
   private state(v: Versioned): SemaphoreState {
-    if (v.value === null) return { permits: this.permits, holders: {} };
-    const s = decodeJson<SemaphoreState>(v.value, this.where);
-    if (s.permits !== this.permits) throw new CoordinationError(E.MISMATCH, `${this.where} exists with ${s.permits} permits, opened with ${this.permits}`);
-    return s;
+    const empty = { permits: this.permits, holders: {} };
+    return decodeSized(
+      v,
+      this.where,
+      empty,
+      (s) => s.permits,
+      (n) => `${this.where} exists with ${n} permits, opened with ${this.permits}`,
+    );
   }
   private static used(s: SemaphoreState): number {
     return Object.values(s.holders).reduce((a, b) => a + b, 0);
@@ -232,16 +262,16 @@ export class Semaphore extends SharedObject {
   async tryAcquire(n = 1): Promise<boolean> {
     checkInteger('permits to acquire', n, 1, this.permits);
     return (
-      await this.store.modify<boolean>(this.key, Date.now() + this.timeoutMs, (cur) => {
-        let s: SemaphoreState;
-        try {
-          s = this.state(cur);
-        } catch (err) {
-          return { error: err as Error };
-        }
-        if (Semaphore.used(s) + n > s.permits) return { result: false };
-        return { write: encodeJson({ ...s, holders: { ...s.holders, [this.holder]: (s.holders[this.holder] ?? 0) + n } }), result: true };
-      })
+      await this.store.modify<boolean>(this.key, Date.now() + this.timeoutMs, (cur) =>
+        stepOn<SemaphoreState, boolean>(
+          cur,
+          (v) => this.state(v),
+          (s) => {
+            if (Semaphore.used(s) + n > s.permits) return { result: false };
+            return { write: encodeJson({ ...s, holders: { ...s.holders, [this.holder]: (s.holders[this.holder] ?? 0) + n } }), result: true };
+          },
+        ),
+      )
     ).result;
   }
   /** Waits until `n` permits are free and takes them. */
@@ -261,23 +291,25 @@ export class Semaphore extends SharedObject {
   }
   /** Gives back `n` permits (default: all) of `holder`, e.g. one that died. */
   async forceRelease(holder: string, n?: number): Promise<void> {
-    await this.store.modify(this.key, Date.now() + this.timeoutMs, (cur) => {
-      let s: SemaphoreState;
-      try {
-        s = this.state(cur);
-      } catch (err) {
-        return { error: err as Error };
-      }
-      const held = s.holders[holder] ?? 0;
-      const give = n ?? held;
-      if (give > held || held === 0) {
-        return { error: new CoordinationError(E.NOT_HELD, `${this.where}: holder ${JSON.stringify(holder)} holds ${held} permits, cannot release ${give}`) };
-      }
-      const holders = { ...s.holders };
-      if (held === give) delete holders[holder];
-      else holders[holder] = held - give;
-      return { write: encodeJson({ ...s, holders }), result: undefined };
-    });
+    await this.store.modify(this.key, Date.now() + this.timeoutMs, (cur) =>
+      stepOn<SemaphoreState, undefined>(
+        cur,
+        (v) => this.state(v),
+        (s) => {
+          const held = s.holders[holder] ?? 0;
+          const give = n ?? held;
+          if (give > held || held === 0) {
+            return {
+              error: new CoordinationError(E.NOT_HELD, `${this.where}: holder ${JSON.stringify(holder)} holds ${held} permits, cannot release ${give}`),
+            };
+          }
+          const holders = { ...s.holders };
+          if (held === give) delete holders[holder];
+          else holders[holder] = held - give;
+          return { write: encodeJson({ ...s, holders }), result: undefined };
+        },
+      ),
+    );
   }
   /** Permits free now. */
   async availablePermits(): Promise<number> {

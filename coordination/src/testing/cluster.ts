@@ -16,21 +16,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { nkeyAuthenticator } from '@nats-io/nats-core';
 import { fromSeed } from '@nats-io/nkeys';
-import {
-  attachNamespace,
-  createBridge,
-  deleteLink,
-  deleteNamespace,
-  freePort,
-  httpOk,
-  inNetns,
-  listRoutes,
-  runInNetns,
-  type Service,
-  startService,
-  tail,
-  waitFor,
-} from '@syncmesh-edge/lab';
+import { createTestNetwork, freePort, httpOk, inNetns, runInNetns, type Service, startService, tail, type TestNetwork, waitFor } from '@syncmesh-edge/lab';
 import { nkeyFromSeed, selfSignedCert, writeEd25519Pem } from '../identity.js';
 import { type NatsSpec, renderNatsConfig } from '../nats-config.js';
 
@@ -58,23 +44,13 @@ export interface ClusterNode {
   readonly config: string;
 }
 
-/** A free 10.<second>.y.0/24 (no host route in it). */
-async function freeSubnet(second: number): Promise<string> {
-  const routes = await listRoutes().catch(() => []);
-  for (let i = 0; i < 256; i++) {
-    const y = (process.pid + i) % 256;
-    if (!routes.some((r) => r.dst.startsWith(`10.${second}.${y}.`))) return `10.${second}.${y}`;
-  }
-  throw new Error(`no free 10.${second}.y.0/24 on this host`);
-}
-
 export class NatsCluster {
   readonly nodes: ClusterNode[] = [];
   /** The test clients' nkey seed (SU…) and public key. */
   readonly clientSeed: string;
   private readonly procs = new Map<number, Service>();
   private readonly partitioned = new Set<number>();
-  private bridge: string | null = null;
+  private network: TestNetwork | null = null;
 
   private constructor(
     readonly opts: ClusterOptions,
@@ -100,20 +76,8 @@ export class NatsCluster {
     try {
       let hosts: string[];
       if (opts.netns) {
-        const net = await freeSubnet(opts.subnetSecond ?? 57);
-        c.bridge = `${opts.prefix}-br`;
-        await createBridge(c.bridge, { address: `${net}.1/24` });
-        hosts = Array.from({ length: n }, (_, i) => `${net}.${11 + i}`);
-        for (let i = 0; i < n; i++) {
-          await attachNamespace({
-            netns: `${opts.prefix}-n${i}`,
-            hostIf: `${opts.prefix}-h${i}`,
-            peerIf: `${opts.prefix}-p${i}`,
-            hostNetns: null,
-            address: `${hosts[i]}/24`,
-            bridge: c.bridge,
-          });
-        }
+        c.network = await createTestNetwork(opts.prefix, opts.subnetSecond ?? 57, n);
+        hosts = [...c.network.hosts];
       } else {
         hosts = Array.from({ length: n }, () => '127.0.0.1');
       }
@@ -165,7 +129,7 @@ export class NatsCluster {
           monitorPort: p.monitor,
           routePort: p.route,
           url: `nats://${hosts[i]}:${p.client}`,
-          netns: opts.netns ? `${opts.prefix}-n${i}` : null,
+          netns: c.network?.namespaces[i] ?? null,
           config,
         });
       }
@@ -243,9 +207,6 @@ export class NatsCluster {
       this.procs.delete(i);
       await svc.stop(2_000);
     }
-    if (this.opts.netns) {
-      for (let i = 0; i < (this.opts.nodes ?? 3); i++) await deleteNamespace(`${this.opts.prefix}-n${i}`);
-      if (this.bridge) await deleteLink(this.bridge);
-    }
+    await this.network?.remove();
   }
 }

@@ -18,20 +18,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { nkeyAuthenticator } from '@nats-io/nats-core';
 import { fromSeed } from '@nats-io/nkeys';
 import { connect } from '@nats-io/transport-node';
-import {
-  attachNamespace,
-  createBridge,
-  deleteLink,
-  deleteNamespace,
-  freePort,
-  httpOk,
-  inNetns,
-  listRoutes,
-  type Service,
-  startService,
-  tail,
-  waitFor,
-} from '@syncmesh-edge/lab';
+import { createTestNetwork, freePort, httpOk, inNetns, type Service, startService, tail, type TestNetwork, waitFor } from '@syncmesh-edge/lab';
 import { nkeyFromSeed } from '../../src/identity.js';
 import { renderNatsConfig } from '../../src/nats-config.js';
 import { GATEWAY_BIN, NATS_SERVER_BIN, isRoot, skipReason } from '../../src/testing/bins.js';
@@ -46,6 +33,9 @@ describe('coordination - async invocations on JetStream through the gateway', { 
   const dir = mkdtempSync(join(tmpdir(), 'coord-async-'));
   let net = '';
   let nsHost = '';
+  let network: TestNetwork | undefined;
+  /** The one namespace: nats-server and the gateway (which listens on fixed ports). */
+  const ns = () => network!.namespaces[0]!;
   let nats: Service | undefined;
   let gateway: Service | undefined;
   let worker: Service | undefined;
@@ -61,7 +51,7 @@ describe('coordination - async invocations on JetStream through the gateway', { 
   const accepted: { fn: string; id: string }[] = [];
 
   const startNats = () => {
-    nats = startService('nats', inNetns(`${PREFIX}-n`, [NATS_SERVER_BIN, '-c', join(dir, 'nats.conf')]), join(dir, 'nats.log'), process.env);
+    nats = startService('nats', inNetns(ns(), [NATS_SERVER_BIN, '-c', join(dir, 'nats.conf')]), join(dir, 'nats.log'), process.env);
     return waitFor('nats-server', () => httpOk(`http://${nsHost}:8222/healthz`), 30_000);
   };
   const startWorker = () => {
@@ -104,20 +94,9 @@ describe('coordination - async invocations on JetStream through the gateway', { 
 
   before(async () => {
     writeFileSync(seedFile, seed, { mode: 0o600 });
-    const routes = await listRoutes();
-    let y = process.pid % 256;
-    while (routes.some((r) => r.dst.startsWith(`10.58.${y}.`))) y = (y + 1) % 256;
-    net = `10.58.${y}`;
-    nsHost = `${net}.11`;
-    await createBridge(`${PREFIX}-br`, { address: `${net}.1/24` });
-    await attachNamespace({
-      netns: `${PREFIX}-n`,
-      hostIf: `${PREFIX}-h`,
-      peerIf: `${PREFIX}-p`,
-      hostNetns: null,
-      address: `${nsHost}/24`,
-      bridge: `${PREFIX}-br`,
-    });
+    network = await createTestNetwork(PREFIX, 58, 1);
+    net = network.net;
+    nsHost = network.hosts[0]!;
     // the "provider": /function/<name> plays the functions
     provider = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -170,7 +149,7 @@ describe('coordination - async invocations on JetStream through the gateway', { 
     );
     await startNats();
     await startWorker();
-    gateway = startService('gateway', inNetns(`${PREFIX}-n`, [GATEWAY_BIN]), join(dir, 'gateway.log'), {
+    gateway = startService('gateway', inNetns(ns(), [GATEWAY_BIN]), join(dir, 'gateway.log'), {
       ...process.env,
       functions_provider_url: `http://${net}.1:${providerPort}/`,
       faas_nats_address: '127.0.0.1',
@@ -198,8 +177,7 @@ describe('coordination - async invocations on JetStream through the gateway', { 
     await gateway?.stop();
     await nats?.stop();
     provider?.close();
-    await deleteNamespace(`${PREFIX}-n`);
-    await deleteLink(`${PREFIX}-br`);
+    await network?.remove();
   });
 
   test('coordination - every accepted call runs exactly once or is dead-lettered, across kill -9 of the worker and of nats-server', async () => {

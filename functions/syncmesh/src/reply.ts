@@ -49,37 +49,24 @@ export function errorBody(err: unknown, log: Logger): { status: number; error: E
   const gql = err instanceof GraphQLError ? err : undefined;
   const original = gql?.originalError ?? (gql ? undefined : err);
   const where = gql ? { ...(gql.locations ? { locations: gql.locations } : {}), ...(gql.path ? { path: gql.path } : {}) } : {};
+  const reply = (status: number, message: string, extensions: ErrorBody['extensions']) => ({ status, error: { message, ...where, extensions } });
   if (original instanceof SyncmeshError && original.expose) {
-    return { status: original.status, error: { message: original.message, ...where, extensions: { code: original.code, ...(original.details ?? {}) } } };
+    return reply(original.status, original.message, { code: original.code, ...(original.details ?? {}) });
   }
   if (original instanceof MongoError && original.code === MAX_TIME_MS_EXPIRED) {
     // the database stopped a read at the request deadline (maxTimeMS)
-    return {
-      status: 504,
-      error: {
-        message: 'the request took longer than its deadline (SYNCMESH_REQUEST_DEADLINE_MS)',
-        ...where,
-        extensions: { code: 'EDGE_SYNCMESH_DEADLINE_EXCEEDED' },
-      },
-    };
+    return reply(504, 'the request took longer than its deadline (SYNCMESH_REQUEST_DEADLINE_MS)', { code: 'EDGE_SYNCMESH_DEADLINE_EXCEEDED' });
   }
   if (isDatabaseUnavailable(original)) {
     log.error({ err: original }, 'database unreachable');
-    return {
-      status: 503,
-      error: {
-        message: "this node's MongoDB is not reachable; check MONGODB_URI and the database process",
-        ...where,
-        extensions: { code: 'EDGE_SYNCMESH_DB_UNAVAILABLE' },
-      },
-    };
+    return reply(503, "this node's MongoDB is not reachable; check MONGODB_URI and the database process", { code: 'EDGE_SYNCMESH_DB_UNAVAILABLE' });
   }
   if (gql && !gql.originalError) {
     // A GraphQL error raised by graphql-js itself (e.g. a non-null field got null): safe to show.
-    return { status: 500, error: { message: gql.message, ...where, extensions: { code: 'EDGE_SYNCMESH_INTERNAL' } } };
+    return reply(500, gql.message, { code: 'EDGE_SYNCMESH_INTERNAL' });
   }
   log.error({ err: original }, 'unexpected error');
-  return { status: 500, error: { message: 'internal error; see the node log', ...where, extensions: { code: 'EDGE_SYNCMESH_INTERNAL' } } };
+  return reply(500, 'internal error; see the node log', { code: 'EDGE_SYNCMESH_INTERNAL' });
 }
 
 /** Builds the reply for an execution result: masked errors, the highest status among them. */

@@ -38,10 +38,12 @@ export {
   createBridge,
   createExtraNamespace,
   createNamespace,
+  createTestNetwork,
   deleteLink,
   deleteNamespace,
   EXTRA_ROLES,
   extraNamespace,
+  freeSubnet,
   inNetns,
   killNamespaceProcesses,
   leftovers,
@@ -57,7 +59,7 @@ export {
   tryRunInNetns,
   waitForwarding,
 } from './netns.js';
-export type { ExtraNamespace, ExtraRole, Route, VethAttachment } from './netns.js';
+export type { ExtraNamespace, ExtraRole, Route, TestNetwork, VethAttachment } from './netns.js';
 export { SNAPLEN_BYTES, startCapture } from './capture.js';
 export { cpuLimitUnavailable, createCpuLimit } from './cgroup.js';
 export type { CpuLimit } from './cgroup.js';

@@ -78,6 +78,58 @@ export async function listRoutes(): Promise<Route[]> {
   return JSON.parse(stdout) as Route[];
 }
 
+/**
+ * A free test subnet 10.<second>.y.0/24, as its first three octets (`10.<second>.<y>`): the first
+ * y from the pid on with no host route inside it (a killed earlier run can leave its bridge and
+ * route behind). Without the ip command (the test skips then anyway): the pid's y.
+ */
+export async function freeSubnet(second: number): Promise<string> {
+  const routes = await listRoutes().catch(() => []);
+  for (let i = 0; i < 256; i++) {
+    const y = (process.pid + i) % 256;
+    if (!routes.some((r) => r.dst.startsWith(`10.${second}.${y}.`))) return `10.${second}.${y}`;
+  }
+  throw new Error(`no free 10.${second}.y.0/24 on this host: remove leftover test bridges (ip route | grep '^10.${second}.')`);
+}
+
+/** A bridge with namespaces on it, for a test (createTestNetwork). */
+export interface TestNetwork {
+  /** The first three octets of its /24 (`10.<second>.<y>`); the host, on the bridge, is `.1`. */
+  readonly net: string;
+  readonly bridge: string;
+  /** The namespaces, `<prefix>-n<i>`, and their addresses (`.11`, `.12`, …). */
+  readonly namespaces: readonly string[];
+  readonly hosts: readonly string[];
+  /** Deletes the namespaces (killing what runs inside) and the bridge. Safe to call twice. */
+  remove(): Promise<void>;
+}
+
+/**
+ * A bridge `<prefix>-br` on a free 10.<second>.y.0/24 (freeSubnet; the host is `.1`) and `count`
+ * namespaces `<prefix>-n<i>` on it (veth `<prefix>-h<i>` / `<prefix>-p<i>`) at `.11`, `.12`, …
+ * When a step fails, what was made is removed before the error is thrown.
+ */
+export async function createTestNetwork(prefix: string, second: number, count: number): Promise<TestNetwork> {
+  const net = await freeSubnet(second);
+  const bridge = `${prefix}-br`;
+  const namespaces = Array.from({ length: count }, (_, i) => `${prefix}-n${i}`);
+  const hosts = namespaces.map((_, i) => `${net}.${11 + i}`);
+  const remove = async () => {
+    for (const ns of namespaces) await deleteNamespace(ns);
+    await deleteLink(bridge);
+  };
+  try {
+    await createBridge(bridge, { address: `${net}.1/24` });
+    for (const [i, netns] of namespaces.entries()) {
+      await attachNamespace({ netns, hostIf: `${prefix}-h${i}`, peerIf: `${prefix}-p${i}`, hostNetns: null, address: `${hosts[i]}/24`, bridge });
+    }
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return { net, bridge, namespaces, hosts, remove };
+}
+
 /** The namespaces and host interfaces whose names start with `<prefix>-`: what a lab run must not leave behind. */
 export async function leftovers(prefix: string): Promise<{ netns: string[]; links: string[] }> {
   const mine = (n: string) => n.startsWith(`${prefix}-`);

@@ -123,6 +123,15 @@ export function emptyBreakdown(): TrafficBreakdown {
 
 type Class = 'client' | 'node_node' | 'node_central' | 'agent' | 'mongo' | 'relay' | 'other';
 
+/** The classes of the query systems' traffic: their bytes make counted_bytes, their packets counted_packets. */
+const COUNTED: ReadonlySet<Class> = new Set(['client', 'node_node', 'node_central']);
+
+/** Adds a frame of `len` bytes of class `cls` to the breakdown's totals. */
+function addTo(out: TrafficBreakdown, cls: Class, len: number): void {
+  out[`${cls}_bytes`] += len;
+  if (COUNTED.has(cls)) out.counted_packets++;
+}
+
 interface Verdict {
   cls: Class;
   /** Directed pair for node_node and agent. */
@@ -224,12 +233,11 @@ export function classify(layout: Layout, captures: readonly CapturedInterface[])
         continue;
       }
       if (p.src === null || p.dst === null) {
-        out.other_bytes += p.len;
+        addTo(out, 'other', p.len);
         continue;
       }
       if (cap.kind === 'client') {
-        out.client_bytes += p.len;
-        out.counted_packets++;
+        addTo(out, 'client', p.len);
         continue;
       }
       // what each node sent and received
@@ -251,37 +259,13 @@ export function classify(layout: Layout, captures: readonly CapturedInterface[])
         const sentHere = v.nodeToNode.src === own?.id;
         if (!sentHere && capturedNodes.has(v.nodeToNode.src)) continue;
       }
-      switch (v.cls) {
-        case 'client':
-          out.client_bytes += p.len;
-          out.counted_packets++;
-          break;
-        case 'node_node':
-          out.node_node_bytes += p.len;
-          out.counted_packets++;
-          addPair(pairs, v.pair!, p.len);
-          break;
-        case 'node_central':
-          out.node_central_bytes += p.len;
-          out.counted_packets++;
-          break;
-        case 'agent':
-          out.agent_bytes += p.len;
-          addPair(agentPairs, v.pair!, p.len);
-          break;
-        case 'mongo':
-          out.mongo_bytes += p.len;
-          break;
-        case 'relay':
-          out.relay_bytes += p.len;
-          break;
-        default:
-          out.other_bytes += p.len;
-      }
+      addTo(out, v.cls, p.len);
+      if (v.cls === 'node_node') addPair(pairs, v.pair!, p.len);
+      else if (v.cls === 'agent') addPair(agentPairs, v.pair!, p.len);
     }
     out.interfaces.push({ iface: cap.iface, kind: cap.kind, packets: cap.packets.length, bytes });
   }
-  out.counted_bytes = out.client_bytes + out.node_node_bytes + out.node_central_bytes;
+  out.counted_bytes = [...COUNTED].reduce((sum, cls) => sum + out[`${cls}_bytes`], 0);
   out.pairs = [...pairs.values()].sort(byId);
   out.agent_pairs = [...agentPairs.values()].sort(byId);
   out.nodes = [...links.values()];

@@ -32,6 +32,26 @@ after(async () => {
   await mongo?.stop();
 });
 
+/**
+ * Runs `body` with a function stand-in and a listener (envFor(name, stand-in, extra)) whose
+ * stream is open; both are stopped afterwards, whatever happens.
+ */
+async function withStreamingListener(
+  name: string,
+  extra: Record<string, string>,
+  body: (fn: FunctionStandIn, listener: ReturnType<typeof startListener>) => Promise<void>,
+): Promise<void> {
+  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
+  const listener = startListener(envFor(name, fn, extra));
+  try {
+    await listener.waitForLog(isStreaming, 30_000, 'stream open');
+    await body(fn, listener);
+  } finally {
+    await listener.kill('SIGTERM');
+    await fn.close();
+  }
+}
+
 function envFor(name: string, fn: FunctionStandIn, extra: Record<string, string> = {}): Record<string, string> {
   dbs.push(`lt_${name}`, `lt_${name}_meta`);
   return {
@@ -149,10 +169,7 @@ test('replication - function down for 30 seconds, then up: nothing lost', {
 });
 
 test('replication - 503 and hanging answers are retried and the token waits for the acknowledgement', async () => {
-  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
-  const listener = startListener(envFor('flaky', fn, { LISTENER_DELIVERY_TIMEOUT_MS: '300' }));
-  try {
-    await listener.waitForLog(isStreaming, 30_000, 'stream open');
+  await withStreamingListener('flaky', { LISTENER_DELIVERY_TIMEOUT_MS: '300' }, async (fn) => {
     const coll = client.db('lt_flaky').collection('sensor_data');
     await coll.insertOne({ n: 0 });
     await fn.waitFor(() => fn.events.length === 1, 10_000, 'first event');
@@ -174,17 +191,11 @@ test('replication - 503 and hanging answers are retried and the token waits for 
       10_000,
       'token advanced after the acknowledgement',
     );
-  } finally {
-    await listener.kill('SIGTERM');
-    await fn.close();
-  }
+  });
 });
 
 test('replication - a 4xx rejection is dead-lettered and the listener moves on', async () => {
-  const fn = await startFunctionStandIn(SECRET, 0, 'node-a');
-  const listener = startListener(envFor('reject', fn));
-  try {
-    await listener.waitForLog(isStreaming, 30_000, 'stream open');
+  await withStreamingListener('reject', {}, async (fn) => {
     await fn.waitFor(() => fn.resyncs.length === 1, 10_000, 'the first-start resync');
     const coll = client.db('lt_reject').collection('sensor_data');
     fn.setMode('reject');
@@ -199,10 +210,7 @@ test('replication - a 4xx rejection is dead-lettered and the listener moves on',
     await coll.insertOne({ n: 2 });
     await fn.waitFor(() => fn.events.some((e) => e.doc?.['n'] === 2), 10_000, 'next insert delivered');
     assert.ok(!fn.events.some((e) => e.doc?.['n'] === 1), 'the rejected batch is not retried');
-  } finally {
-    await listener.kill('SIGTERM');
-    await fn.close();
-  }
+  });
 });
 
 test('replication - a rejected batch is resynced at once, and `cli.js replay` re-delivers it once fixed', async () => {

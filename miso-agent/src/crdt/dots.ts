@@ -284,23 +284,29 @@ export function writeContext(w: Writer, ctx: CausalContext): void {
   }
 }
 
+/**
+ * Reads a count (each entry at least `minBytes`) and that many entries, each a replica id then
+ * what `entry` reads; the replicas must come strictly ascending (`what` names them when not).
+ */
+export function readByReplica(r: Reader, readReplica: (r: Reader) => string, minBytes: number, what: string, entry: (rep: string) => void): void {
+  let prev: string | undefined;
+  for (let i = 0, n = r.count(minBytes); i < n; i++) {
+    const rep = readReplica(r);
+    if (prev !== undefined && compareStrings(prev, rep) >= 0) r.fail(`${what} not strictly ascending`);
+    prev = rep;
+    entry(rep);
+  }
+}
+
 export function readContext(r: Reader, readReplica: (r: Reader) => string): CausalContext {
   const vv = new Map<string, number>();
-  let prev: string | undefined;
-  for (let i = 0, n = r.count(2); i < n; i++) {
-    const rep = readReplica(r);
-    if (prev !== undefined && compareStrings(prev, rep) >= 0) r.fail('context replicas not strictly ascending');
-    prev = rep;
+  readByReplica(r, readReplica, 2, 'context replicas', (rep) => {
     const max = r.uint();
     if (max < 1) r.fail('context entry with counter 0');
     vv.set(rep, max);
-  }
+  });
   const cloud = new Map<string, number[]>();
-  prev = undefined;
-  for (let i = 0, n = r.count(3); i < n; i++) {
-    const rep = readReplica(r);
-    if (prev !== undefined && compareStrings(prev, rep) >= 0) r.fail('cloud replicas not strictly ascending');
-    prev = rep;
+  readByReplica(r, readReplica, 3, 'cloud replicas', (rep) => {
     const cs: number[] = [];
     let last = (vv.get(rep) ?? 0) + 1; // every cloud dot must exceed vv + 1
     const k = r.count(1);
@@ -312,7 +318,7 @@ export function readContext(r: Reader, readReplica: (r: Reader) => string): Caus
       last = c;
     }
     cloud.set(rep, cs);
-  }
+  });
   return { vv, cloud };
 }
 

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { bytesEqual, decodeWith, Writer, type Reader } from './codec.js';
+import { readByReplica } from './dots.js';
 import { CrdtError } from './errors.js';
 import { compareStrings } from './json.js';
 import { checkReplica, isPlainWithKeys, parseWith, readReplica } from './ops.js';
@@ -50,15 +51,11 @@ export function writeGCounter(w: Writer, s: GCounterState): void {
 
 export function readGCounter(r: Reader): GCounterState {
   const out = new Map<string, number>();
-  let prev: string | undefined;
-  for (let i = 0, n = r.count(3); i < n; i++) {
-    const rep = readReplica(r);
-    if (prev !== undefined && compareStrings(prev, rep) >= 0) r.fail('replicas not strictly ascending');
-    prev = rep;
+  readByReplica(r, readReplica, 3, 'replicas', (rep) => {
     const c = r.uint();
     if (c === 0) r.fail('zero count stored');
     out.set(rep, c);
-  }
+  });
   return out;
 }
 

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { bytesEqual, decodeWith, Writer } from './codec.js';
 import { compareStrings, parseCanonical } from './json.js';
-import { opValue, parseWith, readValue, valueSchema, checkReplica } from './ops.js';
+import { checkReplica, parseValueOp, readValue, valueSchema } from './ops.js';
 import type { CrdtType, JsonScalar } from './types.js';
 
 /** Canonical JSON strings of the elements. */
@@ -17,14 +17,10 @@ const opSchema = z.strictObject({ op: z.literal('add'), value: valueSchema });
 export const gset: CrdtType<GSetState, GSetOp, JsonScalar[]> = {
   name: 'gset',
   empty: () => new Set(),
-  parseOp(op) {
-    const parsed = parseWith('gset', opSchema, op);
-    opValue('gset', parsed.value, true);
-    return parsed as GSetOp;
-  },
+  parseOp: (op) => parseValueOp('gset', opSchema, op, true).op as GSetOp,
   apply(state, op, replica) {
     checkReplica(replica);
-    const v = opValue('gset', gset.parseOp(op).value, true);
+    const v = parseValueOp('gset', opSchema, op, true).value;
     const delta: GSetState = new Set([v]);
     return [state.has(v) ? state : gset.join(state, delta), delta];
   },

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { bytesEqual, decodeWith, Writer } from './codec.js';
 import { CrdtError } from './errors.js';
 import { compareStrings, parseCanonical } from './json.js';
-import { checkReplica, opValue, parseWith, readReplica, readValue, valueSchema } from './ops.js';
+import { checkReplica, parseValueOp, readReplica, readValue, valueSchema } from './ops.js';
 import type { CrdtType, Json } from './types.js';
 
 export interface LWWWrite {
@@ -51,14 +51,9 @@ function compareWrites(a: LWWWrite, b: LWWWrite): number {
 export const lwwregister: CrdtType<LWWRegisterState, LWWRegisterOp, Json> = {
   name: 'lwwregister',
   empty: () => null,
-  parseOp(op) {
-    const parsed = parseWith('lwwregister', opSchema, op);
-    opValue('lwwregister', parsed.value, false);
-    return parsed as LWWRegisterOp;
-  },
+  parseOp: (op) => parseValueOp('lwwregister', opSchema, op, false).op as LWWRegisterOp,
   apply(state, op, replica) {
-    const parsed = lwwregister.parseOp(op);
-    const value = opValue('lwwregister', parsed.value, false);
+    const { op: parsed, value } = parseValueOp('lwwregister', opSchema, op, false);
     const ts = parsed.ts ?? (state?.ts ?? 0) + 1;
     if (!Number.isSafeInteger(ts)) {
       throw new CrdtError('EDGE_MISO_BAD_OP', `lwwregister set: the timestamp after ${state?.ts ?? 0} is not a safe integer; pass an explicit ts`);

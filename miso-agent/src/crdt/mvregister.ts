@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { bytesEqual, decodeWith, Writer } from './codec.js';
 import { type DotFun, type DotFunState, dotFunSetDelta, dotFunStateJoin, emptyDotFunState, pickMaxString, readDotFunState, writeDotFunState } from './dots.js';
 import { compareStrings, parseCanonical } from './json.js';
-import { checkReplica, opValue, parseWith, readReplica, readValue, valueSchema } from './ops.js';
+import { checkReplica, parseValueOp, readReplica, readValue, valueSchema } from './ops.js';
 import type { CrdtType, Json } from './types.js';
 
 export type MVRegisterState = DotFunState<string>;
@@ -26,13 +26,9 @@ export function dotFunValues(f: DotFun<string>): Json[] {
 export const mvregister: CrdtType<MVRegisterState, MVRegisterOp, Json[]> = {
   name: 'mvregister',
   empty: () => emptyDotFunState(),
-  parseOp(op) {
-    const parsed = parseWith('mvregister', opSchema, op);
-    opValue('mvregister', parsed.value, false);
-    return parsed as MVRegisterOp;
-  },
+  parseOp: (op) => parseValueOp('mvregister', opSchema, op, false).op as MVRegisterOp,
   apply(state, op, replica) {
-    const v = opValue('mvregister', mvregister.parseOp(op).value, false);
+    const v = parseValueOp('mvregister', opSchema, op, false).value;
     const delta = dotFunSetDelta(state, checkReplica(replica), v);
     return [mvregister.join(state, delta), delta];
   },

@@ -48,6 +48,20 @@ export function opValue(type: CrdtTypeName, v: unknown, scalarOnly: boolean): st
   return canonicalJson(v, `${type} op: value`);
 }
 
+/**
+ * An op that carries a `value`: the op as `schema` parses it and its value as canonical JSON
+ * (opValue), checked once. parseOp() keeps the op, apply() both.
+ */
+export function parseValueOp<T extends { value?: unknown }>(
+  type: CrdtTypeName,
+  schema: z.ZodType<T>,
+  op: unknown,
+  scalarOnly: boolean,
+): { op: T; value: string } {
+  const parsed = parseWith(type, schema, op);
+  return { op: parsed, value: opValue(type, parsed.value, scalarOnly) };
+}
+
 export function checkReplica(replica: unknown): string {
   return checkId(replica, 'replica id', 'EDGE_MISO_BAD_REPLICA');
 }

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { bytesEqual, decodeWith, type Reader, Writer } from './codec.js';
 import { type DotMapState, dotMapRemoveDelta, dotMapSetDelta, dotMapStateJoin, emptyDotMapState, pickNull, readDotMapState, writeDotMapState } from './dots.js';
 import { compareStrings, parseCanonical } from './json.js';
-import { checkReplica, opValue, parseWith, readReplica, readValue, valueSchema } from './ops.js';
+import { checkReplica, parseValueOp, readReplica, readValue, valueSchema } from './ops.js';
 import type { CrdtType, JsonScalar } from './types.js';
 
 /** store: canonical JSON element -> live add dots (never empty). */
@@ -26,14 +26,9 @@ const opSchema = z.strictObject({ op: z.enum(['add', 'remove']), value: valueSch
 export const orset: CrdtType<ORSetState, ORSetOp, JsonScalar[]> = {
   name: 'orset',
   empty: () => emptyDotMapState(),
-  parseOp(op) {
-    const parsed = parseWith('orset', opSchema, op);
-    opValue('orset', parsed.value, true);
-    return parsed as ORSetOp;
-  },
+  parseOp: (op) => parseValueOp('orset', opSchema, op, true).op as ORSetOp,
   apply(state, op, replica) {
-    const parsed = orset.parseOp(op);
-    const v = opValue('orset', parsed.value, true);
+    const { op: parsed, value: v } = parseValueOp('orset', opSchema, op, true);
     const r = checkReplica(replica);
     const delta = parsed.op === 'add' ? dotMapSetDelta(state, v, r, null) : dotMapRemoveDelta(state, v);
     return [orset.join(state, delta), delta];

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createSocket } from 'node:dgram';
+import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';
 import { createLogger } from '@syncmesh-edge/log';
 import { MisoError } from '../errors.js';
@@ -16,8 +16,32 @@ import {
   QUERY_INTERVAL_MS,
   SERVICE_TYPE,
   SERVICES_ENUMERATION,
+  type MdnsOptions,
   type MdnsRecord,
 } from './mdns.js';
+
+type Callbacks = Partial<Pick<MdnsOptions, 'onPeer' | 'onGone'>>;
+
+/** An agent's discovery (node `nodeId`, agent port `port`) on a loopback socket, speaking by unicast to `to`'s port. */
+function loopbackDiscovery(nodeId: string, port: number, socket: Socket, to: Socket, on: Callbacks = {}): MdnsDiscovery {
+  return new MdnsDiscovery({
+    nodeId,
+    port,
+    addresses: ['127.0.0.1'],
+    log: createLogger({ level: 'silent' }),
+    onPeer: on.onPeer ?? (() => undefined),
+    onGone: on.onGone ?? (() => undefined),
+    mdnsOptions: { multicast: false, socket, port: to.address().port, ip: '127.0.0.1', bind: false },
+  });
+}
+
+/** Two UDP sockets on ephemeral loopback ports: the tests' agents send to each other by unicast, nothing is multicast from the host namespace. */
+async function loopbackSockets(): Promise<[Socket, Socket]> {
+  const pair: [Socket, Socket] = [createSocket({ type: 'udp4', reuseAddr: false }), createSocket({ type: 'udp4', reuseAddr: false })];
+  for (const s of pair) s.bind(0, '127.0.0.1');
+  await Promise.all(pair.map((s) => once(s, 'listening')));
+  return pair;
+}
 
 test('mdns - an announcement is DNS-SD shaped (PTR, SRV, TXT, A)', () => {
   const recs = announcement('node-a', 7650, ['10.1.0.2']);
@@ -94,34 +118,14 @@ test('mdns - peers are read back from answers, goodbyes are flagged', () => {
 test('mdns - two agents find each other and see the goodbye (unicast loopback, no multicast)', async () => {
   // Each side sends to the other's loopback port: the discovery logic runs unchanged, and nothing
   // is multicast from the host namespace.
-  const sa = createSocket({ type: 'udp4', reuseAddr: false });
-  const sb = createSocket({ type: 'udp4', reuseAddr: false });
-  sa.bind(0, '127.0.0.1');
-  sb.bind(0, '127.0.0.1');
-  await Promise.all([once(sa, 'listening'), once(sb, 'listening')]);
-  const pa = sa.address().port;
-  const pb = sb.address().port;
-  const log = createLogger({ level: 'silent' });
+  const [sa, sb] = await loopbackSockets();
   const seen: string[] = [];
   const gone: string[] = [];
-  const a = new MdnsDiscovery({
-    nodeId: 'na',
-    port: 7001,
-    addresses: ['127.0.0.1'],
-    log,
+  const a = loopbackDiscovery('na', 7001, sa, sb, {
     onPeer: (addr, id) => seen.push(`a saw ${id} at ${addr}`),
     onGone: (addr, id) => gone.push(`a lost ${id} at ${addr}`),
-    mdnsOptions: { multicast: false, socket: sa, port: pb, ip: '127.0.0.1', bind: false },
   });
-  const b = new MdnsDiscovery({
-    nodeId: 'nb',
-    port: 7002,
-    addresses: ['127.0.0.1'],
-    log,
-    onPeer: (addr, id) => seen.push(`b saw ${id} at ${addr}`),
-    onGone: () => undefined,
-    mdnsOptions: { multicast: false, socket: sb, port: pa, ip: '127.0.0.1', bind: false },
-  });
+  const b = loopbackDiscovery('nb', 7002, sb, sa, { onPeer: (addr, id) => seen.push(`b saw ${id} at ${addr}`) });
   a.start();
   b.start();
   const deadline = Date.now() + 5000;
@@ -138,21 +142,9 @@ test('mdns - two agents find each other and see the goodbye (unicast loopback, n
 });
 
 /** An agent's discovery and a plain multicast-dns client on unicast loopback sockets, sending to each other. */
-async function pair(nodeId: string) {
-  const sa = createSocket({ type: 'udp4', reuseAddr: false });
-  const sp = createSocket({ type: 'udp4', reuseAddr: false });
-  sa.bind(0, '127.0.0.1');
-  sp.bind(0, '127.0.0.1');
-  await Promise.all([once(sa, 'listening'), once(sp, 'listening')]);
-  const agent = new MdnsDiscovery({
-    nodeId,
-    port: 7001,
-    addresses: ['127.0.0.1'],
-    log: createLogger({ level: 'silent' }),
-    onPeer: () => undefined,
-    onGone: () => undefined,
-    mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },
-  });
+async function pair(nodeId: string, on: Callbacks = {}) {
+  const [sa, sp] = await loopbackSockets();
+  const agent = loopbackDiscovery(nodeId, 7001, sa, sp, on);
   const probe = makeMdns({ multicast: false, socket: sp, port: sa.address().port, ip: '127.0.0.1', bind: false });
   return { agent, probe };
 }
@@ -199,22 +191,11 @@ test('mdns - an interface without an IPv4 address is a configuration error, not 
 });
 
 test('mdns - a record is a claim: its node id is handed to the dialer, a changed id re-dials, our own id is ignored', async () => {
-  const sa = createSocket({ type: 'udp4', reuseAddr: false });
-  const sp = createSocket({ type: 'udp4', reuseAddr: false });
-  sa.bind(0, '127.0.0.1');
-  sp.bind(0, '127.0.0.1');
-  await Promise.all([once(sa, 'listening'), once(sp, 'listening')]);
   const events: string[] = [];
-  const agent = new MdnsDiscovery({
-    nodeId: 'na',
-    port: 7001,
-    addresses: ['127.0.0.1'],
-    log: createLogger({ level: 'silent' }),
+  const { agent, probe } = await pair('na', {
     onPeer: (addr, id) => events.push(`peer ${id} at ${addr}`),
     onGone: (addr, id) => events.push(`gone ${id} at ${addr}`),
-    mdnsOptions: { multicast: false, socket: sa, port: sp.address().port, ip: '127.0.0.1', bind: false },
   });
-  const probe = makeMdns({ multicast: false, socket: sp, port: sa.address().port, ip: '127.0.0.1', bind: false });
   agent.start();
   const until = async (n: number) => {
     const deadline = Date.now() + 5000;

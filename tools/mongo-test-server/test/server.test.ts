@@ -3,8 +3,23 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Binary, type Document, MongoClient } from 'mongodb';
-import { startTestServer } from '../src/index.js';
+import { Binary, type Document, MongoClient, type MongoClientOptions } from 'mongodb';
+import { startTestServer, type TestServerOptions } from '../src/index.js';
+
+/** Runs `body` with a driver client (`clientOpts`) of a fresh test server (`opts`); both are closed afterwards, whatever happens. */
+async function withServer<T>(opts: TestServerOptions, clientOpts: MongoClientOptions, body: (client: MongoClient) => Promise<T>): Promise<T> {
+  const server = await startTestServer(opts);
+  try {
+    const client = await MongoClient.connect(server.uri, clientOpts);
+    try {
+      return await body(client);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await server.stop();
+  }
+}
 
 test('test server - starts on a free port and answers the wire protocol', async () => {
   const server = await startTestServer();
@@ -23,9 +38,7 @@ test('test server - starts on a free port and answers the wire protocol', async 
 });
 
 test('test server - says it is MongoDB 7.0 (wire version 21) and answers hello as a standalone does', async () => {
-  const server = await startTestServer();
-  const client = await MongoClient.connect(server.uri);
-  try {
+  await withServer({}, {}, async (client) => {
     const admin = client.db('admin');
     const hello = await admin.command({ hello: 1, helloOk: true });
     assert.equal(hello['isWritablePrimary'], true);
@@ -49,20 +62,15 @@ test('test server - says it is MongoDB 7.0 (wire version 21) and answers hello a
     await txn.abortTransaction().catch(() => undefined); // the server refuses that too; nothing was started
     await txn.endSession();
     assert.equal(await client.db('d').collection('c').countDocuments(), 1);
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });
 
 test('test server - a message it cannot read is answered with an error and the connection stays open', async () => {
   // The library reads binary subtypes 0, 3, 4 and 128 only; it used to close the connection
   // ("connection closed" in pymongo) instead of answering.
-  const server = await startTestServer();
-  const client = await MongoClient.connect(server.uri, { maxPoolSize: 1 });
-  const closed: string[] = [];
-  client.on('connectionClosed', (e) => closed.push(e.reason));
-  try {
+  await withServer({}, { maxPoolSize: 1 }, async (client) => {
+    const closed: string[] = [];
+    client.on('connectionClosed', (e) => closed.push(e.reason));
     const coll = client.db('d').collection('c');
     await coll.insertOne({ _id: 1, n: 1 } as never);
     const md5 = new Binary(Buffer.alloc(16, 7), Binary.SUBTYPE_MD5);
@@ -73,18 +81,13 @@ test('test server - a message it cannot read is answered with an error and the c
     });
     assert.equal(await coll.countDocuments({ n: 1 }), 1, 'the next command is answered');
     assert.deepEqual(closed, [], 'no connection was closed');
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });
 
 test('test server - unacknowledged writes (w: 0) run, and the connection stays open', async () => {
-  const server = await startTestServer();
-  const client = await MongoClient.connect(server.uri, { maxPoolSize: 1 });
-  const closed: string[] = [];
-  client.on('connectionClosed', (e) => closed.push(e.reason));
-  try {
+  await withServer({}, { maxPoolSize: 1 }, async (client) => {
+    const closed: string[] = [];
+    client.on('connectionClosed', (e) => closed.push(e.reason));
     const unacknowledged = client.db('d').collection('c', { writeConcern: { w: 0 } });
     await unacknowledged.insertOne({ _id: 1, n: 1 } as never);
     await unacknowledged.replaceOne({ _id: 1 } as never, { n: 2 });
@@ -93,10 +96,7 @@ test('test server - unacknowledged writes (w: 0) run, and the connection stays o
     for (let polls = 0; n !== 2 && polls < 200; polls++) n = (await coll.findOne({ _id: 1 } as never))?.['n'];
     assert.equal(n, 2);
     assert.deepEqual(closed, [], 'no connection was closed');
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });
 
 test('test server - keeps data across restarts with a data directory', async () => {
@@ -186,9 +186,7 @@ test('test server - a taken port fails fast with the reason', async () => {
 });
 
 test('test server - change streams report inserts, updates, replaces and deletes with the document key', async () => {
-  const server = await startTestServer();
-  const client = await MongoClient.connect(server.uri, { directConnection: true });
-  try {
+  await withServer({}, { directConnection: true }, async (client) => {
     const coll = client.db('d').collection('c');
     const stream = coll.watch([], { fullDocument: 'updateLookup' });
     // tryNext() opens the cursor and returns null while nothing happened yet.
@@ -216,29 +214,19 @@ test('test server - change streams report inserts, updates, replaces and deletes
     assert.deepEqual(seen[2]!['fullDocument'], { _id: insertedId, n: 3 });
     assert.deepEqual(stream.resumeToken, seen[3]!['_id']);
     await stream.close();
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });
 
 test('test server - fullDocument modes that need stored pre- or post-images are refused with a clear error', async () => {
-  const server = await startTestServer();
-  const client = await MongoClient.connect(server.uri);
-  try {
+  await withServer({}, {}, async (client) => {
     const stream = client.db('d').collection('c').watch([], { fullDocument: 'required' });
     await assert.rejects(stream.tryNext(), /fullDocument: 'required' is not supported by the test server/);
     await stream.close();
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });
 
 test('test server - the oplog is capped: a resume behind it fails with ChangeStreamHistoryLost, a resume inside it continues', async () => {
-  const server = await startTestServer({ oplogMaxEntries: 50 });
-  const client = await MongoClient.connect(server.uri, { directConnection: true });
-  try {
+  await withServer({ oplogMaxEntries: 50 }, { directConnection: true }, async (client) => {
     const coll = client.db('d').collection('c');
     const next = async (stream: ReturnType<typeof coll.watch>) => {
       for (let polls = 0; polls < 200; polls++) {
@@ -262,16 +250,11 @@ test('test server - the oplog is capped: a resume behind it fails with ChangeStr
     const behind = coll.watch([], { startAfter: first._id });
     await assert.rejects(behind.tryNext(), (err: { code?: number; codeName?: string }) => err.code === 286 && err.codeName === 'ChangeStreamHistoryLost');
     await behind.close();
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });
 
 test('test server - a stream whose collection is quiet still sees its next event after writes elsewhere', async () => {
-  const server = await startTestServer();
-  const client = await MongoClient.connect(server.uri, { directConnection: true });
-  try {
+  await withServer({}, { directConnection: true }, async (client) => {
     const watched = client.db('d').collection('watched');
     const other = client.db('d').collection('other');
     // each empty poll waits maxAwaitTimeMS for an event (MongoDB's default: 1 s)
@@ -293,10 +276,7 @@ test('test server - a stream whose collection is quiet still sees its next event
     }
     assert.deepEqual(seen, [0, 1, 2]);
     await stream.close();
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });
 
 test('test server - a change stream getMore with nothing to return waits for an event of its collection (up to maxAwaitTimeMS), as MongoDB does', async () => {
@@ -339,9 +319,7 @@ test('test server - a change stream getMore with nothing to return waits for an 
 });
 
 test('test server - an open stream that fell behind the capped oplog fails with ChangeStreamHistoryLost; one whose collection was quiet does not', async () => {
-  const server = await startTestServer({ oplogMaxEntries: 50 });
-  const client = await MongoClient.connect(server.uri, { directConnection: true });
-  try {
+  await withServer({ oplogMaxEntries: 50 }, { directConnection: true }, async (client) => {
     const busy = client.db('d').collection('busy');
     const quietColl = client.db('d').collection('quiet');
     const behind = busy.watch([], { maxAwaitTimeMS: 50 });
@@ -357,8 +335,5 @@ test('test server - an open stream that fell behind the capped oplog fails with 
     for (let polls = 0; polls < 100 && !change; polls++) change = await quiet.tryNext();
     assert.equal((change as unknown as { fullDocument: { n: number } }).fullDocument.n, 1);
     await Promise.all([behind.close(), quiet.close()]);
-  } finally {
-    await client.close();
-    await server.stop();
-  }
+  });
 });

@@ -3,7 +3,31 @@
  * its clients keep working. Resolvers live in ../resolvers/.
  */
 import { buildSchema, printSchema, type GraphQLSchema } from 'graphql';
+import { METRICS } from '../data/partials.js';
+import type { SensorField } from '../data/sensors.js';
 import { DateTimeScalar } from './datetime.js';
+
+/** A reading's fields in the order the schema lists them, with their GraphQL types: Sensor, SensorInput and SensorUpdate are these. */
+const READING_FIELDS: readonly (readonly [SensorField, string])[] = [
+  ['sensor_id', 'Int'],
+  ['location', 'Int'],
+  ['lat', 'Float'],
+  ['lon', 'Float'],
+  ['timestamp', 'DateTime'],
+  ['temperature', 'Float'],
+  ['humidity', 'Float'],
+  ['pressure', 'Float'],
+];
+
+/** The reading's fields as SDL lines; those in `required` are non-null. */
+function readingFields(required: readonly SensorField[] = []): string {
+  return READING_FIELDS.map(([field, type]) => `${field}: ${type}${required.includes(field) ? '!' : ''}`).join('\n    ');
+}
+
+/** SensorAggregate's statistics: each of average, min, max (null without readings) and sum of each metric. */
+const AGGREGATE_FIELDS = (['average', 'min', 'max', 'sum'] as const)
+  .flatMap((stat) => METRICS.map((metric) => `${stat}_${metric}: Float${stat === 'sum' ? '!' : ''}`))
+  .join('\n    ');
 
 export const DATA_SDL = /* GraphQL */ `
   "ISO-8601 date-time; without a zone it is UTC."
@@ -12,31 +36,13 @@ export const DATA_SDL = /* GraphQL */ `
   "One reading of one sensor."
   type Sensor {
     _id: ID!
-    sensor_id: Int
-    location: Int
-    lat: Float
-    lon: Float
-    timestamp: DateTime
-    temperature: Float
-    humidity: Float
-    pressure: Float
+    ${readingFields()}
   }
 
   "Exact statistics over every matching reading on every node that answered."
   type SensorAggregate {
     count: Int!
-    average_temperature: Float
-    average_humidity: Float
-    average_pressure: Float
-    min_temperature: Float
-    min_humidity: Float
-    min_pressure: Float
-    max_temperature: Float
-    max_humidity: Float
-    max_pressure: Float
-    sum_temperature: Float!
-    sum_humidity: Float!
-    sum_pressure: Float!
+    ${AGGREGATE_FIELDS}
   }
 
   type Query {
@@ -56,25 +62,11 @@ export const DATA_SDL = /* GraphQL */ `
   }
 
   input SensorInput {
-    sensor_id: Int
-    location: Int
-    lat: Float!
-    lon: Float!
-    timestamp: DateTime!
-    temperature: Float
-    humidity: Float
-    pressure: Float
+    ${readingFields(['lat', 'lon', 'timestamp'])}
   }
 
   input SensorUpdate {
-    sensor_id: Int
-    location: Int
-    lat: Float
-    lon: Float
-    timestamp: DateTime
-    temperature: Float
-    humidity: Float
-    pressure: Float
+    ${readingFields()}
   }
 
   "Mutations change this node's own database only; they are never forwarded."

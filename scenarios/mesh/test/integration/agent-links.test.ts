@@ -16,19 +16,18 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig, PACKAGE_ROOT } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
 import { startMeshCapture } from '../../src/network/capture.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { misoPeers } from '../../src/runtime/services.js';
 import { trackedConnections } from '../../src/network/network.js';
 import { readState } from '../../src/plan/state.js';
 import { ToxiproxyClient } from '../../src/network/toxiproxy.js';
-import { AgentClients, agentSkipReason, has, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName, until } from '../../src/testing/helpers.js';
+import { AGENT_DEADLINES, AGENT_MESH_ENV, untilAllConnected } from './support.js';
+import { AgentClients, agentSkipReason, has, tempStateRoot, uniqueMeshName, until } from '../../src/testing/helpers.js';
 
 const LINK_MS = 200; // one-way latency of node-1 <-> node-2 (both directions)
-/** Deadlines of the polls below: generous, the machine is shared and has 2 cores. */
-const CONNECT_DEADLINE_MS = 30_000;
-const REPLICATION_DEADLINE_MS = 15_000;
+const { connectMs: CONNECT_DEADLINE_MS, replicationMs: REPLICATION_DEADLINE_MS } = AGENT_DEADLINES;
 /** The agents drop a silent peer after MISO_PEER_TIMEOUT_MS (3 s). */
 const DROP_DEADLINE_MS = 15_000;
 /** A restored link: reconnect backoff (at most 5 s) plus the catch-up. */
@@ -63,16 +62,11 @@ before(async () => {
   const latencyFile = join(stateRoot, 'latency.json');
   writeFileSync(latencyFile, JSON.stringify({ links: [{ from: 'node-1', to: 'node-2', latency_ms: LINK_MS, symmetric: true }] }));
   const cfg = loadConfig({
+    ...AGENT_MESH_ENV,
     MESH_NAME: name,
-    MESH_NODES: '3',
     MESH_STATE_DIR: stateRoot,
     MESH_LATENCY: latencyFile,
-    // The agent needs only its MongoDB; an echo server stands in for the function.
-    MESH_SERVICES: 'function,agent',
-    MESH_FUNCTION_MAIN: join(PACKAGE_ROOT, 'dist', 'src', 'testing', 'echo-server.js'),
-    MESH_MONGO_HEAP_MB: '64',
     MESH_MISO_PERSIST_DELAY_MS: '0',
-    TOXIPROXY_BIN,
   });
   mesh = await up(cfg, { loadData: false, fillRegistry: false, progress: (m) => progress.push(m) });
   await clients.openMesh(mesh.plan.nodes);
@@ -113,14 +107,7 @@ test('agent links - every agent names the others by their own addresses and reac
 
   const ids = plan.nodes.map((n) => n.id);
   // connected = a link whose handshake authenticated the peer's id both ways and whose heartbeats arrive
-  await until('every agent lists the other two as connected peers', CONNECT_DEADLINE_MS, async () => {
-    for (const id of ids) {
-      const got = await connectedPeers(id);
-      const want = ids.filter((x) => x !== id);
-      if (JSON.stringify(got) !== JSON.stringify(want)) return `${id} sees [${got.join(',')}]`;
-    }
-    return true;
-  });
+  await untilAllConnected(clients, ids, 'every agent lists the other two as connected peers', CONNECT_DEADLINE_MS);
   // Every connection a node makes to another node's address is answered by that link's proxy on
   // the host (the namespace's redirect; conntrack shows both ends), and no node is reached from
   // another node's address (the proxies connect from the host). Each pair is linked through a
@@ -272,9 +259,6 @@ test('agent links - a cut blocks agent replication through the proxies, and the 
     const v = await Promise.all(['node-1', 'node-2', 'node-3'].map(hits));
     return v.every((x) => x === start + 1110) || `values ${v.join(', ')}`;
   });
-  await until('every agent lists the other two again', CONNECT_DEADLINE_MS, async () => {
-    for (const id of ['node-1', 'node-2', 'node-3']) if ((await connectedPeers(id)).length !== 2) return `${id} sees ${await connectedPeers(id)}`;
-    return true;
-  });
+  await untilAllConnected(clients, ['node-1', 'node-2', 'node-3'], 'every agent lists the other two again', CONNECT_DEADLINE_MS);
   console.log(`# agent-links: after the restore every agent read all ${1110} of the ops made during the cut within ${Math.round(healMs)} ms`);
 });

@@ -13,7 +13,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { postFunction, type TimedAnswer } from '../../src/client/client.js';
-import { expectedFromMongo, expectedOf, relDiff, warmAggregate, type ExpectedAggregate } from '../../src/client/oracle.js';
+import { expectedFromMongo, expectedOf, warmAggregate, type ExpectedAggregate } from '../../src/client/oracle.js';
+import { aggregateOf, assertEqualAggregate } from './support.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, WEEK_END } from '../../src/client/queries.js';
 import { GatewayClient } from '../../src/runtime/faasd.js';
 import type { Topology } from '../../src/plan/topology.js';
@@ -75,11 +76,6 @@ async function askAnswered(n: Topology['nodes'][number], body: unknown): Promise
 
 function expected(start: string, end: string): Promise<ExpectedAggregate> {
   return expectedOf({ dataDir, uris: topo.nodes.map((n) => n.mongodb_uri) }, start, end);
-}
-
-function aggregateOf(a: TimedAnswer): Record<'count' | 'average_temperature' | 'average_humidity' | 'average_pressure', number> {
-  assert.deepEqual(a.answer.errors ?? [], [], 'no GraphQL errors');
-  return a.answer.data!['sensorsAggregate'] as never;
 }
 
 async function health(host: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -157,11 +153,7 @@ test("appliance mesh - the aggregate through each node's gateway equals the valu
     // the whole answer on failure (an error answer has no extensions), with its status and time
     const said = () => `${n.id}: HTTP ${a.status} after ${Math.round(a.rttMs)} ms: ${JSON.stringify(a.answer).slice(0, 2000)}`;
     assert.equal(a.answer.extensions?.['answered'], topo.nodes.length, said());
-    const got = aggregateOf(a);
-    assert.equal(got.count, want.count, `${n.id} count`);
-    for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
-      assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${n.id} ${k}: mesh ${got[k]} vs direct ${want[k]}`);
-    }
+    assertEqualAggregate(aggregateOf(a), want, n.id);
   }
 });
 

@@ -19,9 +19,10 @@ import { loadavg } from 'node:os';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
-import { postFunction, type TimedAnswer } from '../../src/client/client.js';
+import { postFunction } from '../../src/client/client.js';
 import { down, status, up, type MeshHandle } from '../../src/mesh.js';
-import { expectedFromMongo, expectedOf, relDiff, type ExpectedAggregate } from '../../src/client/oracle.js';
+import { expectedFromMongo, expectedOf, type ExpectedAggregate } from '../../src/client/oracle.js';
+import { aggregateOf, assertEqualAggregate, testMeshEnv } from './support.js';
 import { aggregateRequest, collectRequest, DAY_END, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START, originalRequest } from '../../src/client/queries.js';
 import { readState } from '../../src/plan/state.js';
 import {
@@ -55,7 +56,7 @@ import { linkShapes } from '../../src/network/latency.js';
 import { ToxiproxyClient } from '../../src/network/toxiproxy.js';
 import { augustReading, replicaDiff } from '../../src/testing/replicas.js';
 import type { TopologyNode } from '../../src/plan/topology.js';
-import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, uniqueMeshName } from '../../src/testing/helpers.js';
 
 const NODE_TIMEOUT_MS = 10_000;
 const DEADLINE_MS = 20_000;
@@ -63,7 +64,6 @@ const RESTART_WITHIN_MS = 10_000;
 // Deadlines of what only has to happen eventually: generous, as the tier runs in `make test` on a
 // shared host where a Node.js service or a fresh function can take many times its idle start-up.
 const EVENTUALLY_MS = 120_000;
-const sofia = process.env['MESH_TEST_DATA'] || join(REPO_ROOT, '..', 'shared', 'data', 'sofia');
 const functionMain = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js');
 const NODE_DRIVER_VERSION = (createRequire(import.meta.url)('mongodb/package.json') as { version: string }).version;
 const faasdBin = join(REPO_ROOT, '.cache', 'faasd', 'bin', 'amd64', 'faasd');
@@ -83,11 +83,6 @@ const stateRoot = tempStateRoot();
 let cfg: MeshConfig;
 let mesh: MeshHandle;
 let rulesBefore = '';
-
-function aggregateOf(a: TimedAnswer): { count: number; average_temperature: number; average_humidity: number; average_pressure: number } {
-  assert.deepEqual(a.answer.errors ?? [], [], 'no GraphQL errors');
-  return a.answer.data!['sensorsAggregate'] as never;
-}
 
 function expected(start: string, end: string): Promise<ExpectedAggregate> {
   return expectedOf({ dataDir: cfg.dataDir, uris: mesh.topology.nodes.map((n) => n.mongodb_uri) }, start, end);
@@ -182,17 +177,7 @@ async function pollUntil<T>(what: string, deadlineMs: number, check: () => Promi
 before(async () => {
   if (skip) return;
   rulesBefore = iptablesRules();
-  cfg = loadConfig({
-    MESH_NAME: name,
-    MESH_NODES: '3',
-    MESH_RUNTIME: 'faasd',
-    MESH_STATE_DIR: stateRoot,
-    MESH_LATENCY: 'site',
-    ...(existsSync(join(sofia, '1.csv')) ? { MESH_DATA: sofia } : {}),
-    MESH_NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS),
-    MESH_DEADLINE_MS: String(DEADLINE_MS),
-    TOXIPROXY_BIN,
-  });
+  cfg = loadConfig(testMeshEnv({ name, stateRoot, nodeTimeoutMs: NODE_TIMEOUT_MS, deadlineMs: DEADLINE_MS }, { MESH_RUNTIME: 'faasd' }));
   const t0 = Date.now();
   mesh = await up(cfg, { progress: (m) => process.stderr.write(`[faasd test] ${m}\n`) });
   process.stderr.write(`[faasd test] 3-node faasd mesh up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
@@ -279,11 +264,7 @@ test("faasd mesh - the aggregate through each node's gateway equals the value co
   for (const n of mesh.topology.nodes) {
     const a = await postFunction(n.function_url, aggregateRequest(MONTH_START, MONTH_END, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
     assert.equal(a.answer.extensions?.['answered'], 3, `${n.id}: ${JSON.stringify(a.answer.extensions)}`);
-    const got = aggregateOf(a);
-    assert.equal(got.count, want.count, `${n.id} count`);
-    for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
-      assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${n.id} ${k}: mesh ${got[k]} vs direct ${want[k]}`);
-    }
+    assertEqualAggregate(aggregateOf(a), want, n.id);
   }
 });
 
@@ -673,10 +654,7 @@ test("faasd mesh - node-2 subscribes to node-1's sensor-month; every kind of wri
     const a = await postFunction(n3.function_url, aggregateRequest(MONTH_START, end, { radius: DEFAULT_RADIUS_KM }), { timeoutMs: DEADLINE_MS + 10_000 });
     assert.equal(a.answer.extensions?.['answered'], 3, JSON.stringify(a.answer.extensions));
     const got = aggregateOf(a);
-    assert.equal(got.count, want.count, `count through node-3 (node-2 holds ${full.replicas} replicas of node-1)`);
-    for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
-      assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${k}: mesh ${got[k]} vs direct ${want[k]}`);
-    }
+    assertEqualAggregate(got, want, `through node-3 (node-2 holds ${full.replicas} replicas of node-1):`);
     process.stderr.write(
       `[faasd test] node-2 subscribed to node-1: initial sync of ${held} readings in ${syncMs} ms; ${p.driver} and ${n.driver}: ${p.calls} + ${n.calls} calls, ${after.read - before.read} change events, no resync; node-2's replicas equal node-1's readings ${Math.round(convergedMs)} ms after the last write (polled every 20 ms from ${Math.round(writersDoneMs)} ms on, when both drivers had returned; ${full.readings} documents compared); through node-3: ${got.count} readings July-September, each once\n`,
     );

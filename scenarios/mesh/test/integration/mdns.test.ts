@@ -19,7 +19,7 @@ import { once } from 'node:events';
 import { readFileSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { loadConfig, PACKAGE_ROOT, REPO_ROOT, type MeshConfig } from '../../src/config.js';
+import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
 import { MeshError } from '../../src/errors.js';
 import { cut, down, restore, up, type MeshHandle } from '../../src/mesh.js';
 import { readState } from '../../src/plan/state.js';
@@ -34,18 +34,16 @@ import {
   recordedProcesses,
   stillRunning,
   tempStateRoot,
-  TOXIPROXY_BIN,
   uniqueMeshName,
   until,
 } from '../../src/testing/helpers.js';
 import { leftovers, runInNetns, spawnInNetns } from '@syncmesh-edge/lab';
+import { AGENT_DEADLINES, AGENT_MESH_ENV, untilAllConnected } from './support.js';
 
 const agentMain = AGENT_MAIN;
 const skip = agentSkipReason();
 
-/** Deadlines of the polls below: generous, the machine is shared and has 2 cores. */
-const DISCOVERY_DEADLINE_MS = 30_000;
-const REPLICATION_DEADLINE_MS = 15_000;
+const { connectMs: DISCOVERY_DEADLINE_MS, replicationMs: REPLICATION_DEADLINE_MS } = AGENT_DEADLINES;
 /** The agent's default MISO_PEER_TIMEOUT_MS is 3 s; a dead peer must be gone well within this. */
 const DROP_DEADLINE_MS = 10_000;
 /** mDNS forgets a peer after 3 missed 2 s query periods. */
@@ -94,17 +92,12 @@ function logTimes(node: string, msg: string, field?: [string, string]): number[]
 before(async () => {
   if (skip) return;
   const cfg: MeshConfig = loadConfig({
+    ...AGENT_MESH_ENV,
     MESH_NAME: name,
-    MESH_NODES: '3',
     MESH_SUBNET: subnet,
     MESH_STATE_DIR: stateRoot,
     MESH_MISO_DISCOVERY: 'mdns',
-    // The agent needs only its MongoDB; an echo server stands in for the function.
-    MESH_SERVICES: 'function,agent',
-    MESH_FUNCTION_MAIN: join(PACKAGE_ROOT, 'dist', 'src', 'testing', 'echo-server.js'),
-    MESH_MONGO_HEAP_MB: '64',
     MESH_NODE_LOG_LEVEL: 'info', // the agents log when mDNS finds and expires a peer
-    TOXIPROXY_BIN,
   });
   mesh = await up(cfg, { loadData: false, fillRegistry: false, progress: (m) => progress.push(m) });
   upAtMs = Date.now();
@@ -146,14 +139,7 @@ test('mesh mdns - every agent finds the other two by multicast, with no static p
   for (const p of readState(mesh.plan.stateDir)!.processes)
     assert.ok(!hostMdns.includes(`pid=${p.pid},`), `${p.role} of ${p.node} has an mDNS socket in the host namespace`);
   const ids = mesh.plan.nodes.map((n) => n.id);
-  await until('every agent lists the other two as connected peers', DISCOVERY_DEADLINE_MS, async () => {
-    for (const id of ids) {
-      const got = await connectedPeers(id);
-      const want = ids.filter((x) => x !== id);
-      if (JSON.stringify(got) !== JSON.stringify(want)) return `${id} sees [${got.join(',')}]`;
-    }
-    return true;
-  });
+  await untilAllConnected(clients, ids, 'every agent lists the other two as connected peers', DISCOVERY_DEADLINE_MS);
   const connectedAt = Date.now();
   // Discovery latency of each directed pair, from its agents' logs (one clock: the same host):
   // from the later of the two agents' start of mDNS to A's 'peer found by mDNS' line for B.

@@ -4,25 +4,25 @@
  * client's bodies naming the function_urls mesh-up prints are answered exactly through every
  * node (its registry holds its peers at those URLs), a cut-off node shows up as
  * failed within the node timeout and is included again after it is restored, and mesh-down
- * leaves nothing behind. Data: ../shared/data/sofia when present, else generated.
+ * leaves nothing behind. Data: MESH_TEST_DATA, else ../shared/data/sofia when present, else generated.
  * Needs root, toxiproxy and iptables (make tools) and a built function (make build).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, REPO_ROOT, type MeshConfig } from '../../src/config.js';
-import { postFunction, type TimedAnswer } from '../../src/client/client.js';
+import { postFunction } from '../../src/client/client.js';
 import { cut, down, restore, status, up, type MeshHandle } from '../../src/mesh.js';
-import { expectedOf, relDiff, type ExpectedAggregate } from '../../src/client/oracle.js';
+import { expectedOf, type ExpectedAggregate } from '../../src/client/oracle.js';
 import { aggregateRequest, DEFAULT_RADIUS_KM, MONTH_END, MONTH_START } from '../../src/client/queries.js';
-import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, TOXIPROXY_BIN, uniqueMeshName } from '../../src/testing/helpers.js';
+import { iptablesRules, netnsSkipReason, recordedProcesses, stillRunning, tempStateRoot, uniqueMeshName } from '../../src/testing/helpers.js';
 import { leftovers } from '@syncmesh-edge/lab';
 import { assertOriginalBodiesExact } from '../../src/testing/original-bodies.js';
+import { aggregateOf, assertEqualAggregate, testMeshEnv } from './support.js';
 
 const NODE_TIMEOUT_MS = 8_000; // generous: the test server is slow on a busy 2-core machine
 const DEADLINE_MS = 16_000;
-const sofia = join(REPO_ROOT, '..', 'shared', 'data', 'sofia');
 const functionMain = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'src', 'main.js');
 const skip = netnsSkipReason({ functionMain });
 
@@ -31,18 +31,6 @@ const stateRoot = tempStateRoot();
 let cfg: MeshConfig;
 let mesh: MeshHandle;
 let rulesBefore = '';
-
-function aggregateOf(a: TimedAnswer): { count: number; average_temperature: number; average_humidity: number; average_pressure: number } {
-  assert.deepEqual(a.answer.errors ?? [], [], 'no GraphQL errors');
-  return a.answer.data!['sensorsAggregate'] as never;
-}
-
-function assertEqualAggregate(got: ReturnType<typeof aggregateOf>, want: ExpectedAggregate): void {
-  assert.equal(got.count, want.count, 'count');
-  for (const k of ['average_temperature', 'average_humidity', 'average_pressure'] as const) {
-    assert.ok(relDiff(got[k], want[k]) <= 1e-9, `${k}: mesh ${got[k]} vs direct ${want[k]}`);
-  }
-}
 
 /** The truth over some nodes' data (1-based), or over all of them. */
 const source = () => ({ dataDir: cfg.dataDir, uris: mesh.topology.nodes.map((n) => n.mongodb_uri) });
@@ -56,16 +44,7 @@ const query = () =>
 before(async () => {
   if (skip) return;
   rulesBefore = iptablesRules();
-  cfg = loadConfig({
-    MESH_NAME: name,
-    MESH_NODES: '3',
-    MESH_STATE_DIR: stateRoot,
-    MESH_LATENCY: 'site',
-    ...(existsSync(join(sofia, '1.csv')) ? { MESH_DATA: sofia } : {}),
-    MESH_NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS),
-    MESH_DEADLINE_MS: String(DEADLINE_MS),
-    TOXIPROXY_BIN,
-  });
+  cfg = loadConfig(testMeshEnv({ name, stateRoot, nodeTimeoutMs: NODE_TIMEOUT_MS, deadlineMs: DEADLINE_MS }));
   mesh = await up(cfg);
   // the first query on a fresh JVM is slow (JIT): warm every node's database once, alone
   await Promise.all(
