@@ -14,17 +14,11 @@ output "machines" {
   } }
 }
 
-output "regions" {
-  description = "Map region => subnet CIDR of the mesh's VPC."
-  value       = local.subnets
-}
-
-output "network" {
-  description = "Self link of the mesh's VPC."
-  value       = google_compute_network.this.self_link
-}
-
-output "image" {
-  description = "Self link of the imported appliance image."
-  value       = google_compute_image.appliance.self_link
+output "project_resources" {
+  description = "What the module made in the project besides the instances: network (self link of the mesh's VPC), regions (map region => subnet CIDR), image (self link of the imported appliance image)."
+  value = {
+    network = google_compute_network.this.self_link
+    regions = local.subnets
+    image   = google_compute_image.appliance.self_link
+  }
 }
