@@ -537,7 +537,7 @@ tf-down: ## Destroy the scenario, stop libvirtd, check no domain/network/volume/
 	$(TF) down $(SCENARIO)
 
 .PHONY: tf-test
-tf-test: ## tofu fmt -check, validate and tofu test (mock providers, real schemas) of every module, stack and scenario.
+tf-test: ## tofu fmt -check, validate and tofu test (mock providers, real schemas) of every module, scenario and example.
 	$(TF) test
 
 .PHONY: test-tf-smoke

@@ -4,7 +4,7 @@
 #   terraform/hack/tf.sh up SCENARIO      local-*: toolchain, libvirtd, tofu apply, wait for every node ready
 #   terraform/hack/tf.sh down SCENARIO    tofu destroy, stop libvirtd, check nothing is left (idempotent)
 #   terraform/hack/tf.sh plan SCENARIO    gcp-*: tofu plan with TF_VAR_run from the environment or GCP_VARS
-#   terraform/hack/tf.sh test             fmt -check, validate and tofu test of every module, stack, scenario
+#   terraform/hack/tf.sh test             fmt -check, validate and tofu test of every module, scenario and example
 #   terraform/hack/tf.sh topology SCENARIO  print the topology.json tf-up wrote for it (make scenario TARGET=terraform)
 #   terraform/hack/tf.sh wait TOPOLOGY    poll every node of a topology.json until its health URL says ready
 #                                         (any mesh: local, or GCP's STATE_DIR/NAME/topology.json; needs no toolchain)
@@ -345,7 +345,7 @@ test_all() {
   python3 "$tfdir/hack/module_docs.py" --check || failed=1
   python3 "$tfdir/hack/check_locks.py" || failed=1
   sync_stage
-  for dir in "$tfdir"/modules/* "$tfdir"/stacks/* "$tfdir"/scenarios/* "$tfdir"/modules/*/examples/*; do
+  for dir in "$tfdir"/modules/* "$tfdir"/scenarios/* "$tfdir"/modules/*/examples/*; do
     [[ -d "$dir" ]] || continue
     ls "$dir"/*.tf >/dev/null 2>&1 || continue
     rel="${dir#"$tfdir"/}"

@@ -57,7 +57,7 @@ locals {
 
 resource "local_sensitive_file" "mesh_secret" {
   filename             = "${local.dir}/.secrets/mesh-secret"
-  content              = var.mesh_secret
+  content              = var.secrets.mesh_secret
   file_permission      = "0600"
   directory_permission = "0700"
 }
@@ -66,7 +66,7 @@ resource "local_sensitive_file" "mesh_secret" {
 # role's syncmesh_write_key_file default), beside the mesh secret.
 resource "local_sensitive_file" "write_key" {
   filename             = "${local.dir}/.secrets/write-key"
-  content              = var.write_key
+  content              = var.secrets.write_key
   file_permission      = "0600"
   directory_permission = "0700"
 }

@@ -1,10 +1,6 @@
 variable "mesh_name" {
-  description = "Name of the mesh: 2 to 8 lowercase letters and digits, starting with a letter. Names the folder under state_dir."
+  description = "Name of the mesh (modules/mesh validates it): names the folder under state_dir."
   type        = string
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9]{1,7}$", var.mesh_name))
-    error_message = "mesh_name must be 2 to 8 lowercase letters and digits, starting with a letter (e.g. smt3)."
-  }
 }
 
 variable "state_dir" {
@@ -27,34 +23,15 @@ variable "nodes" {
     host_interface = optional(string)
     namespace      = optional(string)
   }))
-  validation {
-    condition     = length(var.nodes) >= 1 && length(var.nodes) <= 30
-    error_message = "nodes must list 1 to 30 nodes."
-  }
-  validation {
-    condition     = length(distinct([for n in var.nodes : n.id])) == length(var.nodes)
-    error_message = "every node id must be unique."
-  }
 }
 
-variable "mesh_secret" {
-  description = "The mesh secret (at least 32 characters; generated ones are 64 hex characters). Written to STATE_DIR/MESH_NAME/.secrets/mesh-secret (mode 0600), where the Ansible playbooks look for it beside the inventory; never into the inventory or topology."
-  type        = string
-  sensitive   = true
-  validation {
-    condition     = length(var.mesh_secret) >= 32
-    error_message = "mesh_secret must be at least 32 characters (32 random bytes as 64 hex characters)."
-  }
-}
-
-variable "write_key" {
-  description = "The mesh's write key (at least 32 characters): data writes send Authorization: Bearer <key>. Written to STATE_DIR/MESH_NAME/.secrets/write-key (mode 0600), where the Ansible playbooks read it (syncmesh_write_key_file's default); topology.json names it (write_key_file)."
-  type        = string
-  sensitive   = true
-  validation {
-    condition     = length(var.write_key) >= 32
-    error_message = "write_key must be at least 32 characters (32 random bytes as 64 hex characters)."
-  }
+variable "secrets" {
+  description = "The mesh's mesh_secret and write_key (modules/node-config's secrets output, where they are generated or validated). Written to STATE_DIR/MESH_NAME/.secrets/mesh-secret and .secrets/write-key (mode 0600), where the Ansible playbooks read them beside the inventory (syncmesh_write_key_file's default); topology.json names the files, never the values; data writes send Authorization: Bearer <write key>."
+  type = object({
+    mesh_secret = string
+    write_key   = string
+  })
+  sensitive = true
 }
 
 variable "subnet" {

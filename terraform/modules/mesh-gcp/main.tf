@@ -13,24 +13,11 @@ locals {
   })]
   by_id = { for n in local.placed : n.id => n }
   # between members: what nodes use of each other; from the operator also the health URL
-  member_ports   = [tostring(var.gateway_port), tostring(var.agent_port), "22"]
-  operator_ports = concat(local.member_ports, [tostring(var.health_port)])
-}
-
-resource "random_id" "mesh_secret" {
-  byte_length = 32
-}
-
-resource "random_id" "write_key" {
-  byte_length = 32
-}
-
-module "config" {
-  source              = "../node-config"
-  nodes               = [for n in local.placed : { id = n.id, address = n.address, lat = n.lat, lon = n.lon }]
-  mesh_secret         = coalesce(var.mesh_secret, random_id.mesh_secret.hex)
-  write_key           = random_id.write_key.hex
-  ssh_authorized_keys = var.ssh_authorized_keys
+  member_ports = [tostring(var.ports.gateway), tostring(var.ports.agent), "22"]
+  ingress = {
+    members  = { source_tags = [local.tag], source_ranges = null, ports = local.member_ports }
+    operator = { source_tags = null, source_ranges = var.operator_cidrs, ports = concat(local.member_ports, [tostring(var.ports.health)]) }
+  }
 }
 
 resource "google_compute_network" "this" {
@@ -51,29 +38,18 @@ resource "google_compute_subnetwork" "this" {
 # Only the gateway, agent and SSH ports between mesh members; the same plus the health port from the
 # operator's ranges (the health URL answers without auth, so it is open to nobody else). GCP denies
 # every other ingress by default.
-resource "google_compute_firewall" "members" {
-  project     = var.project
-  name        = "${var.name}-members"
-  network     = google_compute_network.this.id
-  direction   = "INGRESS"
-  source_tags = [local.tag]
-  target_tags = [local.tag]
-  allow {
-    protocol = "tcp"
-    ports    = local.member_ports
-  }
-}
-
-resource "google_compute_firewall" "operator" {
+resource "google_compute_firewall" "ingress" {
+  for_each      = local.ingress
   project       = var.project
-  name          = "${var.name}-operator"
+  name          = "${var.name}-${each.key}"
   network       = google_compute_network.this.id
   direction     = "INGRESS"
-  source_ranges = var.operator_cidrs
+  source_tags   = each.value.source_tags
+  source_ranges = each.value.source_ranges
   target_tags   = [local.tag]
   allow {
     protocol = "tcp"
-    ports    = local.operator_ports
+    ports    = each.value.ports
   }
 }
 
@@ -137,7 +113,7 @@ resource "google_compute_instance" "node" {
   # server for it: the node drops what its containers (faasd's bridge openfaas0) send to
   # 169.254.169.254 (syncmesh-metadata-block.service of the faasd role, also in the appliance).
   metadata = {
-    user-data              = module.config.user_data[each.key]
+    user-data              = var.cloud_init[each.key].user_data
     block-project-ssh-keys = "true"
     serial-port-enable     = "true"
   }

@@ -8,26 +8,35 @@ variable "project" {
 }
 
 variable "name" {
-  description = "Prefix of every resource (network, firewall rules, image, instances): 2 to 8 lowercase letters and digits, starting with a letter."
+  description = "Prefix of every resource (network, firewall rules, image, instances): the mesh's name, validated by modules/mesh (2 to 8 lowercase letters and digits)."
   type        = string
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9]{1,7}$", var.name))
-    error_message = "name must be 2 to 8 lowercase letters and digits, starting with a letter (e.g. smesh)."
-  }
 }
 
 variable "nodes" {
-  description = "Node locations from the placement module (id, index, lat, lon), 3 to 30 of them. Node i runs in zones[(i-1) % length(zones)]."
+  description = "The nodes (modules/mesh: id, index). Node i runs in zones[(i-1) % length(zones)] at .(10 + i) of its region's subnet."
   type = list(object({
     id    = string
     index = number
-    lat   = number
-    lon   = number
   }))
-  validation {
-    condition     = length(var.nodes) >= 3 && length(var.nodes) <= 30
-    error_message = "nodes must hold 3 to 30 nodes (a mesh of 3 to 30 instances)."
-  }
+}
+
+variable "cloud_init" {
+  description = "Map node id => { user_data, meta_data } (modules/mesh, from modules/node-config): the user-data reaches the instance as metadata."
+  type = map(object({
+    user_data = string
+    meta_data = string
+  }))
+  sensitive = true
+}
+
+variable "ports" {
+  description = "Ports of each node: the OpenFaaS gateway and the MISO agent (open between members and to operator_cidrs) and the health URL (GET /health, no auth: operator_cidrs only)."
+  type = object({
+    gateway = optional(number, 8080)
+    agent   = optional(number, 7070)
+    health  = optional(number, 8099)
+  })
+  default = {}
 }
 
 variable "zones" {
@@ -115,44 +124,6 @@ variable "subnet_base" {
     condition     = !can(cidrhost(var.subnet_base, 0)) || try(cidrhost(var.subnet_base, 0) != "10.62.0.0", true)
     error_message = "subnet_base must not be 10.62.0.0/16: that is faasd's container network (bridge openfaas0) on every node."
   }
-}
-
-variable "mesh_secret" {
-  description = "The mesh secret (at least 32 characters); null generates 32 random bytes."
-  type        = string
-  default     = null
-  sensitive   = true
-  validation {
-    condition     = var.mesh_secret == null || try(length(var.mesh_secret) >= 32, false)
-    error_message = "mesh_secret must be at least 32 characters (or null to generate one)."
-  }
-}
-
-variable "ssh_authorized_keys" {
-  description = "SSH public keys of root on every instance (the node file's and cloud-init's; the image has no other user). At least one: the inventory's playbooks and the checks log in as root."
-  type        = list(string)
-  validation {
-    condition     = length(var.ssh_authorized_keys) >= 1
-    error_message = "ssh_authorized_keys must hold at least one OpenSSH public key line (root's; e.g. the content of ~/.ssh/id_ed25519.pub): without one no playbook can reach the instances."
-  }
-}
-
-variable "gateway_port" {
-  description = "Port of each node's OpenFaaS gateway."
-  type        = number
-  default     = 8080
-}
-
-variable "agent_port" {
-  description = "Port of each node's MISO agent."
-  type        = number
-  default     = 7070
-}
-
-variable "health_port" {
-  description = "Port of each node's health URL (GET /health, no auth): open to operator_cidrs only."
-  type        = number
-  default     = 8099
 }
 
 variable "labels" {

@@ -5,9 +5,5 @@ terraform {
       source  = "hashicorp/google"
       version = "7.45.0"
     }
-    random = {
-      source  = "hashicorp/random"
-      version = "3.9.0"
-    }
   }
 }

@@ -1,7 +1,8 @@
 locals {
-  gateway = cidrhost(var.subnet, 1)
+  gateway  = cidrhost(var.vm.subnet, 1)
+  pool_dir = "${var.vm.work_dir}/pool"
   nodes = [for n in var.nodes : merge(n, {
-    address = cidrhost(var.subnet, 10 + n.index)
+    address = cidrhost(var.vm.subnet, 10 + n.index)
     # locally administered, stable per mesh and node
     mac  = format("52:54:00:%s:%02x", join(":", regexall("..", substr(md5(var.name), 0, 4))), n.index)
     tap  = "${var.name}-t${n.index}"
@@ -10,39 +11,19 @@ locals {
   by_id = { for n in local.nodes : n.id => n }
 }
 
-resource "random_id" "mesh_secret" {
-  byte_length = 32
-}
-
-resource "random_id" "write_key" {
-  byte_length = 32
-}
-
-module "config" {
-  source              = "../node-config"
-  nodes               = [for n in local.nodes : { id = n.id, address = n.address, lat = n.lat, lon = n.lon }]
-  mesh_secret         = random_id.mesh_secret.hex
-  write_key           = random_id.write_key.hex
-  ssh_authorized_keys = var.ssh_authorized_keys
-  node_file_path      = var.node_file_path
-  static_network      = { prefix_length = 24 }
-  mongodb_publish     = var.mongodb_publish
-  peer_timeout_s      = var.peer_timeout_s
-}
-
 resource "libvirt_pool" "this" {
   name = "${var.name}-pool"
   type = "dir"
   target {
-    path = var.pool_dir
+    path = local.pool_dir
   }
 }
 
 resource "libvirt_volume" "base" {
-  name   = "${var.name}-base.${var.image_format}"
+  name   = "${var.name}-base.${var.vm.image_format}"
   pool   = libvirt_pool.this.name
-  source = var.image_path
-  format = var.image_format
+  source = var.vm.image_path
+  format = var.vm.image_format
 }
 
 resource "libvirt_volume" "disk" {
@@ -51,15 +32,15 @@ resource "libvirt_volume" "disk" {
   pool           = libvirt_pool.this.name
   base_volume_id = libvirt_volume.base.id
   format         = "qcow2"
-  size           = var.disk_size_gb * 1024 * 1024 * 1024
+  size           = var.vm.disk_size_gb * 1024 * 1024 * 1024
 }
 
 resource "libvirt_cloudinit_disk" "seed" {
   for_each  = local.by_id
   name      = "${each.value.host}-seed.iso"
   pool      = libvirt_pool.this.name
-  user_data = module.config.user_data[each.key]
-  meta_data = module.config.meta_data[each.key]
+  user_data = var.cloud_init[each.key].user_data
+  meta_data = var.cloud_init[each.key].meta_data
 }
 
 # Isolated: no forwarding, no DHCP, no DNS (no dnsmasq); nodes get static addresses.
@@ -67,7 +48,7 @@ resource "libvirt_network" "this" {
   name      = "${var.name}-net"
   mode      = "none"
   bridge    = "${var.name}-br"
-  addresses = [var.subnet]
+  addresses = [var.vm.subnet]
   autostart = false
   dhcp {
     enabled = false
@@ -80,21 +61,21 @@ resource "libvirt_network" "this" {
 resource "libvirt_domain" "node" {
   for_each = local.by_id
   name     = each.value.host
-  type     = var.domain_type
-  memory   = var.memory_mb
-  vcpu     = var.vcpus
-  running  = var.running
-  firmware = var.firmware
+  type     = var.vm.domain_type
+  memory   = var.vm.memory_mb
+  vcpu     = var.vm.vcpus
+  running  = var.vm.running
+  firmware = var.vm.firmware
   dynamic "nvram" {
-    for_each = var.firmware == null ? [] : [1]
+    for_each = var.vm.firmware == null ? [] : [1]
     content {
-      file     = "${var.pool_dir}/${each.value.host}.vars.fd"
-      template = var.nvram_template
+      file     = "${local.pool_dir}/${each.value.host}.vars.fd"
+      template = var.vm.nvram_template
     }
   }
-  kernel  = var.kernel
-  initrd  = var.initrd
-  cmdline = var.kernel == null ? null : [{ "_" = var.kernel_cmdline }]
+  kernel  = var.vm.kernel
+  initrd  = var.vm.initrd
+  cmdline = var.vm.kernel == null ? null : [{ "_" = var.vm.kernel_cmdline }]
 
   disk {
     volume_id = libvirt_volume.disk[each.key].id
@@ -123,8 +104,8 @@ resource "libvirt_domain" "node" {
   xml {
     xslt = templatefile("${path.module}/domain.xsl.tftpl", {
       tap         = each.value.tap
-      logfile     = "${var.log_dir}/${each.value.host}.console.log"
-      tb_cache_mb = var.domain_type == "qemu" ? var.tcg_tb_cache_mb : null
+      logfile     = "${var.vm.work_dir}/logs/${each.value.host}.console.log"
+      tb_cache_mb = var.vm.domain_type == "qemu" && var.vm.tcg_tb_cache_mb > 0 ? var.vm.tcg_tb_cache_mb : null
     })
   }
 }

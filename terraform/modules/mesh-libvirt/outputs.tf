@@ -1,15 +1,17 @@
-output "nodes" {
-  description = "One object per node: id, index, lat, lon, address (static, on the isolated network), domain (libvirt domain name), tap (host side of its link: capture here), mac."
-  value = [for n in local.nodes : {
-    id      = n.id
-    index   = n.index
-    lat     = n.lat
-    lon     = n.lon
-    address = n.address
-    domain  = libvirt_domain.node[n.id].name
-    tap     = n.tap
-    mac     = n.mac
-  }]
+output "addresses" {
+  description = "Map node id => its static address on the isolated network (known at plan time: what modules/mesh writes into the peers' node files)."
+  value       = { for n in local.nodes : n.id => n.address }
+}
+
+output "machines" {
+  description = "Map node id => address (what the applying machine reaches), domain (libvirt domain name), tap (host side of its link: capture here) as host_interface in namespace (vm.netns), mac."
+  value = { for n in local.nodes : n.id => {
+    address        = n.address
+    domain         = libvirt_domain.node[n.id].name
+    host_interface = n.tap
+    namespace      = var.vm.netns
+    mac            = n.mac
+  } }
 }
 
 output "network" {
@@ -17,25 +19,7 @@ output "network" {
   value = {
     name    = libvirt_network.this.name
     bridge  = libvirt_network.this.bridge
-    subnet  = var.subnet
+    subnet  = var.vm.subnet
     gateway = local.gateway
   }
-}
-
-output "mesh_secret" {
-  description = "The generated mesh secret (64 hex characters), in every node file."
-  value       = random_id.mesh_secret.hex
-  sensitive   = true
-}
-
-output "write_key" {
-  description = "The generated write key (64 hex characters), in every node file."
-  value       = random_id.write_key.hex
-  sensitive   = true
-}
-
-output "node_files" {
-  description = "Map node id => node file text as given to the VM (sensitive: holds the mesh secret)."
-  value       = module.config.node_files
-  sensitive   = true
 }

@@ -1,184 +1,61 @@
 variable "name" {
-  description = "Prefix of everything this module creates (network, bridge, pool, volumes, domains, tap interfaces): 2 to 8 lowercase letters and digits, starting with a letter."
+  description = "Prefix of everything this module creates (network, bridge, pool, volumes, domains, tap interfaces NAME-tI): the mesh's name, validated by modules/mesh (2 to 8 characters, so NAME-t30 fits an interface name's 15)."
   type        = string
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9]{1,7}$", var.name))
-    error_message = "name must be 2 to 8 lowercase letters and digits, starting with a letter (e.g. smt3): interface names like NAME-t30 must fit 15 characters."
-  }
 }
 
 variable "nodes" {
-  description = "Node locations from the placement module (id, index, lat, lon), 3 to 30 of them; node i gets the address cidrhost(subnet, 10 + i)."
+  description = "The nodes (modules/mesh: id, index); node i gets the address cidrhost(subnet, 10 + i)."
   type = list(object({
     id    = string
     index = number
-    lat   = number
-    lon   = number
   }))
+}
+
+variable "cloud_init" {
+  description = "Map node id => { user_data, meta_data } of its NoCloud seed (modules/mesh, from modules/node-config)."
+  type = map(object({
+    user_data = string
+    meta_data = string
+  }))
+  sensitive = true
+}
+
+variable "vm" {
+  description = "The VMs: image_path (the appliance image, make image-vm; every node gets a copy-on-write overlay) in image_format qcow2 or raw; work_dir (absolute; the storage pool in WORK_DIR/pool, each serial console log in WORK_DIR/logs/NAME-node-i.console.log); subnet (an IPv4 /24: the bridge takes .1, node i .(10 + i)); memory_mb 256-8192, vcpus 1-4, disk_size_gb 2-64 per VM; domain_type qemu (software emulation) or kvm; tcg_tb_cache_mb 32-2048 (QEMU's translation block cache under qemu; 0: QEMU's default, 1 GiB, which each VM fills on top of memory_mb: 12 full nodes of 1280 MiB outgrew a 24 GiB host with it); firmware + nvram_template (UEFI, as the appliance needs; firmware null: BIOS or direct kernel boot); kernel, initrd, kernel_cmdline (direct kernel boot); netns (the network namespace libvirtd and the taps live in, for captures); running (false: define only)."
+  type = object({
+    image_path      = string
+    image_format    = optional(string, "qcow2")
+    work_dir        = string
+    subnet          = optional(string, "10.61.0.0/24")
+    memory_mb       = optional(number, 1024)
+    vcpus           = optional(number, 1)
+    disk_size_gb    = optional(number, 4)
+    domain_type     = optional(string, "qemu")
+    tcg_tb_cache_mb = optional(number, 256)
+    firmware        = optional(string, "/usr/share/OVMF/OVMF_CODE_4M.fd")
+    nvram_template  = optional(string, "/usr/share/OVMF/OVMF_VARS_4M.fd")
+    kernel          = optional(string)
+    initrd          = optional(string)
+    kernel_cmdline  = optional(string, "root=/dev/vda rw console=ttyS0 no_timer_check")
+    netns           = optional(string)
+    running         = optional(bool, true)
+  })
   validation {
-    condition     = length(var.nodes) >= 3 && length(var.nodes) <= 30
-    error_message = "nodes must hold 3 to 30 nodes."
+    condition     = length(var.vm.image_path) > 0 && contains(["qcow2", "raw"], var.vm.image_format) && startswith(var.vm.work_dir, "/")
+    error_message = "vm.image_path must name the appliance VM image (make image-vm), vm.image_format be \"qcow2\" or \"raw\", and vm.work_dir be an absolute path."
   }
-}
-
-variable "image_path" {
-  description = "The appliance VM image on this machine (images/appliance: make image-vm), qcow2 or raw; every node gets a copy-on-write overlay of it."
-  type        = string
   validation {
-    condition     = length(var.image_path) > 0
-    error_message = "image_path must name the appliance VM image file (make image-vm)."
+    condition     = can(cidrhost(var.vm.subnet, 0)) && endswith(var.vm.subnet, "/24")
+    error_message = "vm.subnet must be an IPv4 /24 in CIDR notation (e.g. 10.61.0.0/24)."
   }
-}
-
-variable "image_format" {
-  description = "Format of image_path: \"qcow2\" or \"raw\"."
-  type        = string
-  default     = "qcow2"
   validation {
-    condition     = contains(["qcow2", "raw"], var.image_format)
-    error_message = "image_format must be \"qcow2\" or \"raw\"."
+    # whole numbers in [min, max]; tcg_tb_cache_mb may be 0 (QEMU's default)
+    condition = alltrue([for k, r in { memory_mb = [256, 8192], vcpus = [1, 4], disk_size_gb = [2, 64], tcg_tb_cache_mb = [32, 2048] } :
+    floor(var.vm[k]) == var.vm[k] && (var.vm[k] >= r[0] && var.vm[k] <= r[1] || k == "tcg_tb_cache_mb" && var.vm[k] == 0)])
+    error_message = "vm: memory_mb must be a whole number from 256 to 8192, vcpus from 1 to 4, disk_size_gb from 2 to 64, tcg_tb_cache_mb 0 (QEMU's default, 1 GiB) or from 32 to 2048."
   }
-}
-
-variable "disk_size_gb" {
-  description = "Size of each node's disk (the appliance grows its root filesystem to it on first boot), 2 to 64 GB."
-  type        = number
-  default     = 4
   validation {
-    condition     = var.disk_size_gb >= 2 && var.disk_size_gb <= 64
-    error_message = "disk_size_gb must be from 2 to 64."
-  }
-}
-
-variable "subnet" {
-  description = "IPv4 /24 of the isolated network; the bridge takes .1, node i takes .(10 + i)."
-  type        = string
-  default     = "10.61.0.0/24"
-  validation {
-    condition     = can(cidrhost(var.subnet, 0)) && endswith(var.subnet, "/24")
-    error_message = "subnet must be an IPv4 /24 in CIDR notation (e.g. 10.61.0.0/24)."
-  }
-}
-
-variable "memory_mb" {
-  description = "Memory of each VM in MiB (256 to 8192). A full faasd node needs about 1024."
-  type        = number
-  default     = 1024
-  validation {
-    condition     = var.memory_mb >= 256 && var.memory_mb <= 8192
-    error_message = "memory_mb must be from 256 to 8192."
-  }
-}
-
-variable "vcpus" {
-  description = "Virtual CPUs per VM (1 to 4)."
-  type        = number
-  default     = 1
-  validation {
-    condition     = var.vcpus >= 1 && var.vcpus <= 4
-    error_message = "vcpus must be from 1 to 4."
-  }
-}
-
-variable "domain_type" {
-  description = "libvirt domain type: \"qemu\" (software emulation, works everywhere) or \"kvm\" (needs a usable /dev/kvm)."
-  type        = string
-  default     = "qemu"
-  validation {
-    condition     = contains(["qemu", "kvm"], var.domain_type)
-    error_message = "domain_type must be \"qemu\" or \"kvm\"."
-  }
-}
-
-variable "tcg_tb_cache_mb" {
-  description = "With domain_type \"qemu\": the size of QEMU's translation block cache per VM in MiB (32 to 2048; null: QEMU's default, 1 GiB, which each VM fills over time on top of memory_mb: 12 full nodes of 1280 MiB outgrew a 24 GiB host with it)."
-  type        = number
-  default     = 256
-  nullable    = true
-  validation {
-    condition     = var.tcg_tb_cache_mb == null || try(var.tcg_tb_cache_mb >= 32 && var.tcg_tb_cache_mb <= 2048 && floor(var.tcg_tb_cache_mb) == var.tcg_tb_cache_mb, false)
-    error_message = "tcg_tb_cache_mb must be null (QEMU's default, 1 GiB) or a whole number of MiB from 32 to 2048."
-  }
-}
-
-variable "firmware" {
-  description = "UEFI firmware code file (the appliance image boots with UEFI only); null boots with the BIOS (or direct kernel boot)."
-  type        = string
-  default     = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-}
-
-variable "nvram_template" {
-  description = "UEFI variables template copied per node when firmware is set (e.g. /usr/share/OVMF/OVMF_VARS_4M.fd)."
-  type        = string
-  default     = "/usr/share/OVMF/OVMF_VARS_4M.fd"
-}
-
-variable "kernel" {
-  description = "Direct kernel boot: kernel file on this machine (null: boot the image's own boot loader)."
-  type        = string
-  default     = null
-}
-
-variable "initrd" {
-  description = "Direct kernel boot: initrd file (with kernel)."
-  type        = string
-  default     = null
-}
-
-variable "kernel_cmdline" {
-  description = "Direct kernel boot: kernel command line (with kernel)."
-  type        = string
-  default     = "root=/dev/vda rw console=ttyS0 no_timer_check"
-}
-
-variable "pool_dir" {
-  description = "Folder of the libvirt storage pool holding the volumes (created; absolute path)."
-  type        = string
-  validation {
-    condition     = startswith(var.pool_dir, "/")
-    error_message = "pool_dir must be an absolute path."
-  }
-}
-
-variable "log_dir" {
-  description = "Folder for each VM's serial console log (NAME-node-i.console.log; absolute path, must exist)."
-  type        = string
-  validation {
-    condition     = startswith(var.log_dir, "/")
-    error_message = "log_dir must be an absolute path."
-  }
-}
-
-variable "ssh_authorized_keys" {
-  description = "SSH public keys of root, the image's only user."
-  type        = list(string)
-  default     = []
-}
-
-variable "node_file_path" {
-  description = "Where cloud-init writes the node file inside the guest."
-  type        = string
-  default     = "/etc/syncmesh/syncmesh-node.yaml"
-}
-
-variable "mongodb_publish" {
-  description = "Where each node publishes MongoDB (null: the image's default 127.0.0.1; \"0.0.0.0\" lets the mesh tools load data from the host: labs only, no auth)."
-  type        = string
-  default     = null
-}
-
-variable "running" {
-  description = "Start the VMs (false: define them only)."
-  type        = bool
-  default     = true
-}
-
-variable "peer_timeout_s" {
-  description = "The node file's peer_timeout_s: seconds a node waits for each peer's answer when it forwards a query (1 to 45; null: the image's default, 20). Raise it for slow nodes (software emulation)."
-  type        = number
-  default     = null
-  validation {
-    condition     = var.peer_timeout_s == null || try(var.peer_timeout_s == floor(var.peer_timeout_s) && var.peer_timeout_s >= 1 && var.peer_timeout_s <= 45, false)
-    error_message = "peer_timeout_s must be null or whole seconds from 1 to 45 (the node's gateway ends every request at 60 s)."
+    condition     = contains(["qemu", "kvm"], var.vm.domain_type)
+    error_message = "vm.domain_type must be \"qemu\" (software emulation) or \"kvm\" (needs a usable /dev/kvm)."
   }
 }

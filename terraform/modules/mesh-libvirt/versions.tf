@@ -5,9 +5,5 @@ terraform {
       source  = "dmacvicar/libvirt"
       version = "0.8.3"
     }
-    random = {
-      source  = "hashicorp/random"
-      version = "3.9.0"
-    }
   }
 }

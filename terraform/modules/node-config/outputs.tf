@@ -14,3 +14,9 @@ output "meta_data" {
   description = "Map node id => cloud-init meta-data (instance-id, local-hostname)."
   value       = local.meta_data
 }
+
+output "secrets" {
+  description = "The mesh's mesh_secret and write_key (given in settings or generated; 64 hex characters when generated): what mesh-files writes beside the inventory."
+  value       = local.secrets
+  sensitive   = true
+}

@@ -11,8 +11,8 @@ variable "nodes" {
     error_message = "a mesh has 3 to 30 nodes."
   }
   validation {
-    condition     = alltrue([for n in var.nodes : can(regex("^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$", n.id))])
-    error_message = "every node id must be a lowercase DNS label of at most 32 characters (e.g. node-1)."
+    condition     = alltrue([for n in var.nodes : can(regex("^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$", n.id))]) && length(distinct(var.nodes[*].id)) == length(var.nodes)
+    error_message = "every node id must be unique and a lowercase DNS label of at most 32 characters (e.g. node-1)."
   }
   validation {
     condition     = alltrue([for n in var.nodes : abs(n.lat) <= 90 && abs(n.lon) <= 180])
@@ -20,33 +20,38 @@ variable "nodes" {
   }
 }
 
-variable "mesh_secret" {
-  description = "The mesh secret every node shares (at least 32 characters)."
-  type        = string
-  sensitive   = true
+variable "settings" {
+  description = "What the operator decides for every node, validated here once (the mesh modules pass it through): mesh_secret and write_key (at least 32 characters each; null: 32 random bytes, generated), ssh_authorized_keys (root's, the image's only user), mongodb_publish (null: the image's 127.0.0.1; \"0.0.0.0\": labs only, no auth), peer_timeout_s (whole seconds 1 to 45; null: the image's 20), log_level, node_file_path (where cloud-init writes the node file in the guest)."
+  type = object({
+    mesh_secret         = optional(string)
+    write_key           = optional(string)
+    ssh_authorized_keys = optional(list(string), [])
+    mongodb_publish     = optional(string)
+    peer_timeout_s      = optional(number)
+    log_level           = optional(string, "warn")
+    node_file_path      = optional(string, "/etc/syncmesh/syncmesh-node.yaml")
+  })
+  default   = {}
+  sensitive = true
   validation {
-    condition     = length(var.mesh_secret) >= 32
-    error_message = "mesh_secret must be at least 32 characters (use 32 random bytes as 64 hex characters)."
+    condition     = alltrue([for s in [var.settings.mesh_secret, var.settings.write_key] : s == null || try(length(s) >= 32, false)])
+    error_message = "settings.mesh_secret and settings.write_key must be null (generated) or at least 32 characters (32 random bytes as 64 hex characters)."
   }
-}
-
-variable "write_key" {
-  description = "The mesh's write key (at least 32 characters): data writes send Authorization: Bearer <key>."
-  type        = string
-  sensitive   = true
   validation {
-    condition     = length(var.write_key) >= 32
-    error_message = "write_key must be at least 32 characters (use 32 random bytes as 64 hex characters)."
+    condition     = alltrue([for k in var.settings.ssh_authorized_keys : can(regex("^(ssh-|ecdsa-|sk-)", k))])
+    error_message = "every settings.ssh_authorized_keys entry must be an OpenSSH public key line (ssh-ed25519 ..., ssh-rsa ..., ecdsa-...)."
   }
-}
-
-variable "ssh_authorized_keys" {
-  description = "SSH public keys of root, the image's only user (key only; the image has no password)."
-  type        = list(string)
-  default     = []
   validation {
-    condition     = alltrue([for k in var.ssh_authorized_keys : can(regex("^(ssh-|ecdsa-|sk-)", k))])
-    error_message = "every ssh_authorized_keys entry must be an OpenSSH public key line (ssh-ed25519 ..., ssh-rsa ..., ecdsa-...)."
+    condition     = contains(["127.0.0.1", "0.0.0.0", "-"], coalesce(var.settings.mongodb_publish, "-"))
+    error_message = "settings.mongodb_publish must be null, \"127.0.0.1\" or \"0.0.0.0\"."
+  }
+  validation {
+    condition     = var.settings.peer_timeout_s == null || try(var.settings.peer_timeout_s == floor(var.settings.peer_timeout_s) && var.settings.peer_timeout_s >= 1 && var.settings.peer_timeout_s <= 45, false)
+    error_message = "settings.peer_timeout_s must be null or whole seconds from 1 to 45 (the node's gateway ends every request at 60 s)."
+  }
+  validation {
+    condition     = contains(["fatal", "error", "warn", "info", "debug", "trace"], var.settings.log_level) && startswith(var.settings.node_file_path, "/")
+    error_message = "settings.log_level must be one of fatal, error, warn, info, debug, trace, and settings.node_file_path an absolute path inside the guest."
   }
 }
 
@@ -61,45 +66,5 @@ variable "static_network" {
   validation {
     condition     = var.static_network == null || try(var.static_network.prefix_length >= 8 && var.static_network.prefix_length <= 30, false)
     error_message = "static_network.prefix_length must be from 8 to 30."
-  }
-}
-
-variable "mongodb_publish" {
-  description = "Where each node publishes MongoDB's 27017: null (the image's default, 127.0.0.1), \"127.0.0.1\" or \"0.0.0.0\" (labs only, no auth: lets the mesh tools load data from outside)."
-  type        = string
-  default     = null
-  validation {
-    condition     = var.mongodb_publish == null || contains(["127.0.0.1", "0.0.0.0"], coalesce(var.mongodb_publish, "-"))
-    error_message = "mongodb_publish must be null, \"127.0.0.1\" or \"0.0.0.0\"."
-  }
-}
-
-variable "log_level" {
-  description = "Log level of the nodes' services: fatal, error, warn, info, debug or trace."
-  type        = string
-  default     = "warn"
-  validation {
-    condition     = contains(["fatal", "error", "warn", "info", "debug", "trace"], var.log_level)
-    error_message = "log_level must be one of fatal, error, warn, info, debug, trace."
-  }
-}
-
-variable "node_file_path" {
-  description = "Where cloud-init writes the node file inside the guest (the appliance reads it there or from its boot partition)."
-  type        = string
-  default     = "/etc/syncmesh/syncmesh-node.yaml"
-  validation {
-    condition     = startswith(var.node_file_path, "/")
-    error_message = "node_file_path must be an absolute path inside the guest."
-  }
-}
-
-variable "peer_timeout_s" {
-  description = "The node file's peer_timeout_s: seconds a node waits for each peer's answer when it forwards a query (1 to 45; null: the image's default, 20). Raise it for slow nodes (software emulation)."
-  type        = number
-  default     = null
-  validation {
-    condition     = var.peer_timeout_s == null || try(var.peer_timeout_s == floor(var.peer_timeout_s) && var.peer_timeout_s >= 1 && var.peer_timeout_s <= 45, false)
-    error_message = "peer_timeout_s must be null or whole seconds from 1 to 45 (the node's gateway ends every request at 60 s)."
   }
 }

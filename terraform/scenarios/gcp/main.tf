@@ -6,20 +6,9 @@
 terraform {
   # 1.9: the preset validation reads presets.json
   required_version = ">= 1.9.0"
-  # local state; give a path per mesh at init (-backend-config=path=...) to keep several
+  # local state; give a path per mesh at init (-backend-config=path=...) to keep several.
+  # hashicorp/google is the default source of the provider block below; modules/mesh-gcp pins its version.
   backend "local" {}
-  required_providers {
-    google = {
-      source  = "hashicorp/google"
-      version = "7.45.0"
-    }
-  }
-}
-
-locals {
-  presets    = { for name, p in jsondecode(file("${path.module}/../presets.json")) : name => p if p.target == "gcp" }
-  node_count = coalesce(var.node_count, local.presets[var.preset].node_count)
-  zones      = coalesce(var.zones, local.presets[var.preset].zones)
 }
 
 variable "preset" {
@@ -51,8 +40,22 @@ variable "name" {
 }
 
 variable "run" {
-  description = "What the operator provides (project, image tarball, bucket, operator CIDRs, SSH keys); typed in stacks/gcp."
-  type        = any
+  description = "What the operator provides (TF_VAR_run, JSON, or a .tfvars file): project, image, bucket, operator CIDRs, root's SSH keys (at least one: Ansible and the checks log in as root with them); optional fields have the defaults shown."
+  type = object({
+    project             = string
+    image_tarball       = string
+    bucket_name         = string
+    operator_cidrs      = list(string)
+    state_dir           = string
+    machine_type        = optional(string, "e2-small")
+    placement           = optional(string, "sofia")
+    sofia_dir           = optional(string)
+    ssh_authorized_keys = list(string)
+  })
+  validation {
+    condition     = length(var.run.ssh_authorized_keys) >= 1
+    error_message = "run.ssh_authorized_keys must hold at least one OpenSSH public key line (root's; e.g. the content of ~/.ssh/id_ed25519.pub): without one no playbook can reach the instances."
+  }
 }
 
 # Credentials come from the environment (gcloud auth application-default login, or
@@ -61,15 +64,39 @@ provider "google" {
   project = var.run.project
 }
 
-module "stack" {
-  source     = "../../stacks/gcp"
+locals {
+  preset     = jsondecode(file("${path.module}/../presets.json"))[var.preset]
+  node_count = coalesce(var.node_count, local.preset.node_count)
   name       = coalesce(var.name, "smg${local.node_count}")
+}
+
+module "mesh" {
+  source     = "../../modules/mesh"
+  name       = local.name
   node_count = local.node_count
-  zones      = local.zones
-  run        = var.run
+  placement  = { mode = var.run.placement, sofia_dir = var.run.sofia_dir }
+  settings   = { ssh_authorized_keys = var.run.ssh_authorized_keys }
+  addresses  = module.instances.addresses
+  machines   = module.instances.machines
+  files      = { state_dir = var.run.state_dir }
+}
+
+module "instances" {
+  source         = "../../modules/mesh-gcp"
+  project        = var.run.project
+  name           = local.name
+  nodes          = module.mesh.nodes
+  cloud_init     = module.mesh.cloud_init
+  zones          = coalesce(var.zones, local.preset.zones)
+  machine_type   = var.run.machine_type
+  image_tarball  = var.run.image_tarball
+  bucket_name    = var.run.bucket_name
+  operator_cidrs = var.run.operator_cidrs
 }
 
 output "stack" {
-  description = "Nodes (zones, addresses), topology and inventory paths."
-  value       = module.stack
+  description = "nodes (id, zone, region, internal and external address, instance) and the files written (topology_path, inventory_path, inventory, write_key_file)."
+  value = merge(module.mesh.files, {
+    nodes = [for n in module.mesh.nodes : merge(n, module.instances.machines[n.id])]
+  })
 }

@@ -7,17 +7,10 @@ terraform {
   required_version = ">= 1.9.0"
   # the state path is given at init (-backend-config=path=...; tf.sh keeps one per preset under .cache)
   backend "local" {}
+  # the provider's source, for the provider block below; its version is pinned in modules/mesh-libvirt
   required_providers {
-    libvirt = {
-      source  = "dmacvicar/libvirt"
-      version = "0.8.3"
-    }
+    libvirt = { source = "dmacvicar/libvirt" }
   }
-}
-
-locals {
-  presets    = { for name, p in jsondecode(file("${path.module}/../presets.json")) : name => p if p.target == "local" }
-  node_count = coalesce(var.node_count, local.presets[var.preset].node_count)
 }
 
 variable "preset" {
@@ -49,22 +42,70 @@ variable "prefix" {
 }
 
 variable "run" {
-  description = "What this machine provides (image, folders, placement); typed in stacks/local. terraform/hack/tf.sh sets it."
-  type        = any
+  description = "What terraform/hack/tf.sh passes for this machine (TF_VAR_run, JSON): image, folders, placement, network; optional fields have the defaults shown."
+  type = object({
+    image_path          = string
+    state_dir           = string
+    work_dir            = string
+    image_format        = optional(string, "qcow2")
+    placement           = optional(string, "sofia")
+    sofia_dir           = optional(string)
+    firmware            = optional(string, "/usr/share/OVMF/OVMF_CODE_4M.fd")
+    mongodb_publish     = optional(string)
+    peer_timeout_s      = optional(number)
+    kernel              = optional(string)
+    initrd              = optional(string)
+    kernel_cmdline      = optional(string, "root=/dev/vda rw console=ttyS0 no_timer_check")
+    memory_mb           = optional(number, 1024)
+    tcg_tb_cache_mb     = optional(number, 256)
+    subnet              = optional(string, "10.61.0.0/24")
+    host_address        = optional(string)
+    libvirt_netns       = optional(string)
+    ssh_authorized_keys = optional(list(string), [])
+  })
 }
 
 provider "libvirt" {
   uri = var.libvirt_uri
 }
 
-module "stack" {
-  source     = "../../stacks/local"
+locals {
+  node_count = coalesce(var.node_count, jsondecode(file("${path.module}/../presets.json"))[var.preset].node_count)
   name       = "${var.prefix}${local.node_count}"
-  node_count = local.node_count
-  run        = var.run
+}
+
+module "mesh" {
+  source         = "../../modules/mesh"
+  name           = local.name
+  node_count     = local.node_count
+  placement      = { mode = var.run.placement, sofia_dir = var.run.sofia_dir }
+  settings       = { for k in ["ssh_authorized_keys", "mongodb_publish", "peer_timeout_s"] : k => var.run[k] }
+  static_network = { prefix_length = 24 }
+  addresses      = module.vms.addresses
+  machines       = module.vms.machines
+  files = {
+    state_dir    = var.run.state_dir
+    subnet       = var.run.subnet
+    host_address = var.run.host_address
+    mongodb_port = var.run.mongodb_publish == "0.0.0.0" ? 27017 : null
+  }
+}
+
+module "vms" {
+  source     = "../../modules/mesh-libvirt"
+  name       = local.name
+  nodes      = module.mesh.nodes
+  cloud_init = module.mesh.cloud_init
+  vm = merge(
+    { for k, v in var.run : k => v if contains(["image_path", "image_format", "work_dir", "subnet", "memory_mb", "tcg_tb_cache_mb", "firmware", "kernel", "initrd", "kernel_cmdline"], k) },
+    { netns = var.run.libvirt_netns },
+  )
 }
 
 output "stack" {
-  description = "Nodes, network, topology and inventory paths."
-  value       = module.stack
+  description = "nodes (id, address, domain, tap as host_interface, mac), network (name, bridge, subnet, gateway) and the files written (topology_path, inventory_path, inventory, write_key_file)."
+  value = merge(module.mesh.files, {
+    nodes   = [for n in module.mesh.nodes : merge(n, module.vms.machines[n.id])]
+    network = module.vms.network
+  })
 }

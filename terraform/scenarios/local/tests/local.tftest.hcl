@@ -1,21 +1,21 @@
 # The local root with its presets (one root, the node count from terraform/scenarios/presets.json),
-# planned against the real libvirt provider schema with mock providers.
+# planned against the real libvirt provider schema with mock providers; what the files hold is
+# modules/mesh's test.
 mock_provider "libvirt" {}
 mock_provider "local" {}
-mock_provider "random" {
-  mock_resource "random_id" {
-    defaults = { hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" }
-  }
-}
+mock_provider "random" {}
 
 variables {
   prefix = "smtt"
   run = {
-    image_path   = "/tmp/appliance.qcow2"
-    state_dir    = "/tmp/smtt-state"
-    work_dir     = "/tmp/smtt-work"
-    placement    = "grid"
-    host_address = "10.61.0.2"
+    image_path      = "/tmp/appliance.qcow2"
+    state_dir       = "/tmp/smtt-state"
+    work_dir        = "/tmp/smtt-work"
+    placement       = "grid"
+    host_address    = "10.61.0.2"
+    libvirt_netns   = "smtt-lv"
+    mongodb_publish = "0.0.0.0"
+    peer_timeout_s  = 45
   }
 }
 
@@ -25,20 +25,16 @@ run "preset_local_3" {
     preset = "local-3"
   }
   assert {
-    condition     = [for n in output.stack.nodes : n.address] == ["10.61.0.11", "10.61.0.12", "10.61.0.13"]
-    error_message = "local-3: 3 VMs at .11-.13"
+    condition     = [for n in output.stack.nodes : n.address] == ["10.61.0.11", "10.61.0.12", "10.61.0.13"] && output.stack.nodes[0].host_interface == "smtt3-t1"
+    error_message = "local-3: 3 VMs at .11-.13, captured on their taps"
   }
   assert {
     condition     = output.stack.network.bridge == "smtt3-br" && endswith(output.stack.topology_path, "/smtt3/topology.json")
     error_message = "the mesh is PREFIX<node count>: what tf.sh topology local-3 reads"
   }
   assert {
-    condition     = alltrue([for h in values(yamldecode(output.stack.inventory).all.children.syncmesh_nodes.hosts) : h.ansible_user == "root"])
-    error_message = "the inventory logs in as root, the image's only user"
-  }
-  assert {
-    condition     = output.stack.write_key_file == "${dirname(output.stack.inventory_path)}/.secrets/write-key"
-    error_message = "the write key is where the playbooks read it (inventory folder/.secrets/write-key)"
+    condition     = alltrue([for n in output.stack.topology.nodes : n.namespace == "smtt-lv" && startswith(n.mongodb_uri, "mongodb://10.61.0.")])
+    error_message = "the topology names libvirt's namespace for captures and each node's published MongoDB"
   }
 }
 

@@ -15,9 +15,11 @@ module "files" {
     { id = "node-2", address = "10.61.0.12", lat = 42.651, lon = 23.379, ssh_user = "debian", host_interface = "smtc-t2", namespace = "smt-lv" },
     { id = "node-3", address = "10.61.0.13", lat = 42.665, lon = 23.288, ssh_user = "debian" },
   ]
-  # example values only (a real mesh gets random ones: mesh-libvirt, mesh-gcp)
-  mesh_secret  = "example-mesh-secret-0123456789abcdef0123456789abcdef"
-  write_key    = "example-write-key-0123456789abcdef0123456789abcdef"
+  # example values only (a real mesh gets random ones: modules/node-config)
+  secrets = {
+    mesh_secret = "example-mesh-secret-0123456789abcdef0123456789abcdef"
+    write_key   = "example-write-key-0123456789abcdef0123456789abcdef"
+  }
   subnet       = "10.61.0.0/24"
   host_address = "10.61.0.2"
   mongodb_port = 27017

@@ -1,4 +1,5 @@
-# 3 e2-small instances in europe-west3, reachable from one operator address.
+# 3 e2-small instances in europe-west3, reachable from one operator address, wired to
+# modules/mesh as scenarios/gcp does.
 terraform {
   required_providers {
     google = {
@@ -22,26 +23,30 @@ provider "google" {
   project = var.project
 }
 
-module "placement" {
-  source     = "../../../placement"
-  mode       = "grid"
+module "mesh" {
+  source     = "../../../mesh"
+  name       = "smex"
   node_count = 3
+  placement  = { mode = "grid" }
+  settings   = { ssh_authorized_keys = var.ssh_authorized_keys }
+  addresses  = module.instances.addresses
+  machines   = module.instances.machines
+  files      = { state_dir = ".mesh" }
 }
 
-module "mesh" {
+module "instances" {
   source         = "../.."
   project        = var.project
   name           = "smex"
-  nodes          = module.placement.nodes
+  nodes          = module.mesh.nodes
+  cloud_init     = module.mesh.cloud_init
   zones          = ["europe-west3-a", "europe-west3-b", "europe-west3-c"]
   image_tarball  = "syncmesh-edge-vm-amd64.tar.gz"
   bucket_name    = "${var.project}-syncmesh-images"
   operator_cidrs = ["203.0.113.7/32"]
-
-  ssh_authorized_keys = var.ssh_authorized_keys
 }
 
-output "nodes" {
+output "machines" {
   description = "Zones and addresses."
-  value       = module.mesh.nodes
+  value       = module.instances.machines
 }

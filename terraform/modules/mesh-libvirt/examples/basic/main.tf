@@ -1,4 +1,5 @@
-# 3 appliance VMs on an isolated network (libvirtd: terraform/hack/libvirt.sh start).
+# 3 appliance VMs on an isolated network (libvirtd: terraform/hack/libvirt.sh start), wired to
+# modules/mesh as scenarios/local does: the VMs' addresses in, the node files out.
 terraform {
   required_providers {
     libvirt = {
@@ -18,23 +19,26 @@ variable "image_path" {
   default     = "/var/lib/syncmesh/syncmesh-edge-vm-amd64.qcow2"
 }
 
-module "placement" {
-  source     = "../../../placement"
-  mode       = "list"
-  node_count = 3
-  locations  = [{ lat = 42.6977, lon = 23.3219 }, { lat = 42.651, lon = 23.379 }, { lat = 42.665, lon = 23.288 }]
+module "mesh" {
+  source         = "../../../mesh"
+  name           = "smex"
+  node_count     = 3
+  placement      = { mode = "grid" }
+  static_network = { prefix_length = 24 }
+  addresses      = module.vms.addresses
+  machines       = module.vms.machines
+  files          = { state_dir = "/var/lib/syncmesh/mesh" }
 }
 
-module "mesh" {
+module "vms" {
   source     = "../.."
   name       = "smex"
-  nodes      = module.placement.nodes
-  image_path = var.image_path
-  pool_dir   = "/var/lib/syncmesh/smex-pool"
-  log_dir    = "/var/log/syncmesh"
+  nodes      = module.mesh.nodes
+  cloud_init = module.mesh.cloud_init
+  vm         = { image_path = var.image_path, work_dir = "/var/lib/syncmesh/smex" }
 }
 
-output "nodes" {
+output "machines" {
   description = "Addresses, domains and taps."
-  value       = module.mesh.nodes
+  value       = module.vms.machines
 }
