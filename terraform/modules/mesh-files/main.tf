@@ -1,7 +1,7 @@
 locals {
   dir = "${var.state_dir}/${var.mesh_name}"
 
-  # The mesh description (docs/reference/mesh-description.md; format of scenarios/mesh/src/topology.ts)
+  # The mesh description (docs/reference/mesh-description.md; format of scenarios/mesh/src/plan/topology.ts)
   # with "runtime": "faasd": every URL reachable from the machine that applied. Peers talk to each
   # other directly (no emulated links).
   topology = {

@@ -1,5 +1,5 @@
 output "topology" {
-  description = "The topology object written to topology.json (format of scenarios/mesh/src/topology.ts, runtime faasd)."
+  description = "The topology object written to topology.json (format of scenarios/mesh/src/plan/topology.ts, runtime faasd)."
   value       = local.topology
 }
 
