@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { checkNodeId, MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
 import { ERROR_CODES, ListenerError } from './errors.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '@syncmesh-edge/log/service';
 
 export const DEFAULT_MONGODB_URI = 'mongodb://127.0.0.1:27017/';
 export const DEFAULT_DATABASE = 'syncmesh';
@@ -40,8 +41,6 @@ export const DEFAULT_RETRY_MAX_MS = 5_000;
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 10_000;
 /** Longest pause between two polls of an idle change stream (servers whose getMore does not wait). */
 export const DEFAULT_POLL_MAX_MS = 250;
-/** How long SIGTERM waits for queued events to be acknowledged before exiting. */
-export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const name = z
