@@ -4,7 +4,6 @@
  */
 import { z } from 'zod';
 import { CoordinationComponentError, ERROR_CODES } from './errors.js';
-import { DEFAULT_DRAIN_TIMEOUT_MS } from '@syncmesh-edge/log/service';
 
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 /** The subject the gateway publishes to: its faas_nats_channel (gateway patch 0003). */
@@ -27,6 +26,12 @@ export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 /** How long a call's status stays queryable. */
 export const DEFAULT_STATUS_TTL_S = 86_400;
 export const DEFAULT_STATUS_ADDR = '127.0.0.1:8093';
+/**
+ * How long SIGTERM waits for calls in flight: 3 times the services' DEFAULT_DRAIN_TIMEOUT_MS
+ * (@syncmesh-edge/log/service), since a call may run up to a minute and one the worker leaves
+ * unfinished is dead-lettered as `interrupted` (by default never run again).
+ */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const url = z
