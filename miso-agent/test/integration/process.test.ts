@@ -6,15 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { jsonLines } from '@syncmesh-edge/lab';
 import { AGENT_MAIN, AGENT_NODE_FLAGS, spawnAgent } from '@syncmesh-edge/miso-agent/testing';
-
-/** The JSON log lines of an agent's stderr. */
-function jsonLines(text: string): Record<string, unknown>[] {
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-}
 
 test('process - a configuration error exits 78 and names the variable', async () => {
   const proc = spawn(process.execPath, [...AGENT_NODE_FLAGS, AGENT_MAIN], {

@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@syncmesh-edge/lab';
+import { freePort, jsonLines } from '@syncmesh-edge/lab';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
 import { eventually, post, WRITE_KEY } from './harness.js';
 
@@ -128,21 +128,13 @@ test('startup - a MongoDB URI with credentials from MONGODB_URI_FILE never appea
   }
 });
 
-/** The JSON log lines of a function's stdout. */
-function logLines(text: string): Record<string, unknown>[] {
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-}
-
 test('startup - a configuration error exits 78 and names the variable', async () => {
   const fn = spawnFunction(await freePort(), { MONGODB_URI: 'mongodb://127.0.0.1:9/', SYNCMESH_MAX_BODY_BYTES: 'lots' });
   let out = '';
   fn.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
   const [code] = (await once(fn, 'exit')) as [number | null];
   assert.equal(code, 78, out);
-  const line = logLines(out).find((l) => l['code'] === 'EDGE_SYNCMESH_CONFIG');
+  const line = jsonLines(out).find((l) => l['code'] === 'EDGE_SYNCMESH_CONFIG');
   assert.ok(line, `a log line with the error code: ${out}`);
   assert.match(String(line['msg']), /SYNCMESH_MAX_BODY_BYTES/);
 });
@@ -158,6 +150,6 @@ test('startup - SIGTERM with MongoDB still down stops the retries and exits 0, l
   fn.kill('SIGTERM');
   const [code] = (await exited) as [number | null];
   assert.equal(code, 0, out);
-  const msgs = logLines(out).map((l) => l['msg']);
+  const msgs = jsonLines(out).map((l) => l['msg']);
   assert.ok(msgs.includes('service stopping') && msgs.at(-1) === 'service stopped', msgs.join(' | '));
 });
