@@ -7,7 +7,8 @@
 #                 support or scripts) compiles on its own, without test-only packages
 #   lint+format   biome ci (lint rules and formatting of TS/JS/JSON; config: biome.json)
 #   python        ruff check + ruff format --check (config: ruff.toml)
-#   errors table  hack/check-errors.mjs: docs/errors.md rows vs the EDGE_* codes in the code
+#   errors table  hack/check-errors.mjs: docs/errors.md rows vs the EDGE_* codes in every source
+#                 file; no other Markdown file keeps a table of codes
 #   docs          mkdocs build --strict (broken links and missing pages fail; config: mkdocs.yml)
 #   docs paths    hack/check-doc-paths.py: no Markdown file quotes a build machine's path (/work/..., /root/...)
 #   import cycles dpdm over every TypeScript workspace (package.json "workspaces"): no file imports

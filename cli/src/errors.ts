@@ -6,6 +6,8 @@
  * request, an unhealthy service); 2 the command itself is wrong (arguments, environment, the mesh
  * description, an input file) and nothing was sent.
  */
+import { CodedError } from '@syncmesh-edge/log/errors';
+
 export const CLI_ERRORS = {
   EDGE_CLI_USAGE: 2,
   EDGE_CLI_CONFIG: 2,
@@ -22,17 +24,15 @@ export const CLI_ERRORS = {
 
 export type CliErrorCode = keyof typeof CLI_ERRORS;
 
-export class CliError extends Error {
+export class CliError extends CodedError<CliErrorCode> {
   override readonly name = 'CliError';
-  readonly code: CliErrorCode;
   /** What to do about it (printed after the message). */
   readonly hint: string | undefined;
   /** The node's own error code, when a node refused (EDGE_SYNCMESH_*). */
   readonly remoteCode: string | undefined;
 
   constructor(code: CliErrorCode, message: string, opts: { hint?: string; remoteCode?: string; cause?: unknown } = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.code = code;
+    super(code, message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.hint = opts.hint;
     this.remoteCode = opts.remoteCode;
   }

@@ -2,6 +2,7 @@
  * The async worker's configuration, read from the environment once, validated and frozen.
  * Every variable and its default is in coordination/README.md.
  */
+import { configProblems, intEnv, logLevel } from '@syncmesh-edge/log/env';
 import { z } from 'zod';
 import { CoordinationComponentError, ERROR_CODES } from './errors.js';
 
@@ -26,10 +27,14 @@ export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 /** How long a call's status stays queryable. */
 export const DEFAULT_STATUS_TTL_S = 86_400;
 export const DEFAULT_STATUS_ADDR = '127.0.0.1:8093';
-/** How long SIGTERM waits for calls in flight. */
+/**
+ * How long SIGTERM waits for calls in flight: 3 times the services' DEFAULT_DRAIN_TIMEOUT_MS
+ * (@syncmesh-edge/log/service), since a call may run up to a minute and one the worker leaves
+ * unfinished is dead-lettered as `interrupted` (by default never run again).
+ */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const int = intEnv;
 const url = z
   .string()
   .trim()
@@ -66,7 +71,7 @@ const EnvSchema = z.object({
     .regex(/^[^\s:[\]]+:\d{1,5}$/, 'host:port, e.g. 127.0.0.1:8093')
     .default(DEFAULT_STATUS_ADDR),
   ASYNC_WORKER_DRAIN_TIMEOUT_MS: int(0, 600_000).default(DEFAULT_DRAIN_TIMEOUT_MS),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: logLevel(),
 });
 
 export interface WorkerConfig {
@@ -98,8 +103,7 @@ export interface WorkerConfig {
 export function loadConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
   const r = EnvSchema.safeParse(env);
   if (!r.success) {
-    const problems = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new CoordinationComponentError(ERROR_CODES.CONFIG, `invalid async worker configuration: ${problems}`);
+    throw new CoordinationComponentError(ERROR_CODES.CONFIG, `invalid async worker configuration: ${configProblems(r.error)}`);
   }
   const c = r.data;
   if (c.ASYNC_WORKER_RETRY_BASE_MS > c.ASYNC_WORKER_RETRY_MAX_MS) {

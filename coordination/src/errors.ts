@@ -21,6 +21,12 @@ export const ERROR_CODES = {
   BAD_CALL_ID: 'EDGE_COORDINATION_BAD_CALL_ID',
   /** A status query for a call the worker has no record of (HTTP 404). */
   UNKNOWN_CALL: 'EDGE_COORDINATION_UNKNOWN_CALL',
+  /** A status query while the status bucket cannot be read (NATS down; HTTP 503). */
+  STATUS_UNAVAILABLE: 'EDGE_COORDINATION_STATUS_UNAVAILABLE',
+  /** A request to the status endpoint with a method other than GET (HTTP 405). */
+  METHOD: 'EDGE_COORDINATION_METHOD',
+  /** A request to the status endpoint at a path it does not serve (HTTP 404). */
+  NOT_FOUND: 'EDGE_COORDINATION_NOT_FOUND',
 } as const;
 
 export type CoordinationErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoNetworkError, MongoServerError, MongoServerSelectionError, MongoParseError, MongoTopologyClosedError } from 'mongodb';
-import { classifyError, EXIT_CONFIG, RESUME_REFUSALS_BEFORE_RESYNC } from './classify.js';
+import { EXIT } from '@syncmesh-edge/log/service';
+import { classifyError, RESUME_REFUSALS_BEFORE_RESYNC } from './classify.js';
 import { DeliveryError, ERROR_CODES, ListenerError } from './errors.js';
 
 const server = (code: number | undefined, errmsg: string) => new MongoServerError({ ok: 0, errmsg, ...(code === undefined ? {} : { code }) });
@@ -13,7 +14,7 @@ test('classify - not a replica set is fatal with exit 78 and a fix', () => {
   ]) {
     const v = classifyError(err);
     assert.equal(v.action, 'fatal');
-    assert.equal(v.action === 'fatal' && v.exitCode, EXIT_CONFIG);
+    assert.equal(v.action === 'fatal' && v.exitCode, EXIT.CONFIG);
     assert.equal(v.code, ERROR_CODES.NOT_REPLICA_SET);
     assert.match(v.action === 'fatal' ? v.fix : '', /replSet/);
   }

@@ -13,6 +13,7 @@
  *           the listener); exit with `exitCode` and a message that says how to fix it.
  */
 import { MongoAPIError, MongoError, MongoNotConnectedError, MongoParseError, MongoServerError, MongoTopologyClosedError } from 'mongodb';
+import { EXIT } from '@syncmesh-edge/log/service';
 import { DeliveryError, ERROR_CODES, ListenerError, type ListenerErrorCode } from './errors.js';
 
 export type Verdict =
@@ -23,11 +24,6 @@ export type Verdict =
 
 /** 4xx answers that are retried: see classifyError. */
 const RETRYABLE_4XX = new Set([401, 403, 404, 408, 429]);
-
-/** sysexits.h EX_CONFIG: the setup is wrong, restarting the same way will not help. */
-export const EXIT_CONFIG = 78;
-/** Any other fatal error. */
-export const EXIT_FATAL = 1;
 
 /** The $changeStream stage is only supported on replica sets (MongoDB code 40573). */
 const NOT_REPLICA_SET_CODE = 40573;
@@ -92,7 +88,7 @@ export function classifyError(err: unknown, ctx: ClassifyContext = {}): Verdict 
     const code = serverCode(err);
     const message = err.message ?? '';
     if (code === NOT_REPLICA_SET_CODE || message.includes(NOT_REPLICA_SET_TEXT)) {
-      return { action: 'fatal', code: ERROR_CODES.NOT_REPLICA_SET, exitCode: EXIT_CONFIG, fix: NOT_REPLICA_SET_FIX };
+      return { action: 'fatal', code: ERROR_CODES.NOT_REPLICA_SET, exitCode: EXIT.CONFIG, fix: NOT_REPLICA_SET_FIX };
     }
     if (code !== undefined && HISTORY_LOST_CODES.has(code)) {
       return { action: 'resync', code: ERROR_CODES.HISTORY_LOST };
@@ -104,7 +100,7 @@ export function classifyError(err: unknown, ctx: ClassifyContext = {}): Verdict 
       return {
         action: 'fatal',
         code: ERROR_CODES.MONGO_FATAL,
-        exitCode: EXIT_CONFIG,
+        exitCode: EXIT.CONFIG,
         fix: 'check the user, password and roles in MONGODB_URI (the listener needs read on the watched database and readWrite on the meta database)',
       };
     }
@@ -114,7 +110,7 @@ export function classifyError(err: unknown, ctx: ClassifyContext = {}): Verdict 
       return { action: 'retry', code: 'MONGO_TRANSIENT' };
     }
     if (err instanceof MongoParseError || err instanceof MongoAPIError) {
-      return { action: 'fatal', code: ERROR_CODES.MONGO_FATAL, exitCode: EXIT_CONFIG, fix: 'check MONGODB_URI and the listener options' };
+      return { action: 'fatal', code: ERROR_CODES.MONGO_FATAL, exitCode: EXIT.CONFIG, fix: 'check MONGODB_URI and the listener options' };
     }
     if (
       ctx.resuming &&
@@ -133,7 +129,7 @@ export function classifyError(err: unknown, ctx: ClassifyContext = {}): Verdict 
     return {
       action: 'fatal',
       code: err.code,
-      exitCode: EXIT_FATAL,
+      exitCode: EXIT.FAILED,
       fix: `${err.message}; the listener exits and resumes from its last acknowledged token when restarted`,
     };
   }
@@ -142,7 +138,7 @@ export function classifyError(err: unknown, ctx: ClassifyContext = {}): Verdict 
   return {
     action: 'fatal',
     code: ERROR_CODES.INTERNAL,
-    exitCode: EXIT_FATAL,
+    exitCode: EXIT.FAILED,
     fix: 'unexpected error: the listener exits and resumes from its last acknowledged token when restarted; report the logged stack',
   };
 }

@@ -5,19 +5,17 @@
  *   node listeners/dist/src/cli.js dead-letters [--ns db.coll] [--all]
  *   node listeners/dist/src/cli.js replay [--ns db.coll] [--id <letter id>] [--all] [--dry-run] [--no-resync]
  *
- * Output is one JSON document on stdout. Exit codes: 0 done, 1 a letter was not delivered,
- * 64 bad arguments, 78 configuration.
+ * Output is one JSON document on stdout. Exit codes (lib/log's EXIT): 0 done, 1 a letter was not
+ * delivered, 64 bad arguments, 78 configuration.
  */
 import { parseArgs } from 'node:util';
+import { EXIT } from '@syncmesh-edge/log/service';
 import { MongoClient, ObjectId } from 'mongodb';
-import { EXIT_CONFIG } from './classify.js';
 import { loadConfig, type ListenerConfig } from './config.js';
 import { createFunctionClient } from './delivery.js';
 import { ListenerError } from './errors.js';
 import { replayDeadLetters } from './replay.js';
 
-/** sysexits.h EX_USAGE. */
-const EXIT_USAGE = 64;
 const USAGE = `usage:
   cli.js dead-letters [--ns db.coll] [--all]          list dead letters not replayed yet (--all: every one)
   cli.js replay [--ns db.coll] [--id <letter id>] [--all] [--dry-run] [--no-resync]
@@ -41,24 +39,24 @@ async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({ ...PARSE_CONFIG, args: argv });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
-    return EXIT_USAGE;
+    return EXIT.USAGE;
   }
   const [command] = parsed.positionals;
   const o = parsed.values;
   if (o.help || (command !== 'replay' && command !== 'dead-letters')) {
     process.stderr.write(`${USAGE}\n`);
-    return o.help ? 0 : EXIT_USAGE;
+    return o.help ? 0 : EXIT.USAGE;
   }
   if (o.id !== undefined && !ObjectId.isValid(o.id)) {
     process.stderr.write(`--id '${o.id}' is not a letter id (24 hex digits, as listed by dead-letters)\n`);
-    return EXIT_USAGE;
+    return EXIT.USAGE;
   }
   let config: ListenerConfig;
   try {
     config = loadConfig();
   } catch (err) {
     process.stderr.write(`${err instanceof ListenerError ? `${err.code}: ` : ''}${(err as Error).message}\n`);
-    return EXIT_CONFIG;
+    return EXIT.CONFIG;
   }
   const client = new MongoClient(config.mongoUri, { appName: `syncmesh-listener-cli-${config.nodeId}`, serverSelectionTimeoutMS: 10_000 });
   try {

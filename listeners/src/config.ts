@@ -7,6 +7,8 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { checkNodeId, MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
 import { ERROR_CODES, ListenerError } from './errors.js';
+import { configProblems, intEnv, logLevel, withMongoUriFromFile } from '@syncmesh-edge/log/env';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '@syncmesh-edge/log/service';
 
 export const DEFAULT_MONGODB_URI = 'mongodb://127.0.0.1:27017/';
 export const DEFAULT_DATABASE = 'syncmesh';
@@ -40,10 +42,8 @@ export const DEFAULT_RETRY_MAX_MS = 5_000;
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 10_000;
 /** Longest pause between two polls of an idle change stream (servers whose getMore does not wait). */
 export const DEFAULT_POLL_MAX_MS = 250;
-/** How long SIGTERM waits for queued events to be acknowledged before exiting. */
-export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const int = intEnv;
 const name = z
   .string()
   .trim()
@@ -81,7 +81,7 @@ const EnvSchema = z.object({
     .trim()
     .regex(/^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:9464')
     .optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: logLevel(),
 });
 
 export interface ListenerConfig {
@@ -115,30 +115,8 @@ function configError(message: string): ListenerError {
   return new ListenerError(ERROR_CODES.CONFIG, `invalid listener configuration: ${message}`);
 }
 
-/**
- * MONGODB_URI_FILE (a mounted secret, on faasd ./secrets/mongodb-uri) supplies MONGODB_URI, so a
- * URI with credentials never sits in the environment. Same rule as the function and the agent:
- * setting both is a configuration error. Messages never quote the URI (it may carry a password).
- */
-function withMongoUriFromFile(env: Record<string, string | undefined>, readFile: (path: string) => string): Record<string, string | undefined> {
-  const file = env['MONGODB_URI_FILE'];
-  if (!file) return env;
-  if (env['MONGODB_URI']) throw configError('MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)');
-  let uri: string;
-  try {
-    uri = readFile(file).trim();
-  } catch (err) {
-    throw new ListenerError(
-      ERROR_CODES.CONFIG,
-      `invalid listener configuration: MONGODB_URI_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      {
-        cause: err,
-      },
-    );
-  }
-  if (!/^mongodb(\+srv)?:\/\//.test(uri)) throw configError(`MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`);
-  return { ...env, MONGODB_URI: uri };
-}
+const configFail = (message: string, cause?: unknown) =>
+  new ListenerError(ERROR_CODES.CONFIG, `invalid listener configuration: ${message}`, cause === undefined ? undefined : { cause });
 
 /**
  * Reads and validates the configuration. Throws a ListenerError (EDGE_LISTENER_CONFIG) naming
@@ -147,10 +125,9 @@ function withMongoUriFromFile(env: Record<string, string | undefined>, readFile:
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): ListenerConfig {
   // Empty variables count as unset, as in a compose file that lists a name without a value.
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = EnvSchema.safeParse(withMongoUriFromFile(present, readFile));
+  const parsed = EnvSchema.safeParse(withMongoUriFromFile(present, configFail, readFile));
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
-    throw configError(issues);
+    throw configError(configProblems(parsed.error));
   }
   const e = parsed.data;
 

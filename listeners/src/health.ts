@@ -5,10 +5,12 @@
  *                 503 with the per-collection states otherwise
  *   GET /stats    per-collection counters (JSON)
  *   GET /metrics  Prometheus metrics (metrics.ts), when a registry is given
- * Errors are coded JSON, as the function's: {"errors": [{"message", "extensions": {"code", "allowed"}}]}.
+ * Errors are coded JSON, as the function's: {"errors": [{"message", "extensions": {"code", "allowed"}}]}
+ * (replyError, @syncmesh-edge/log/service).
  * Built here, started by main.ts (build and listen are separate).
  */
 import { createServer, type Server } from 'node:http';
+import { replyError, replyJson } from '@syncmesh-edge/log/service';
 import { ERROR_CODES } from './errors.js';
 import type { CollectionStats } from './listener.js';
 import type { ListenerMetrics } from './metrics.js';
@@ -17,8 +19,8 @@ const ROUTES = ['GET /healthz', 'GET /readyz', 'GET /stats', 'GET /metrics'];
 
 export function createHealthServer(stats: () => CollectionStats[], metrics?: ListenerMetrics): Server {
   return createServer((req, res) => {
-    const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    const error = (status: number, code: string, message: string) => send(status, { errors: [{ message, extensions: { code, allowed: ROUTES } }] });
+    const send = (status: number, body: unknown) => replyJson(res, status, body);
+    const error = (status: number, code: string, message: string) => replyError(res, status, code, message, ROUTES);
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET') return error(405, ERROR_CODES.METHOD, `${req.method} is not supported: the health endpoints answer GET only`);
     switch (path) {

@@ -15,7 +15,7 @@ export type { ReplayOptions, ReplaySummary, ReplayedLetter } from './replay.js';
 export type { FunctionClient, ResyncRequest, DeliveryResult } from './delivery.js';
 export { createTokenStore, STATE_COLLECTION, DEAD_LETTER_COLLECTION } from './tokens.js';
 export type { TokenStore, StoredPosition, DeadLetter } from './tokens.js';
-export { classifyError, EXIT_CONFIG, EXIT_FATAL } from './classify.js';
+export { classifyError } from './classify.js';
 export type { Verdict } from './classify.js';
 export { ListenerError, DeliveryError, ERROR_CODES } from './errors.js';
 export type { ListenerErrorCode } from './errors.js';

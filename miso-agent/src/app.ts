@@ -1,7 +1,8 @@
 /**
  * Builds an agent and its gRPC endpoints without listening: the SDK service (+ health) for the
  * local socket, the Peer service (+ health) for other agents, and the metrics endpoint.
- * `start()` binds, loads state and joins the mesh; `close()` drains within a deadline.
+ * `start()` binds, loads state and joins the mesh; `close()` drains within the services' drain
+ * deadline (DEFAULT_DRAIN_TIMEOUT_MS, then the servers are forced down).
  */
 import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { AgentMetrics } from './agent/metrics.js';
 import type { AgentConfig } from './config.js';
 import { MdnsDiscovery } from './discovery/mdns.js';
 import { squashError } from '@syncmesh-edge/log';
+import { DEFAULT_DRAIN_TIMEOUT_MS, replyError } from '@syncmesh-edge/log/service';
 import { MisoError, type MisoErrorCode } from './errors.js';
 import type { Logger } from '@syncmesh-edge/log';
 import { MemoryStateStore } from './store/memory.js';
@@ -22,9 +24,6 @@ import { sdkServerOptions, serverOptions, setServerNoDelay } from './transport/g
 import { addPeerService } from './transport/grpc/peer-server.js';
 import { FunctionSockets } from './transport/grpc/function-sockets.js';
 import { addSdkService, sdkBindAddress } from './transport/grpc/sdk-server.js';
-
-/** How long close() waits for in-flight calls before forcing the servers down. */
-export const SHUTDOWN_DEADLINE_MS = 5_000;
 
 export interface AgentApp {
   readonly agent: MisoAgent;
@@ -114,10 +113,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
       let metricsPort = 0;
       if (config.metricsPort !== undefined) {
         // errors as coded JSON, as the function's and the listener's endpoints answer them
-        const refuse = (res: ServerResponse, status: number, code: MisoErrorCode, message: string) =>
-          res
-            .writeHead(status, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ errors: [{ message, extensions: { code, allowed: ['GET /metrics'] } }] }));
+        const refuse = (res: ServerResponse, status: number, code: MisoErrorCode, message: string) => replyError(res, status, code, message, ['GET /metrics']);
         metricsServer = createServer((req, res) => {
           const path = (req.url ?? '/').split('?')[0];
           if (path !== '/metrics') return refuse(res, 404, 'EDGE_MISO_NOT_FOUND', `no endpoint at ${req.method} ${path}`);
@@ -151,7 +147,7 @@ export async function buildAgentApp(config: AgentConfig, log: Logger): Promise<A
             const t = setTimeout(() => {
               s.forceShutdown();
               resolve();
-            }, SHUTDOWN_DEADLINE_MS);
+            }, DEFAULT_DRAIN_TIMEOUT_MS);
             s.tryShutdown(() => {
               clearTimeout(t);
               resolve();

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
  */
 import { z } from 'zod';
 import { MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
+import { configProblems, logLevel, withMongoUriFromFile } from '@syncmesh-edge/log/env';
 import { MisoError } from './errors.js';
 
 /** Default debounce of replication per (object, CRDT). MISO's evaluation default. */
@@ -90,7 +91,7 @@ const schema = z
       .default('miso'),
     MISO_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
     MISO_METRICS_ADDR: z.string().default('127.0.0.1'),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    LOG_LEVEL: logLevel(),
   })
   .refine((c) => c.MISO_HEARTBEAT_MS === 0 || c.MISO_PEER_TIMEOUT_MS > c.MISO_HEARTBEAT_MS, {
     message: 'MISO_PEER_TIMEOUT_MS must be larger than MISO_HEARTBEAT_MS',
@@ -138,40 +139,17 @@ function withSecretFromFile(env: Record<string, string | undefined>): Record<str
   try {
     return { ...env, MISO_MESH_SECRET: readFileSync(file, 'utf8').trim() };
   } catch (err) {
-    throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: MISO_MESH_SECRET_FILE: cannot read ${file}: ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw configFail(`MISO_MESH_SECRET_FILE: cannot read ${file}: ${(err as Error).message}`, err);
   }
 }
 
-/**
- * MONGODB_URI_FILE (a mounted secret, on faasd ./secrets/mongodb-uri) supplies MONGODB_URI, so a
- * URI with credentials never sits in the environment. Same rule as the function and the listener:
- * setting both is a configuration error. Messages never quote the URI (it may carry a password).
- */
-function withMongoUriFromFile(env: Record<string, string | undefined>): Record<string, string | undefined> {
-  const file = env['MONGODB_URI_FILE'];
-  if (!file) return env;
-  const fail = (why: string, cause?: unknown) =>
-    new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: ${why}`, cause === undefined ? undefined : { cause });
-  if (env['MONGODB_URI']) throw fail('MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)');
-  let uri: string;
-  try {
-    uri = readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    throw fail(`MONGODB_URI_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, err);
-  }
-  if (!/^mongodb(\+srv)?:\/\//.test(uri)) throw fail(`MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`);
-  return { ...env, MONGODB_URI: uri };
-}
+const configFail = (why: string, cause?: unknown) =>
+  new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: ${why}`, cause === undefined ? undefined : { cause });
 
 /** Reads and validates the environment; throws EDGE_MISO_CONFIG naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
-  const r = schema.safeParse(withMongoUriFromFile(withSecretFromFile(env)));
-  if (!r.success) {
-    const problems = r.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`).join('; ');
-    throw new MisoError('EDGE_MISO_CONFIG', `invalid agent configuration: ${problems}`);
-  }
+  const r = schema.safeParse(withMongoUriFromFile(withSecretFromFile(env), configFail));
+  if (!r.success) throw configFail(configProblems(r.error));
   const c = r.data;
   return Object.freeze({
     nodeId: c.MISO_NODE_ID,

@@ -2,7 +2,7 @@
  * @syncmesh-edge/miso-agent: the MISO agent as a library (the process is src/main.ts).
  * The CRDT core is exported from src/crdt/index.ts; the SDK is @syncmesh-edge/miso-sdk.
  */
-export { buildAgentApp, SHUTDOWN_DEADLINE_MS } from './app.js';
+export { buildAgentApp } from './app.js';
 export type { AgentApp } from './app.js';
 export { MisoAgent } from './agent/agent.js';
 export { AgentMetrics } from './agent/metrics.js';

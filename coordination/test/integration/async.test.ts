@@ -269,8 +269,10 @@ describe('coordination - async invocations on JetStream through the gateway', { 
     assert.equal(big.status, 413, 'a body over 256,000 bytes is refused with 413');
     const bad = await fetch(`http://127.0.0.1:${statusPort}/status/${encodeURIComponent('../etc')}`);
     assert.equal(bad.status, 400);
-    assert.equal(((await bad.json()) as { code: string }).code, 'EDGE_COORDINATION_BAD_CALL_ID');
+    type Coded = { errors: { extensions: { code: string } }[] };
+    assert.equal(((await bad.json()) as Coded).errors[0]!.extensions.code, 'EDGE_COORDINATION_BAD_CALL_ID');
     const unknown = await fetch(`http://127.0.0.1:${statusPort}/status/no-such-call`);
     assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as Coded).errors[0]!.extensions.code, 'EDGE_COORDINATION_UNKNOWN_CALL');
   });
 });

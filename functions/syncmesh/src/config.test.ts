@@ -84,7 +84,7 @@ test('config - MONGODB_URI_FILE supplies the URI (credentials stay out of env); 
         },
       );
     refused({ MONGODB_URI_FILE: file, MONGODB_URI: uri }, /MONGODB_URI and MONGODB_URI_FILE are both set/);
-    refused({ MONGODB_URI_FILE: join(dir, 'missing') }, /MONGODB_URI_FILE: cannot read .*missing: ENOENT/);
+    refused({ MONGODB_URI_FILE: join(dir, 'missing') }, /MONGODB_URI_FILE: cannot read .*missing \(ENOENT\)/);
     writeFileSync(file, 'http://fn-user:s3cret-Pa55@db.example/');
     refused({ MONGODB_URI_FILE: file }, /MONGODB_URI_FILE: .* must hold a URI starting with mongodb:\/\//);
     assert.equal(loadConfig({ ...BASE, MONGODB_URI_FILE: '' }).mongodbUri, 'mongodb://127.0.0.1:27017/?directConnection=true', 'empty = unset');

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { checkSecret, MIN_SECRET_BYTES } from '@syncmesh-edge/mesh-auth';
+import { configProblems, logLevel, withMongoUriFromFile } from '@syncmesh-edge/log/env';
 import { SyncmeshError } from './errors.js';
 import { parseAllowedPeers, type AllowedPeers } from './mesh/peers.js';
 
@@ -117,7 +118,7 @@ const envSchema = z.object({
   SYNCMESH_MAX_PREPARE_CPU_MS: positiveInt(DEFAULT_MAX_PREPARE_CPU_MS),
   SYNCMESH_MAX_PENDING_ANSWER_BYTES: positiveInt(DEFAULT_MAX_PENDING_ANSWER_BYTES),
   SYNCMESH_MAX_VALUES_IN_FLIGHT: positiveInt(DEFAULT_MAX_VALUES_IN_FLIGHT),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: logLevel(),
   SYNCMESH_AUTH_ACCEPT_V1: z
     .enum(['true', 'false', '1', '0'])
     .default('false')
@@ -192,11 +193,8 @@ export interface Config {
 
 /** Reads the configuration from `env` (tests pass their own). Throws EDGE_SYNCMESH_CONFIG naming each bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(withMongoUriFromFile(env));
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: ${problems}`);
-  }
+  const parsed = envSchema.safeParse(withMongoUriFromFile(env, configFail));
+  if (!parsed.success) throw configFail(configProblems(parsed.error));
   const e = parsed.data;
   if (e.SYNCMESH_DEADLINE_MS < e.SYNCMESH_NODE_TIMEOUT_MS) {
     throw new SyncmeshError(
@@ -296,39 +294,8 @@ function optionalKey(key: string | undefined, what: string): string | undefined 
   return key === undefined ? undefined : checkSecret(key, what);
 }
 
-/**
- * MONGODB_URI_FILE (on faasd the secret `mongodb-uri`, mounted at /var/openfaas/secrets/mongodb-uri)
- * supplies MONGODB_URI, so a URI with credentials never sits in the environment. Setting both is a
- * configuration error: which one should win would be a guess. The file must exist and hold the URI
- * (surrounding white space trimmed). Messages never quote the URI (it may carry a password).
- */
-function withMongoUriFromFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const file = env['MONGODB_URI_FILE'];
-  if (file === undefined || file === '') return env;
-  if (env['MONGODB_URI'] !== undefined && env['MONGODB_URI'] !== '') {
-    throw new SyncmeshError(
-      'EDGE_SYNCMESH_CONFIG',
-      'invalid configuration: MONGODB_URI and MONGODB_URI_FILE are both set; set only one (the file keeps credentials out of the environment)',
-    );
-  }
-  let uri: string;
-  try {
-    uri = readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    throw new SyncmeshError(
-      'EDGE_SYNCMESH_CONFIG',
-      `invalid configuration: MONGODB_URI_FILE: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
-      { cause: err },
-    );
-  }
-  if (!/^mongodb(\+srv)?:\/\//.test(uri)) {
-    throw new SyncmeshError(
-      'EDGE_SYNCMESH_CONFIG',
-      `invalid configuration: MONGODB_URI_FILE: ${file} must hold a URI starting with mongodb:// or mongodb+srv://`,
-    );
-  }
-  return { ...env, MONGODB_URI: uri };
-}
+const configFail = (message: string, cause?: unknown) =>
+  new SyncmeshError('EDGE_SYNCMESH_CONFIG', `invalid configuration: ${message}`, cause === undefined ? {} : { cause });
 
 function readSecretFile(path: string, what = 'mesh secret'): string | undefined {
   try {

@@ -1,7 +1,10 @@
 /**
  * The one error class of the Syncmesh function. Every code is stable, maps to one HTTP status,
  * and has a row in docs/errors.md saying how to solve it. Retired codes are never reused.
+ * SyncmeshError is a CodedError (@syncmesh-edge/log/errors), the components' one base class.
  */
+import { CodedError } from '@syncmesh-edge/log/errors';
+
 export const ERROR_CODES = {
   EDGE_SYNCMESH_CONFIG: { status: 500, expose: false },
   EDGE_SYNCMESH_BAD_JSON: { status: 400, expose: true },
@@ -50,14 +53,12 @@ export interface SyncmeshErrorOptions extends ErrorOptions {
   details?: Record<string, unknown>;
 }
 
-export class SyncmeshError extends Error {
+export class SyncmeshError extends CodedError<ErrorCode> {
   override readonly name = 'SyncmeshError';
-  readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, message: string, opts: SyncmeshErrorOptions = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.code = code;
+    super(code, message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.details = opts.details;
   }
 

@@ -10,6 +10,7 @@ export {
   hostListeners,
   httpOk,
   isAlive,
+  jsonLines,
   parseProcNetTcp,
   pool,
   portTaken,

@@ -355,3 +355,11 @@ export function startService(role: string, argv: readonly string[], log: string,
     },
   };
 }
+
+/** The JSON lines (a service's pino log) in `text`; other lines (a READY line, a stack) are skipped. */
+export function jsonLines(text: string): Record<string, unknown>[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}

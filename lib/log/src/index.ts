@@ -2,3 +2,5 @@
 export { createLogger, REDACT_PATHS, REDACTED } from './log.js';
 export type { Logger, LoggerOptions } from './log.js';
 export { CodedError, squashError } from './errors.js';
+export { CLOSE_GRACE_MS, DEFAULT_DRAIN_TIMEOUT_MS, EXIT, exitCodeOf, replyError, replyJson, runService } from './service.js';
+export type { Running, ServiceProcess, ServiceSpec, StartContext } from './service.js';

@@ -1,6 +1,9 @@
 /**
- * The one error class of the mesh-auth library. Codes are stable and listed in docs/errors.md.
+ * The one error class of the mesh-auth library (a CodedError, the components' one base class).
+ * Codes are stable and listed in docs/errors.md.
  */
+import { CodedError } from '@syncmesh-edge/log/errors';
+
 export const ERROR_CODES = {
   /** The mesh secret (or write key) is missing or shorter than MIN_SECRET_BYTES. */
   EDGE_AUTH_WEAK_SECRET: { status: 500 },
@@ -10,12 +13,6 @@ export const ERROR_CODES = {
 
 export type AuthErrorCode = keyof typeof ERROR_CODES;
 
-export class MeshAuthError extends Error {
+export class MeshAuthError extends CodedError<AuthErrorCode> {
   override readonly name = 'MeshAuthError';
-  readonly code: AuthErrorCode;
-
-  constructor(code: AuthErrorCode, message: string, opts?: ErrorOptions) {
-    super(message, opts);
-    this.code = code;
-  }
 }

@@ -10,6 +10,7 @@
  *
  * Label values escape `\\`, `\"` and `\n`; values are floats, `NaN`, `+Inf` or `-Inf` (in any case).
  */
+import { CodedError } from '@syncmesh-edge/log/errors';
 
 /** One series as it was exposed. */
 export interface Sample {
@@ -18,9 +19,12 @@ export interface Sample {
   value: number;
 }
 
-export class PrometheusParseError extends Error {
+export class PrometheusParseError extends CodedError<'EDGE_PROMETHEUS_PARSE'> {
   override readonly name = 'PrometheusParseError';
-  readonly code = 'EDGE_PROMETHEUS_PARSE';
+
+  constructor(message: string, options?: ErrorOptions) {
+    super('EDGE_PROMETHEUS_PARSE', message, options);
+  }
 }
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;

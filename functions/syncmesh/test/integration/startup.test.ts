@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@syncmesh-edge/lab';
+import { freePort, jsonLines } from '@syncmesh-edge/lab';
 import { startTestServer, type TestServer } from '@syncmesh-edge/mongo-test-server';
 import { eventually, post, WRITE_KEY } from './harness.js';
 
@@ -126,4 +126,30 @@ test('startup - a MongoDB URI with credentials from MONGODB_URI_FILE never appea
     await db?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('startup - a configuration error exits 78 and names the variable', async () => {
+  const fn = spawnFunction(await freePort(), { MONGODB_URI: 'mongodb://127.0.0.1:9/', SYNCMESH_MAX_BODY_BYTES: 'lots' });
+  let out = '';
+  fn.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const [code] = (await once(fn, 'exit')) as [number | null];
+  assert.equal(code, 78, out);
+  const line = jsonLines(out).find((l) => l['code'] === 'EDGE_SYNCMESH_CONFIG');
+  assert.ok(line, `a log line with the error code: ${out}`);
+  assert.match(String(line['msg']), /SYNCMESH_MAX_BODY_BYTES/);
+});
+
+test('startup - SIGTERM with MongoDB still down stops the retries and exits 0, logging the start and the stop', async () => {
+  const fnPort = await freePort();
+  // port 9 (discard) on loopback: nothing listens, connections are refused
+  const fn = spawnFunction(fnPort, { MONGODB_URI: 'mongodb://127.0.0.1:9/?directConnection=true', SYNCMESH_NODE_ID: 'sigterm', SYNCMESH_WRITE_KEY: WRITE_KEY });
+  let out = '';
+  fn.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  await eventually('the function started', async () => out.includes('"service started"'), 20_000);
+  const exited = once(fn, 'exit');
+  fn.kill('SIGTERM');
+  const [code] = (await exited) as [number | null];
+  assert.equal(code, 0, out);
+  const msgs = jsonLines(out).map((l) => l['msg']);
+  assert.ok(msgs.includes('service stopping') && msgs.at(-1) === 'service stopped', msgs.join(' | '));
 });
