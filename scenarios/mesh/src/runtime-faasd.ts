@@ -504,7 +504,7 @@ export interface ServiceMemory {
 }
 
 /** The processes of each service of one faasd node (the supervisor, then each container), from its cgroups. */
-function faasdNodePids(node: NodePlan): { service: string; pids: number[] }[] {
+export function faasdNodePids(node: NodePlan): { service: string; pids: number[] }[] {
   const root = nodeMemoryCgroup(node);
   if (!root) return [];
   const groups: [string, string][] = [['supervisor', join(root, 'supervisor')]];
