@@ -147,6 +147,11 @@ bench-allreduce: build tools scenarios-venv ## AllReduce in the MISO paper's top
 	$(MESH_ENV) node scenarios/mesh/dist/bench/allreduce.js $(BENCH_ARGS)
 	$(VENV)/bin/python $(BENCH_PLOTS) allreduce bench-results/allreduce.json bench-results/allreduce.png
 
+.PHONY: bench-functions
+bench-functions: build tools scenarios-venv faasd-tier-deps ## Users' functions on 3 faasd nodes (regional; root): push on node-1 -> ready on all 3, registry PSS/RSS and disk per node, miso-counter convergence and agent bytes (BENCH_ARGS=--quick); table, JSON and PNG.
+	$(MESH_ENV) node scenarios/mesh/dist/bench/functions.js $(BENCH_ARGS)
+	$(VENV)/bin/python $(BENCH_PLOTS) functions bench-results/functions.json bench-results/functions.png
+
 .PHONY: miso-agent
 miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO_PEERS etc. from the environment.
 	MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 miso-agent/dist/src/main.js

@@ -8,6 +8,7 @@ repo-local venv, `make scenarios-venv`).
     bench_plots.py miso bench-results/miso.json bench-results/miso.png
     bench_plots.py coordination bench-results/coordination.json bench-results/coordination.png
     bench_plots.py allreduce bench-results/allreduce.json bench-results/allreduce.png
+    bench_plots.py functions bench-results/functions.json bench-results/functions.png
 """
 
 import json
@@ -219,6 +220,47 @@ def plot_allreduce(data, out):
     fig.savefig(out, dpi=110)
 
 
+def plot_functions(data, out):
+    runs = data["deploy"]["runs"]
+    nodes = [r["node"] for r in data["registry"]]
+    fig, (dep, reg, cnt) = plt.subplots(1, 3, figsize=(15, 4.2))
+    width = 0.8 / len(nodes)
+    for j, node in enumerate(nodes):
+        xs = [i + (j - (len(nodes) - 1) / 2) * width for i in range(len(runs))]
+        dep.bar(xs, [r["ready_ms"][node] / 1000 for r in runs], width, label=f"{node} ready")
+    dep.plot(range(len(runs)), [r["push_ms"] / 1000 for r in runs], "k_", markersize=18, label="pushed to node-1")
+    dep.set_xticks(range(len(runs)))
+    dep.set_xticklabels([f"{r['function']}{' (cold)' if r['cold'] else ''}" for r in runs], rotation=20, fontsize=7)
+    dep.set_ylabel("s from the start of the push")
+    dep.set_title("push on node-1 -> ready on every node", fontsize=9)
+    dep.legend(fontsize=7, loc="lower right")
+    mb = 1024 * 1024
+    xs = range(len(nodes))
+    reg.bar([x - 0.2 for x in xs], [r["idle_pss_bytes"] / mb for r in data["registry"]], 0.4, label="PSS idle")
+    reg.bar([x + 0.2 for x in xs], [r["mirror_peak_pss_bytes"] / mb for r in data["registry"]], 0.4, label="PSS, peak during the mirror")
+    for x, r in enumerate(data["registry"]):
+        top = r["mirror_peak_pss_bytes"] / mb
+        reg.annotate(f"disk {r['disk_after_bytes'] / mb:.0f} MB", (x, top), ha="center", va="bottom", fontsize=7)
+    reg.set_xticks(list(xs))
+    reg.set_xticklabels(nodes)
+    reg.set_ylabel("MB")
+    reg.margins(y=0.25)
+    reg.set_title(f"registry per node (disk after {data['functions_in_registries']} functions)", fontsize=9)
+    reg.legend(fontsize=7)
+    c = data["counter"]
+    cnt.plot(range(1, len(c["rounds_ms"]) + 1), c["rounds_ms"], "o-", markersize=3, label="every node reads the sum")
+    cnt.axhline(c["converge_ms"]["p50"], color="grey", linestyle=":", label=f"p50 {c['converge_ms']['p50']:.0f} ms")
+    cnt.axhline(c["converge_ms"]["p99"], color="C3", linestyle=":", label=f"p99 {c['converge_ms']['p99']:.0f} ms")
+    cnt.set_xlabel("round (+1, +2, +3 at once on node-1..3)")
+    cnt.set_ylabel("ms")
+    cnt.set_title(f"miso-counter convergence; agent bytes/round p50 {c['agent_bytes_per_round']['p50']:.0f}", fontsize=9)
+    cnt.legend(fontsize=7)
+    p = data["params"]
+    fig.suptitle(f"bench-functions: {p['nodes']} faasd nodes ({p['latency']}); load {data['host']['load_average'][0]:.1f}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 PLOTS = {
     "function": plot_function,
     "mesh": plot_mesh,
@@ -226,6 +268,7 @@ PLOTS = {
     "miso": plot_miso,
     "coordination": plot_coordination,
     "allreduce": plot_allreduce,
+    "functions": plot_functions,
 }
 
 

@@ -22,7 +22,7 @@ interface AgentPeers {
 }
 
 /** Bytes every node's agent has sent its peers (from its status, through its own socket). */
-async function agentBytes(mesh: MeshHandle): Promise<number> {
+export async function agentBytes(mesh: MeshHandle): Promise<number> {
   const sdk = (await import(pathToFileURL(SDK_MAIN).href)) as {
     MisoClient: new (socket: string, deadlineMs: number, transport: string) => { status(): Promise<AgentPeers>; close(): void };
   };
