@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `make bench-functions`: users' functions on a 3-node faasd mesh with the regional link profile
- * (issue 26's numbers), with the mesh's own code (mesh.ts up/down, src/fn-deploy.ts, the demo's
+ * (issue 26's numbers), with the mesh's own code (mesh.ts up/down, src/deploy/deploy.ts, the demo's
  * agent byte counter):
  *
  *   deploy    an image pushed to node-1's registry (skopeo, from the miso-counter OCI archive), then
@@ -30,14 +30,17 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { hostInfo, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
 import { pssBytes, rssBytes } from '@syncmesh-edge/lab';
-import { loadConfig, type MeshConfig } from '../src/config.js';
-import { agentBytes } from '../src/demo-counter.js';
+import type { MeshConfig } from '../src/config.js';
+import { agentBytes } from '../src/demo/counter.js';
 import { MeshError } from '../src/errors.js';
-import { deployFunction, nodesFromTopology, pushImage, removeFunction, type FunctionNode } from '../src/fn-deploy.js';
-import { linkShapes } from '../src/latency.js';
-import { down, requireState, up, type MeshHandle } from '../src/mesh.js';
-import type { NodePlan } from '../src/plan.js';
-import { FAASD_PATHS, faasdNodePids, faasdStateDir } from '../src/runtime-faasd.js';
+import { deployFunction, nodesFromTopology, pushImage, removeFunction, type FunctionNode } from '../src/deploy/deploy.js';
+import { linkShapes } from '../src/network/latency.js';
+import { down, up, type MeshHandle } from '../src/mesh.js';
+import { requireState } from '../src/plan/state.js';
+import type { NodePlan } from '../src/plan/plan.js';
+import { FAASD_PATHS, faasdNodePids, faasdStateDir } from '../src/runtime/faasd.js';
+import type { Progress } from '../src/runtime/runtime.js';
+import { runMeshBench, throwIfInterrupted } from './run.js';
 
 const NODES = 3;
 const COUNTER = 'miso-counter';
@@ -49,7 +52,6 @@ const ROUND_DEADLINE_MS = 60_000;
 /** Pause between two counter rounds, so one round's replication never runs into the next. */
 const BETWEEN_ROUNDS_MS = 300;
 
-const progress = (m: string) => process.stderr.write(`[bench-functions ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round2 = (x: number) => Math.round(x * 100) / 100;
 const MB = 1024 * 1024;
@@ -173,7 +175,7 @@ async function deployRun(mesh: MeshHandle, nodes: FunctionNode[], name: string, 
   }
 }
 
-async function main(argv: string[]): Promise<number> {
+async function benchFunctions(base: MeshConfig, progress: Progress, argv: string[], signal: AbortSignal): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -196,16 +198,9 @@ async function main(argv: string[]): Promise<number> {
   const hostBefore = hostInfo();
   const imageBytes = statSync(join(FAASD_PATHS.images, `${COUNTER}.oci.tar`)).size;
 
-  const cfg: MeshConfig = { ...loadConfig(), nodes: NODES, latency: 'regional', runtime: 'faasd' };
-  const ac = new AbortController();
-  const onSignal = () => {
-    progress('interrupted: tearing the mesh down');
-    ac.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const cfg: MeshConfig = { ...base, nodes: NODES, latency: 'regional', runtime: 'faasd' };
   const checkAborted = () => {
-    if (ac.signal.aborted) throw new MeshError('EDGE_MESH_INTERRUPTED', 'bench-functions interrupted');
+    throwIfInterrupted(signal);
   };
 
   const runs: DeployRun[] = [];
@@ -220,7 +215,7 @@ async function main(argv: string[]): Promise<number> {
   let upS = 0;
   try {
     const t = performance.now();
-    const mesh = await up(cfg, { progress, signal: ac.signal, loadData: false });
+    const mesh = await up(cfg, { progress, signal, loadData: false });
     upS = (performance.now() - t) / 1000;
     const state = requireState(cfg.stateRoot, cfg.name);
     const coords = new Map(Object.entries(state.coords).map(([k, v]) => [Number(k), v] as const));
@@ -297,8 +292,6 @@ async function main(argv: string[]): Promise<number> {
     }
   } finally {
     await down(cfg.stateRoot, cfg.name, progress);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
   }
 
   const hostAfter = hostInfo();
@@ -383,12 +376,4 @@ async function main(argv: string[]): Promise<number> {
   return correct ? 0 : 1;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`bench-functions: ${err instanceof MeshError ? `${err.code}: ${err.message}` : ((err as Error).stack ?? String(err))}\n`);
-    process.exitCode = 1;
-  },
-);
+runMeshBench(benchFunctions);
