@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots of the benchmarks (`make bench-*`), from the JSON they write (matplotlib from the
-repo-local venv, `make scenarios-venv`).
+repo-local venv, `make scenarios-venv`). A bench draws its own through bench-kit's plotResults;
+by hand:
 
     bench_plots.py function bench-results/function.json bench-results/function.png
     bench_plots.py mesh bench-results/mesh.json bench-results/mesh.png
@@ -8,6 +9,8 @@ repo-local venv, `make scenarios-venv`).
     bench_plots.py miso bench-results/miso.json bench-results/miso.png
     bench_plots.py coordination bench-results/coordination.json bench-results/coordination.png
     bench_plots.py allreduce bench-results/allreduce.json bench-results/allreduce.png
+    bench_plots.py listener bench-results/listener.json bench-results/listener.png
+    bench_plots.py query-cost bench-results/query-cost-after.json bench-results/query-cost-after.png
 """
 
 import json
@@ -219,6 +222,36 @@ def plot_allreduce(data, out):
     fig.savefig(out, dpi=110)
 
 
+def plot_listener(data, out):
+    lat, thr = data["latency"], data["throughput"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    a.bar(["p50", "p90", "p99", "max"], [lat["p50_ms"], lat.get("p90_ms", 0), lat["p99_ms"], lat["max_ms"]])
+    a.set_ylabel("insert -> delivered (ms)")
+    a.set_title(f"{lat['count']} inserts at {lat['rate']}/s")
+    b.bar(["server inserts", "delivered"], [thr["insert_events_per_s"], thr["delivered_events_per_s"]])
+    b.set_ylabel("events/s")
+    b.set_title(f"a burst of {thr['events']} events")
+    fig.suptitle(f"bench-listener ({data.get('server', '?')} server); load {data['host']['load_average'][0]:.1f}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def plot_query_cost(data, out):
+    rows = data["rows"]
+    names = [r["attack"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 0.45 * len(rows) + 1.5), sharey=True)
+    for ax, key, label in zip(
+        axes, ("cpu_ms", "ms", "rss_peak_mb"), ("function CPU (ms)", "time around the request (ms)", "peak RSS (MB)"), strict=True
+    ):
+        ax.barh(names, [r[key] for r in rows])
+        ax.set_xlabel(label)
+    axes[0].invert_yaxis()
+    load = data["host"]["load_average"][0]
+    fig.suptitle(f"bench-query-cost ({data['name']}: {data['main']}), {data['readings']} readings; load {load:.1f}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 PLOTS = {
     "function": plot_function,
     "mesh": plot_mesh,
@@ -226,6 +259,8 @@ PLOTS = {
     "miso": plot_miso,
     "coordination": plot_coordination,
     "allreduce": plot_allreduce,
+    "listener": plot_listener,
+    "query-cost": plot_query_cost,
 }
 
 
