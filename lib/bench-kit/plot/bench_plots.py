@@ -22,6 +22,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def save(fig, out, *title, **title_kw):
+    """The title, a tight layout and the PNG: the end of every plot."""
+    fig.suptitle(*title, **title_kw)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def plot_mesh(data, out):
     rows = data["rows"]
     queries = [q for q in ("aggregate", "collect", "estimate") if any(r["query"] == q for r in rows)]
@@ -37,9 +44,7 @@ def plot_mesh(data, out):
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    fig.suptitle(f"bench-mesh: round trip through node-1, latency profile {data.get('latency', '?')}")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, f"bench-mesh: round trip through node-1, latency profile {data.get('latency', '?')}")
 
 
 def plot_replication(data, out):
@@ -90,9 +95,7 @@ def plot_replication(data, out):
     load = data.get("host", {}).get("load_average", [])
     load_text = f", load {load[0]:.1f}" if load else ""
     command = data.get("command", "make bench-replication")
-    fig.suptitle(f"bench-replication (6-node mesh, no emulated latency{load_text})\n{command}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, f"bench-replication (6-node mesh, no emulated latency{load_text})\n{command}", fontsize=10)
 
 
 def plot_function(data, out):
@@ -113,12 +116,12 @@ def plot_function(data, out):
     thr.set_ylabel("requests/s")
     thr.legend(fontsize=8)
     label = f" ({data['label']})" if data.get("label") else ""
-    fig.suptitle(
+    save(
+        fig,
+        out,
         f"bench-function{label}: {data.get('concurrency', '?')} concurrent clients, {data.get('readings', '?')} readings, "
-        f"{data.get('rounds', 1)} rounds x {data.get('seconds_per_round', '?')} s per path, order rotated"
+        f"{data.get('rounds', 1)} rounds x {data.get('seconds_per_round', '?')} s per path, order rotated",
     )
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
 
 
 def plot_miso(data, out):
@@ -156,9 +159,7 @@ def plot_miso(data, out):
             ax.set_title("AllReduce vs Redis")
         if key != "allreduce":
             ax.legend(loc="best", fontsize=8)
-    fig.suptitle("bench-miso")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, "bench-miso")
 
 
 def plot_coordination(data, out):
@@ -185,12 +186,12 @@ def plot_coordination(data, out):
     axes[2].set_ylabel("round time (ms)")
     axes[2].set_title("CyclicBarrier round")
     axes[2].legend()
-    fig.suptitle(
+    save(
+        fig,
+        out,
         f"bench-coordination: 3 nats-server, R3; {data['params']['clients']} clients on 1 or spread over 3 servers"
-        " (Counter: server-side add; AtomicLong: compare-and-set)"
+        " (Counter: server-side add; AtomicLong: compare-and-set)",
     )
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
 
 
 def plot_allreduce(data, out):
@@ -214,12 +215,12 @@ def plot_allreduce(data, out):
     rounds.set_ylabel("total time (ms)")
     rounds.legend(fontsize=8)
     p = data["params"]
-    fig.suptitle(
+    save(
+        fig,
+        out,
         f"bench-allreduce: {p['nodes']} nodes ({p['latency']}), {p['chunks']} chunks, {p['concurrency_per_node']} invocations per node; "
-        f"load {data['host']['load_average'][0]:.1f}"
+        f"load {data['host']['load_average'][0]:.1f}",
     )
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
 
 
 def plot_listener(data, out):
@@ -231,9 +232,7 @@ def plot_listener(data, out):
     b.bar(["server inserts", "delivered"], [thr["insert_events_per_s"], thr["delivered_events_per_s"]])
     b.set_ylabel("events/s")
     b.set_title(f"a burst of {thr['events']} events")
-    fig.suptitle(f"bench-listener ({data.get('server', '?')} server); load {data['host']['load_average'][0]:.1f}")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, f"bench-listener ({data.get('server', '?')} server); load {data['host']['load_average'][0]:.1f}")
 
 
 def plot_query_cost(data, out):
@@ -247,9 +246,7 @@ def plot_query_cost(data, out):
         ax.set_xlabel(label)
     axes[0].invert_yaxis()
     load = data["host"]["load_average"][0]
-    fig.suptitle(f"bench-query-cost ({data['name']}: {data['main']}), {data['readings']} readings; load {load:.1f}")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, f"bench-query-cost ({data['name']}: {data['main']}), {data['readings']} readings; load {load:.1f}")
 
 
 PLOTS = {
