@@ -96,7 +96,7 @@ try {
     measured_at: new Date().toISOString(),
   };
   printTable(
-    `listener benchmark (${mongo.kind} server)`,
+    `listener benchmark (database: ${mongo.kind})`,
     ['measure', 'value'],
     [
       [`insert -> delivered p50 (${rate}/s for ${seconds} s), ms`, result.latency.p50_ms],

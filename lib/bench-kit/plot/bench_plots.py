@@ -232,7 +232,7 @@ def plot_listener(data, out):
     b.bar(["server inserts", "delivered"], [thr["insert_events_per_s"], thr["delivered_events_per_s"]])
     b.set_ylabel("events/s")
     b.set_title(f"a burst of {thr['events']} events")
-    save(fig, out, f"bench-listener ({data.get('server', '?')} server); load {data['host']['load_average'][0]:.1f}")
+    save(fig, out, f"bench-listener (database: {data.get('server', '?')}); load {data['host']['load_average'][0]:.1f}")
 
 
 def plot_query_cost(data, out):
