@@ -8,6 +8,8 @@
 #   make fmt             format everything and apply the safe lint fixes (the fixer of verify)
 #   make docs            build the docs site into .cache/site (open .cache/site/index.html)
 #   make bench-function  latency/throughput of the Syncmesh function against direct queries
+#                        (every make bench-*: BENCH_ARGS="..." goes to the benchmark; a table,
+#                        bench-results/<name>.json and .png; lib/bench-kit/README.md)
 #   make clean           remove build output (keeps node_modules and tool caches)
 #
 # Targets are thin: scripts under each component do the work.
@@ -120,26 +122,31 @@ DEMO_RUNTIME := $(if $(filter command line environment,$(origin RUNTIME)),$(RUNT
 demo: ## The main job: a 3-node mesh on faasd (RUNTIME=process: bare processes) answers a collect and an aggregate query, then goes away.
 	hack/demo.sh $(DEMO_RUNTIME)
 
-# Concurrent clients of make bench-function (empty: the bench's default, 10); when given, the
-# results are named function[-faasd]-c<CLIENTS>.{json,png} so runs with 1 and 10 sit side by side.
-CLIENTS ?=
-BENCH_FUNCTION_NAME = function$(if $(filter faasd,$(RUNTIME)),-faasd)$(if $(CLIENTS),-c$(CLIENTS))
-BENCH_FUNCTION_ARGS = $(if $(CLIENTS),--concurrency $(CLIENTS) --name $(BENCH_FUNCTION_NAME)) $(BENCH_ARGS)
+# Every `make bench-*` runs one program of a component's bench/ folder (lib/bench-kit/README.md:
+# the convention) and passes it BENCH_ARGS; the program prints its table and writes
+# bench-results/<name>.json and <name>.png itself.
+BENCH_ARGS ?=
 
 .PHONY: bench-function
-bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-tier-deps) ## Function vs direct driver queries [CLIENTS=1]; RUNTIME=faasd adds watchdog, gateway, port proxy and published port (DNAT) of one faasd node (root); table, JSON and PNG.
+bench-function: build scenarios-venv $(if $(filter faasd,$(RUNTIME)),tools faasd-tier-deps) ## Function vs direct driver queries (BENCH_ARGS="--concurrency 1": results function[-faasd]-c1); RUNTIME=faasd adds watchdog, gateway, port proxy and published port (DNAT) of one faasd node (root); table, JSON and PNG.
 ifeq ($(RUNTIME),faasd)
-	$(MESH_ENV) node scenarios/mesh/dist/bench/function-faasd.js $(BENCH_FUNCTION_ARGS)
+	$(MESH_ENV) node scenarios/mesh/dist/bench/function-faasd.js $(BENCH_ARGS)
 else
-	node functions/syncmesh/dist/scripts/bench.js $(if $(DATA),--data "$(DATA)") $(BENCH_FUNCTION_ARGS)
+	node functions/syncmesh/dist/bench/bench-function.js $(if $(DATA),--data "$(DATA)") $(BENCH_ARGS)
 endif
-	$(VENV)/bin/python $(BENCH_PLOTS) function bench-results/$(BENCH_FUNCTION_NAME).json bench-results/$(BENCH_FUNCTION_NAME).png
+
+.PHONY: bench-query-cost
+bench-query-cost: build scenarios-venv ## What each query-cost attack costs a function process: answer, CPU, /healthz meanwhile, peak RSS (BENCH_ARGS="--main other/dist/src/main.js --name before"); table, JSON and PNG.
+	node functions/syncmesh/dist/bench/attack-cost.js $(BENCH_ARGS)
+
+.PHONY: bench-listener
+bench-listener: build scenarios-venv ## The listener's share of replication: insert-to-delivered p50/p99 and events/s (BENCH_ARGS="--rate 100 --seconds 2 --burst 2000"); table, JSON and PNG.
+	node listeners/dist/bench/bench-listener.js $(BENCH_ARGS)
 
 .PHONY: bench-miso
 bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replication time, delta bytes, RSS, Table I, AllReduce vs Redis (BENCH_ARGS=--quick); table, JSON and PNG.
 	@command -v redis-server >/dev/null || $(APT_INSTALL) redis-server
 	node miso-agent/dist/bench/bench-miso.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) miso bench-results/miso.json bench-results/miso.png
 
 .PHONY: bench-allreduce
 bench-allreduce: build tools scenarios-venv ## AllReduce in the MISO paper's topology: 5 namespaced nodes (regional), MISO agents vs Redis on node-1, and with replicas (root; BENCH_ARGS=--quick); table, JSON and PNG.
@@ -264,8 +271,8 @@ K6 := $(TOOLS_BIN)/k6
 MATPLOTLIB_VERSION := 3.9.2
 VENV := $(CURDIR)/.cache/venv
 VENV_STAMP := $(VENV)/.matplotlib-$(MATPLOTLIB_VERSION)
-# plots of every `make bench-*` from its JSON
-BENCH_PLOTS := scenarios/measure/scripts/bench_plots.py
+# plots of every `make bench-*` from its JSON (bench-kit's plotResults runs it from the bench)
+BENCH_PLOTS := lib/bench-kit/plot/bench_plots.py
 SCENARIOS_CLI := node scenarios/measure/dist/src/cli.js
 SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(SCENARIO_NODES) SCENARIO_WORKLOAD=$(WORKLOAD) SCENARIO_DAYS=$(DAYS) \
 	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \
@@ -588,4 +595,3 @@ coordination-tools: $(LINCHECK) ## nats-server 2.15.3 and the patched gateway fo
 .PHONY: bench-coordination
 bench-coordination: build coordination-tools scenarios-venv ## Counter increments/s and p50/p99 from 1 and 3 servers, barrier rounds of 3 and 9 parties, on a 3-server cluster (BENCH_ARGS="--duration-ms 3000"); table, JSON and PNG.
 	node coordination/dist/bench/bench-coordination.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) coordination bench-results/coordination.json bench-results/coordination.png

@@ -10,7 +10,7 @@
 #   node >= 20      engines in package.json; the services use Node 20 APIs
 #   java >= 17      maven.compiler.release 17 in tools/mongo-test-server/java/pom.xml
 #   go   >= 1.25    `go install` of k6 v1.8.1 (its go.mod says go 1.25.0) and toxiproxy v2.12.0
-#   python3 >= 3.11 the plot scripts (scenarios/measure/scripts) and the tool venvs
+#   python3 >= 3.11 the plot scripts (scenarios/measure/scripts, lib/bench-kit/plot) and the tool venvs
 set -o errexit -o nounset -o pipefail
 
 NODE_MIN=20

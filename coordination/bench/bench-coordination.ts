@@ -1,9 +1,9 @@
 /**
  * `make bench-coordination`: CRUCIAL's objects on a 3-server nats-server cluster (R3), real
  * server processes on loopback (separate processes, routes over mutual TLS, as the test
- * cluster). Prints a table per section and writes bench-results/coordination.json (the plot:
- * scenarios/measure/scripts/bench_plots.py coordination). Percentiles are nearest rank, ops/s
- * over the elapsed time, host metadata from the machine (@syncmesh-edge/bench-kit).
+ * cluster). Prints a table per section and writes bench-results/coordination.json and its PNG.
+ * Percentiles are nearest rank, ops/s over the elapsed time, host metadata from the machine, the
+ * tables and the PNG: @syncmesh-edge/bench-kit.
  *
  *   node coordination/dist/bench/bench-coordination.js [--duration-ms 5000] [--clients 6] [--rounds 30] [--out F]
  *
@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { hostInfo, resultsPath, runFor, summarize, writeResults } from '@syncmesh-edge/bench-kit';
+import { hostInfo, plotResults, printTable, resultsPath, runFor, summarize, writeResults } from '@syncmesh-edge/bench-kit';
 import { Coordination } from '@syncmesh-edge/coordination-sdk';
 import { NATS_SERVER_BIN } from '../src/testing/bins.js';
 import { NatsCluster } from '../src/testing/cluster.js';
@@ -35,15 +35,6 @@ const ROUNDS = Number(opt('--rounds', '30'));
 const OUT = resolve(opt('--out', resultsPath('coordination')));
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
-function printTable(title: string, head: string[], rows: (string | number)[][]): void {
-  const cells = [head, ...rows.map((r) => r.map((c) => (typeof c === 'number' ? String(round2(c)) : c)))];
-  const w = head.map((_, i) => Math.max(...cells.map((r) => String(r[i] ?? '').length)));
-  process.stdout.write(`\n${title}\n`);
-  for (const [k, r] of cells.entries()) {
-    process.stdout.write(`  ${r.map((c, i) => String(c).padEnd(w[i]!)).join('  ')}\n`);
-    if (k === 0) process.stdout.write(`  ${w.map((x) => '-'.repeat(x)).join('  ')}\n`);
-  }
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-coord-'));
 process.stdout.write(`bench-coordination: starting a 3-server cluster (loopback, ${NATS_SERVER_BIN})\n`);
@@ -126,7 +117,7 @@ try {
   results['barrier'] = barrier;
   printTable(`CyclicBarrier rounds on 3 servers (parties spread evenly)`, ['parties', 'rounds', 'round p50 ms', 'round p99 ms', 'rounds/s'], brows);
   writeResults(OUT, results);
-  process.stdout.write(`\nresults: ${OUT}\n`);
+  process.stdout.write(`\nwritten ${OUT}, ${plotResults('coordination', OUT)}\n`);
 } finally {
   for (const nc of conns) await nc.close().catch(() => undefined);
   await cluster.stop();

@@ -1,11 +1,13 @@
 /**
  * `make bench-miso`: the MISO agent measured against the numbers of the MISO paper
  * (Goronjic & Nastic, 2024). Real agent processes on loopback; prints a table per section and
- * writes everything to bench-results/miso.json at the repository root (or --out). Percentiles
+ * writes everything to bench-results/miso.json at the repository root (or --out) and its PNG. Percentiles
  * are nearest rank, ops/s are over the elapsed time, and the host metadata is read from the
- * machine (all from @syncmesh-edge/bench-kit).
+ * machine; the CPU and peak memory per process, the tables and the PNG too (all from
+ * @syncmesh-edge/bench-kit).
  *
- *   node dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F] [--cpu-prof DIR]
+ *   make bench-miso [BENCH_ARGS="--quick --only ops"]
+ *   node miso-agent/dist/bench/bench-miso.js [--only ops,repl,bytes,table1,allreduce] [--quick] [--out F] [--cpu-prof DIR]
  *
  * --cpu-prof DIR: every agent writes a V8 CPU profile into DIR when it exits (node --cpu-prof).
  * --semi-space MB: the agents' --max-semi-space-size (default: the lab's, 1, as in production).
@@ -30,10 +32,21 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
-import { CpuMeter, hostInfo, percentile, resultsPath, runFor, writeResults } from '@syncmesh-edge/bench-kit';
+import {
+  CpuMeter,
+  hostInfo,
+  mean,
+  peakRssMb,
+  percentile,
+  plotResults,
+  printTable,
+  resultsPath,
+  runFor,
+  summarize,
+  writeResults,
+} from '@syncmesh-edge/bench-kit';
 import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 // The build host is shared and often saturated: generous SDK deadlines for the harness.
@@ -61,29 +74,6 @@ const AGENT_FLAGS = [
 const results: Record<string, unknown> = { startedAt: new Date().toISOString(), quick: QUICK, args, host: hostInfo() };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-
-function printTable(title: string, head: string[], rows: (string | number)[][]): void {
-  const cells = [head, ...rows.map((r) => r.map((c) => (typeof c === 'number' ? fmt(c) : c)))];
-  const w = head.map((_, i) => Math.max(...cells.map((r) => String(r[i] ?? '').length)));
-  process.stdout.write(`\n${title}\n`);
-  for (const [k, r] of cells.entries()) {
-    process.stdout.write(`  ${r.map((c, i) => String(c).padEnd(w[i]!)).join('  ')}\n`);
-    if (k === 0) process.stdout.write(`  ${w.map((x) => '-'.repeat(x)).join('  ')}\n`);
-  }
-}
-function fmt(n: number): string {
-  if (!Number.isFinite(n)) return String(n);
-  if (Number.isInteger(n)) return String(n);
-  return Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 1 ? n.toFixed(2) : n.toFixed(3);
-}
-
-/** Peak resident set (VmHWM) of a process, in MB. */
-function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 /** n agents in a full mesh (each knows every earlier one; dial-back completes the mesh). */
 async function cluster(n: number, envIn: Record<string, string>, prefix: string, mongoUri?: string): Promise<AgentProc[]> {
@@ -139,8 +129,8 @@ async function loadWithCpu(agentPid: number, workers: number, ms: number, op: (w
 /** Runs `workers` loops of `op` for `ms`; ops/s over the elapsed time, nearest-rank latency percentiles. */
 async function load(workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>) {
   const r = await runFor({ workers, durationMs: ms, op });
-  const lat = r.latencies_ms;
-  return { ops: r.ops, elapsedMs: r.elapsed_ms, opsPerS: r.ops_per_s, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), meanMs: mean(lat) };
+  const lat = summarize(r.latencies_ms);
+  return { ops: r.ops, elapsedMs: r.elapsed_ms, opsPerS: r.ops_per_s, p50Ms: lat.p50, p99Ms: lat.p99, meanMs: lat.mean };
 }
 
 // ------------------------------------------------------------------------------------------ ops
@@ -588,7 +578,7 @@ async function main(): Promise<void> {
   }
   results['finishedAt'] = new Date().toISOString();
   writeResults(OUT, results);
-  process.stdout.write(`\nwrote ${OUT}\n`);
+  process.stdout.write(`\nwritten ${OUT}, ${plotResults('miso', OUT)}\n`);
   process.exit(0);
 }
 

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root: this file is lib/bench-kit/dist/src/results.js. */
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
 
 export function resultsDir(env: Record<string, string | undefined> = process.env): string {
   return resolve(env['BENCH_RESULTS_DIR'] ?? join(REPO_ROOT, 'bench-results'));

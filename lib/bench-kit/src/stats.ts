@@ -31,11 +31,15 @@ export interface Summary {
   mean: number;
 }
 
+/** The arithmetic mean (NaN when empty). */
+export function mean(samples: readonly number[]): number {
+  return samples.length === 0 ? Number.NaN : samples.reduce((a, b) => a + b, 0) / samples.length;
+}
+
 /** count, min, nearest-rank p50/p90/p99, max and mean of `samples` (NaN fields when empty). */
 export function summarize(samples: readonly number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
   const n = sorted.length;
-  const mean = n === 0 ? Number.NaN : sorted.reduce((a, b) => a + b, 0) / n;
   return {
     count: n,
     min: n === 0 ? Number.NaN : (sorted[0] as number),
@@ -43,6 +47,6 @@ export function summarize(samples: readonly number[]): Summary {
     p90: percentileOfSorted(sorted, 90),
     p99: percentileOfSorted(sorted, 99),
     max: n === 0 ? Number.NaN : (sorted[n - 1] as number),
-    mean,
+    mean: mean(sorted),
   };
 }

@@ -1,11 +1,9 @@
 /**
  * CPU and memory of every process of a measured phase, read from /proc every `intervalMs`:
- * CPU seconds (utime + stime) used during the phase, and resident memory (VmRSS) average and peak.
+ * CPU seconds (utime + stime) used during the phase, and resident memory (VmRSS) average and peak
+ * (both read by @syncmesh-edge/bench-kit, as every benchmark reads them).
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { rssBytes } from '@syncmesh-edge/lab';
-import { squashError } from './errors.js';
+import { pidCpuMs, statusBytes } from '@syncmesh-edge/bench-kit';
 
 export interface WatchedProcess {
   role: string;
@@ -39,31 +37,6 @@ export interface Usage {
   roles: RoleUsage[];
 }
 
-let clockTicks: number | undefined;
-function ticksPerSecond(): number {
-  if (clockTicks === undefined) {
-    try {
-      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch (err) {
-      squashError(err); // getconf missing: Linux's USER_HZ is 100 on every platform we run on
-      clockTicks = 100;
-    }
-  }
-  return clockTicks;
-}
-
-/** CPU ticks (utime + stime) of a process, or null when it is gone. */
-export function cpuTicks(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch (err) {
-    squashError(err); // the process is gone
-    return null;
-  }
-}
-
 const MB = 1024 * 1024;
 const r1 = (x: number) => Math.round(x * 10) / 10;
 const r2 = (x: number) => Math.round(x * 100) / 100;
@@ -78,12 +51,12 @@ export function startSampler(procs: readonly WatchedProcess[], intervalMs: numbe
   const t0 = performance.now();
   const state = new Map<number, { p: WatchedProcess; first: number | null; last: number | null; rss: number[] }>();
   const sampleOne = (s: { p: WatchedProcess; first: number | null; last: number | null; rss: number[] }) => {
-    const t = cpuTicks(s.p.pid);
+    const t = pidCpuMs(s.p.pid);
     if (t !== null) {
       s.first ??= t;
       s.last = t;
     }
-    const r = rssBytes(s.p.pid);
+    const r = statusBytes(s.p.pid, 'VmRSS');
     if (r !== null) s.rss.push(r);
   };
   const watch = (p: WatchedProcess) => {
@@ -108,9 +81,8 @@ export function startSampler(procs: readonly WatchedProcess[], intervalMs: numbe
       clearInterval(timer);
       tick();
       const duration = performance.now() - t0;
-      const hz = ticksPerSecond();
       const processes = [...state.values()].map((s) => {
-        const cpu = s.first !== null && s.last !== null ? (s.last - s.first) / hz : 0;
+        const cpu = s.first !== null && s.last !== null ? (s.last - s.first) / 1000 : 0;
         return {
           ...s.p,
           cpu_s: r2(cpu),

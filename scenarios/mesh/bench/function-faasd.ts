@@ -35,7 +35,7 @@ import { squashError } from '../src/errors.js';
 import type { NodePlan } from '../src/plan/plan.js';
 import { runMeshBench } from './run.js';
 
-const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'scripts', 'bench.js');
+const BENCH = join(REPO_ROOT, 'functions', 'syncmesh', 'dist', 'bench', 'bench-function.js');
 /** The function's settings (images/node/node.yml) that change how Node.js runs it, given to the bare process too. */
 const SAME_ENV = ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'];
 

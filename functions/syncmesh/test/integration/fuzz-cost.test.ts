@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { getNamedType, isLeafType, isObjectType, type GraphQLField, type GraphQLObjectType } from 'graphql';
 import { pidCpuMs } from '@syncmesh-edge/bench-kit';
-import { startLocalNode, type LocalNode } from '../../scripts/node-process.js';
+import { startLocalNode, type LocalNode } from '../../testing/node-process.js';
 import { dataSchema } from '../../src/graphql/schema.js';
 import { MESH_SECRET, post, WRITE_KEY, type Answer } from './harness.js';
 

@@ -8,7 +8,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BSON, MongoClient, ObjectId, type Document } from 'mongodb';
-import { startLocalNode, type LocalNode } from '../../scripts/node-process.js';
+import { startLocalNode, type LocalNode } from '../../testing/node-process.js';
 import { addNode, eventually, MESH_SECRET, meta, reading, seed, signFor, startNode, startStandIn, type TestNode } from './harness.js';
 
 const nodes: TestNode[] = [];

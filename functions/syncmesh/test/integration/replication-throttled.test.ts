@@ -18,7 +18,7 @@ import { BSON, MongoClient, ObjectId, type Document } from 'mongodb';
 import { cpuLimitUnavailable, createCpuLimit, type CpuLimit } from '@syncmesh-edge/lab';
 import { generateSensorData } from '../../src/load/generate.js';
 import { replicaId } from '../../src/replication/ops.js';
-import { startLocalNode, type LocalNode } from '../../scripts/node-process.js';
+import { startLocalNode, type LocalNode } from '../../testing/node-process.js';
 import { addNode, eventually, MESH_SECRET, signFor, startNode, type TestNode } from './harness.js';
 
 const READINGS = 100_000;

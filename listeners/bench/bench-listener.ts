@@ -4,26 +4,28 @@
  * is the HTTP stand-in (it verifies signatures and records), so this measures the listener's
  * part of replication; end-to-end insert-on-A to visible-on-B is `make bench-replication`.
  *
- *   node listeners/dist/src/scripts/bench.js [--rate 200] [--seconds 10] [--burst 20000] [--out bench-results/listener.json]
+ *   make bench-listener [BENCH_ARGS="--rate 200 --seconds 10 --burst 20000"]
+ *   node listeners/dist/bench/bench-listener.js [--rate 200] [--seconds 10] [--burst 20000] [--name listener]
+ *
+ * A table, bench-results/<name>.json and its PNG; percentiles (nearest rank), host metadata and
+ * the output from @syncmesh-edge/bench-kit.
  *
  * LISTENER_* variables in the environment are passed to the listener (e.g. LISTENER_BATCH_WAIT_MS).
  * Uses MONGODB_URI when set (a real MongoDB replica set), else starts the test server.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
-import { percentileOfSorted } from '@syncmesh-edge/bench-kit';
+import { hostInfo, plotResults, printTable, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
 import { resolveMongo } from '@syncmesh-edge/mongo-test-server';
-import { startFunctionStandIn } from '../testing/standin.js';
-import { listenerUri, SECRET, startListener, isStreaming } from '../testing/harness.js';
+import { startFunctionStandIn } from '../src/testing/standin.js';
+import { listenerUri, SECRET, startListener, isStreaming } from '../src/testing/harness.js';
 
 const { values } = parseArgs({
   options: {
     rate: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '10' },
     burst: { type: 'string', default: '20000' },
-    out: { type: 'string', default: 'bench-results/listener.json' },
+    name: { type: 'string', default: 'listener' },
   },
 });
 const rate = Number(values.rate);
@@ -67,7 +69,7 @@ try {
     await coll.insertOne({ phase: 'latency', i, t0: Date.now() });
   }
   await fn.waitFor(() => latencies.length >= total, 60_000, 'all latency inserts delivered');
-  latencies.sort((a, b) => a - b);
+  const latency = summarize(latencies);
 
   // Throughput: insert `burst` documents in batches of 100 as fast as possible.
   fn.onEvents = undefined;
@@ -85,25 +87,26 @@ try {
   await fn.waitFor(() => fn.events.length - before >= burst, 300_000, 'all burst inserts delivered');
   const deliverMs = Date.now() - t1;
   const result = {
+    benchmark: 'listener',
+    command: `make bench-listener BENCH_ARGS="--rate ${rate} --seconds ${seconds} --burst ${burst}"`,
+    host: hostInfo(),
     server: mongo.kind,
-    latency: {
-      rate,
-      count: latencies.length,
-      p50_ms: percentileOfSorted(latencies, 50),
-      p99_ms: percentileOfSorted(latencies, 99),
-      max_ms: latencies[latencies.length - 1],
-    },
+    latency: { rate, seconds, count: latency.count, p50_ms: latency.p50, p90_ms: latency.p90, p99_ms: latency.p99, max_ms: latency.max },
     throughput: { events: burst, insert_events_per_s: Math.round(burst / (insertMs / 1000)), delivered_events_per_s: Math.round(burst / (deliverMs / 1000)) },
+    measured_at: new Date().toISOString(),
   };
-  console.log('\nlistener benchmark (' + mongo.kind + ')');
-  console.log('| measure | value |\n| --- | --- |');
-  console.log(`| insert -> delivered p50 (${rate}/s for ${seconds} s) | ${result.latency.p50_ms} ms |`);
-  console.log(`| insert -> delivered p99 | ${result.latency.p99_ms} ms |`);
-  console.log(`| server insert rate (batches of 100) | ${result.throughput.insert_events_per_s} events/s |`);
-  console.log(`| sustained delivery (${burst} events) | ${result.throughput.delivered_events_per_s} events/s |`);
-  mkdirSync(dirname(values.out), { recursive: true });
-  writeFileSync(values.out, JSON.stringify(result, null, 2) + '\n');
-  console.log(`\nwrote ${values.out}`);
+  printTable(
+    `listener benchmark (database: ${mongo.kind})`,
+    ['measure', 'value'],
+    [
+      [`insert -> delivered p50 (${rate}/s for ${seconds} s), ms`, result.latency.p50_ms],
+      ['insert -> delivered p99, ms', result.latency.p99_ms],
+      ['server insert rate (batches of 100), events/s', result.throughput.insert_events_per_s],
+      [`sustained delivery (${burst} events), events/s`, result.throughput.delivered_events_per_s],
+    ],
+  );
+  const out = writeResults(resultsPath(values.name), result);
+  console.log(`\nwritten ${out}, ${plotResults('listener', out)}`);
 } finally {
   await listener.kill('SIGTERM');
   await fn.close();

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots of the benchmarks (`make bench-*`), from the JSON they write (matplotlib from the
-repo-local venv, `make scenarios-venv`).
+repo-local venv, `make scenarios-venv`). A bench draws its own through bench-kit's plotResults;
+by hand:
 
     bench_plots.py function bench-results/function.json bench-results/function.png
     bench_plots.py mesh bench-results/mesh.json bench-results/mesh.png
@@ -9,6 +10,8 @@ repo-local venv, `make scenarios-venv`).
     bench_plots.py coordination bench-results/coordination.json bench-results/coordination.png
     bench_plots.py allreduce bench-results/allreduce.json bench-results/allreduce.png
     bench_plots.py functions bench-results/functions.json bench-results/functions.png
+    bench_plots.py listener bench-results/listener.json bench-results/listener.png
+    bench_plots.py query-cost bench-results/query-cost-after.json bench-results/query-cost-after.png
 """
 
 import json
@@ -18,6 +21,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+
+def save(fig, out, *title, **title_kw):
+    """The title, a tight layout and the PNG: the end of every plot."""
+    fig.suptitle(*title, **title_kw)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
 
 
 def plot_mesh(data, out):
@@ -35,9 +45,7 @@ def plot_mesh(data, out):
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    fig.suptitle(f"bench-mesh: round trip through node-1, latency profile {data.get('latency', '?')}")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, f"bench-mesh: round trip through node-1, latency profile {data.get('latency', '?')}")
 
 
 def plot_replication(data, out):
@@ -88,9 +96,7 @@ def plot_replication(data, out):
     load = data.get("host", {}).get("load_average", [])
     load_text = f", load {load[0]:.1f}" if load else ""
     command = data.get("command", "make bench-replication")
-    fig.suptitle(f"bench-replication (6-node mesh, no emulated latency{load_text})\n{command}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, f"bench-replication (6-node mesh, no emulated latency{load_text})\n{command}", fontsize=10)
 
 
 def plot_function(data, out):
@@ -111,12 +117,12 @@ def plot_function(data, out):
     thr.set_ylabel("requests/s")
     thr.legend(fontsize=8)
     label = f" ({data['label']})" if data.get("label") else ""
-    fig.suptitle(
+    save(
+        fig,
+        out,
         f"bench-function{label}: {data.get('concurrency', '?')} concurrent clients, {data.get('readings', '?')} readings, "
-        f"{data.get('rounds', 1)} rounds x {data.get('seconds_per_round', '?')} s per path, order rotated"
+        f"{data.get('rounds', 1)} rounds x {data.get('seconds_per_round', '?')} s per path, order rotated",
     )
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
 
 
 def plot_miso(data, out):
@@ -154,9 +160,7 @@ def plot_miso(data, out):
             ax.set_title("AllReduce vs Redis")
         if key != "allreduce":
             ax.legend(loc="best", fontsize=8)
-    fig.suptitle("bench-miso")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save(fig, out, "bench-miso")
 
 
 def plot_coordination(data, out):
@@ -183,12 +187,12 @@ def plot_coordination(data, out):
     axes[2].set_ylabel("round time (ms)")
     axes[2].set_title("CyclicBarrier round")
     axes[2].legend()
-    fig.suptitle(
+    save(
+        fig,
+        out,
         f"bench-coordination: 3 nats-server, R3; {data['params']['clients']} clients on 1 or spread over 3 servers"
-        " (Counter: server-side add; AtomicLong: compare-and-set)"
+        " (Counter: server-side add; AtomicLong: compare-and-set)",
     )
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
 
 
 def plot_allreduce(data, out):
@@ -212,12 +216,38 @@ def plot_allreduce(data, out):
     rounds.set_ylabel("total time (ms)")
     rounds.legend(fontsize=8)
     p = data["params"]
-    fig.suptitle(
+    save(
+        fig,
+        out,
         f"bench-allreduce: {p['nodes']} nodes ({p['latency']}), {p['chunks']} chunks, {p['concurrency_per_node']} invocations per node; "
-        f"load {data['host']['load_average'][0]:.1f}"
+        f"load {data['host']['load_average'][0]:.1f}",
     )
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+
+
+def plot_listener(data, out):
+    lat, thr = data["latency"], data["throughput"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    a.bar(["p50", "p90", "p99", "max"], [lat["p50_ms"], lat.get("p90_ms", 0), lat["p99_ms"], lat["max_ms"]])
+    a.set_ylabel("insert -> delivered (ms)")
+    a.set_title(f"{lat['count']} inserts at {lat['rate']}/s")
+    b.bar(["server inserts", "delivered"], [thr["insert_events_per_s"], thr["delivered_events_per_s"]])
+    b.set_ylabel("events/s")
+    b.set_title(f"a burst of {thr['events']} events")
+    save(fig, out, f"bench-listener (database: {data.get('server', '?')}); load {data['host']['load_average'][0]:.1f}")
+
+
+def plot_query_cost(data, out):
+    rows = data["rows"]
+    names = [r["attack"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 0.45 * len(rows) + 1.5), sharey=True)
+    for ax, key, label in zip(
+        axes, ("cpu_ms", "ms", "rss_peak_mb"), ("function CPU (ms)", "time around the request (ms)", "peak RSS (MB)"), strict=True
+    ):
+        ax.barh(names, [r[key] for r in rows])
+        ax.set_xlabel(label)
+    axes[0].invert_yaxis()
+    load = data["host"]["load_average"][0]
+    save(fig, out, f"bench-query-cost ({data['name']}: {data['main']}), {data['readings']} readings; load {load:.1f}")
 
 
 def plot_functions(data, out):
@@ -269,6 +299,8 @@ PLOTS = {
     "coordination": plot_coordination,
     "allreduce": plot_allreduce,
     "functions": plot_functions,
+    "listener": plot_listener,
+    "query-cost": plot_query_cost,
 }
 
 

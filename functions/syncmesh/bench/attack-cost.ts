@@ -7,17 +7,18 @@
  * attack gets a fresh process (its peak RSS is the attack's; a walk stuck past --timeout-ms ends
  * with it). For the clients that do not read, the answer is that of one more query sent meanwhile.
  *
- *   node functions/syncmesh/dist/scripts/attack-cost.js [--main path/to/dist/src/main.js] [--name after]
+ *   make bench-query-cost [BENCH_ARGS="--main path/to/dist/src/main.js --name before"]
+ *   node functions/syncmesh/dist/bench/attack-cost.js [--main path/to/dist/src/main.js] [--name after] [--readings 2000]
  *
- * Prints a Markdown table and writes bench-results/query-cost-<name>.json.
+ * Prints a Markdown table (for the docs) and writes bench-results/query-cost-<name>.json and its
+ * PNG (@syncmesh-edge/bench-kit).
  */
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
-import { hostInfo, pidCpuMs, resultsPath, writeResults } from '@syncmesh-edge/bench-kit';
+import { hostInfo, peakRssMb, pidCpuMs, plotResults, resultsPath, writeResults } from '@syncmesh-edge/bench-kit';
 import { MeshKeys, signV2 } from '@syncmesh-edge/mesh-auth';
-import { startLocalNode, type LocalNode } from './node-process.js';
+import { startLocalNode, type LocalNode } from '../testing/node-process.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -71,8 +72,6 @@ interface Row {
   health_ms: number | null;
   rss_peak_mb: number;
 }
-
-const rssPeakMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function startNode(): Promise<LocalNode> {
   const node = await startLocalNode('attack', ENV, 160, opts.main);
@@ -161,7 +160,7 @@ async function main(): Promise<void> {
       ms: Math.round(ms),
       cpu_ms: Math.round((pidCpuMs(pid) ?? 0) - cpuBefore),
       health_ms: await health.then((h) => (h === null ? null : Math.round(h))),
-      rss_peak_mb: Math.round(rssPeakMb(pid)),
+      rss_peak_mb: Math.round(peakRssMb(pid)),
     };
     rows.push(row);
     process.stderr.write(`${row.status} ${row.code} ${row.bytes} bytes, ${row.ms} ms, ${row.cpu_ms} ms CPU\n`);
@@ -180,7 +179,7 @@ async function main(): Promise<void> {
     host: hostInfo(),
     rows,
   });
-  console.log(`\n${path}`);
+  console.log(`\nwritten ${path}, ${plotResults('query-cost', path)}`);
 }
 
 await main();

@@ -7,14 +7,17 @@
  *   direct    the driver runs the same query against the database (no HTTP)
  *   process   the function as a bare Node.js process (started here, same database)
  *   --http name=URL ...  more HTTP paths to the same function code, e.g. on a faasd node
- *             (scripts/bench-faasd.sh): the watchdog, the gateway container, the published port
+ *             (`make bench-function RUNTIME=faasd`): the watchdog, the gateway container, the published port
  * Every path gets the same warm-up; then `--rounds` rounds measure each path for `--seconds`,
  * the order rotated every round so no path always runs first or last on a busy machine.
  * Latency percentiles and throughput come from @syncmesh-edge/bench-kit. Where the CPU goes:
  * every measured run also reads the CPU time of this client, the bare function process and the
  * groups given with `--cpu name=pid,...` (the faasd bench passes every service of its node), and
  * the machine's busy time; a second table gives CPU ms per request per group and path. Table, JSON
- * (bench-results/<--name>.json) and the PNG (make bench-function plots it).
+ * (bench-results/<--name>[-c<--concurrency>].json) and its PNG, all through @syncmesh-edge/bench-kit.
+ *
+ *   node functions/syncmesh/dist/bench/bench-function.js [--concurrency 10] [--seconds 4] [--rounds 3] [--warmup 3] [--data DIR] [--name function]
+ *   make bench-function BENCH_ARGS="--concurrency 1 --seconds 1 --rounds 1 --warmup 1"
  * Works unchanged against a real MongoDB through MONGODB_URI (then nothing is loaded: the
  * database must hold the data; --load forces a reload).
  */
@@ -27,6 +30,8 @@ import {
   hostInfo,
   MACHINE,
   parseCpuGroup,
+  plotResults,
+  printRows,
   resultsPath,
   runFor,
   summarize,
@@ -39,7 +44,7 @@ import { METRICS, statsFor } from '../src/data/partials.js';
 import { readSensorCsv } from '../src/load/csv.js';
 import { generateSensorData } from '../src/load/generate.js';
 import { loadReadings } from '../src/load/loader.js';
-import { sofiaFile, startLocalNode } from './node-process.js';
+import { sofiaFile, startLocalNode } from '../testing/node-process.js';
 
 interface Case {
   name: string;
@@ -116,7 +121,8 @@ async function main(): Promise<void> {
     options: {
       data: { type: 'string' },
       sensor: { type: 'string', default: '8' },
-      concurrency: { type: 'string', default: '10' },
+      // given: the results are named <name>-c<N>, so runs with 1 and 10 clients sit side by side
+      concurrency: { type: 'string' },
       seconds: { type: 'string', default: '4' },
       rounds: { type: 'string', default: '3' },
       warmup: { type: 'string', default: '3' },
@@ -133,7 +139,8 @@ async function main(): Promise<void> {
     },
   });
   const sensor = Number(values.sensor);
-  const concurrency = Number(values.concurrency);
+  const concurrency = Number(values.concurrency ?? '10');
+  const name = values.concurrency === undefined ? values.name : `${values.name}-c${concurrency}`;
   const seconds = Number(values.seconds);
   const rounds = Number(values.rounds);
   const warmup = Number(values.warmup);
@@ -258,11 +265,10 @@ async function main(): Promise<void> {
     console.log(
       `\nbench-function${values.label ? ` (${values.label})` : ''}: ${readings} readings, ${concurrency} concurrent clients, ${rounds} rounds x ${seconds} s per path and case, order rotated`,
     );
-    console.table(rows);
+    printRows('latency p50 (ms) and requests/s by path; *_adds_p50_ms: what the hop adds to the path before it', rows);
     const cpuRows = cpuTable(results, cpuGroups);
-    console.log('\nCPU ms per request (user + system; every round of the path), by process group; machine = the whole machine, other = machine - groups:');
-    console.table(cpuRows);
-    const out = resultsPath(values.name!);
+    printRows('CPU ms per request (user + system; every round of the path), by process group; machine = the whole machine, other = machine - groups', cpuRows);
+    const out = resultsPath(name);
     writeResults(out, {
       benchmark: 'function',
       label: values.label || undefined,
@@ -283,7 +289,7 @@ async function main(): Promise<void> {
       raw: results,
       measured_at: new Date().toISOString(),
     });
-    console.log(`written ${out}`);
+    console.log(`written ${out}, ${plotResults('function', out)}`);
   } finally {
     await client.close();
     await node.stop();
