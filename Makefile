@@ -99,7 +99,7 @@ TEST_PREREQS := test-apt-install build verify tools k6 scenarios-venv faasd-tier
 	test-ansible test-collection test-appliance-unit coordination-tools
 test: $(TEST_PREREQS) ## Run verify, every test tier of every workspace, the faasd tier, the Terraform checks, then the Ansible lab's CI tier (root).
 	hack/test.sh
-	$(MAKE) tf-test
+	$(MAKE) test-tf-plans
 	$(MAKE) test-lab-ci
 
 .PHONY: test-crdt-extensive
@@ -548,8 +548,8 @@ tf-up: tf-tools ## Apply a local scenario and wait until every node is ready: ma
 tf-down: ## Destroy the scenario, stop libvirtd, check no domain/network/volume/bridge/process is left (idempotent).
 	$(TF) down $(SCENARIO)
 
-.PHONY: tf-test
-tf-test: ## tofu fmt -check, validate and tofu test (mock providers, real schemas) of every module, scenario and example.
+.PHONY: test-tf-plans
+test-tf-plans: ## tofu fmt -check, validate and tofu test (mock providers, real schemas) of every module, scenario and example.
 	$(TF) test
 
 .PHONY: test-tf-smoke

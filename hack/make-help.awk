@@ -9,7 +9,7 @@ function rule(section, pattern) {
 }
 BEGIN {
   rule("Start: the demo, a mesh, one service, users' functions", "^(demo|mesh-.*|miso-agent|listener|listener-replay|replication-check|faas-cli|fn-.*)$")
-  rule("Test tiers (make test runs verify and the standard tiers; the heavy ones run on their own)", "^(test|test-.*|tf-test)$")
+  rule("Test tiers (make test runs verify and the standard tiers; the heavy ones run on their own)", "^(test|test-.*)$")
   rule("Benchmarks (BENCH_ARGS=\"...\" goes to the bench: a table, bench-results/<name>.json and .png) and measurement scenarios", "^(bench-.*|k6|scenario|scenarios|scenarios-venv)$")
   rule("Container images and flashable node images", "^(images|images-.*|image-.*|faasd-bins|faasd-tier-deps|appliance-tools)$")
   rule("Ansible: provisioning, the offline bundle, the lab", "^(ansible-.*|lab-.*|bundle|provision)$")

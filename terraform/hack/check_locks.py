@@ -14,7 +14,7 @@ when every provider in it has the published archive hashes (`zh:`, from the regi
 checksums) and `h1:` hashes for at least those three platforms, and none of its hashes is one of
 a provider built here (the mirror under .cache/terraform, when there is one).
 
-    python3 terraform/hack/check_locks.py     (make verify and make tf-test run it)
+    python3 terraform/hack/check_locks.py     (make verify and make test-tf-plans run it)
 """
 
 import base64

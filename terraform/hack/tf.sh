@@ -383,8 +383,8 @@ PY2
     log "contract: the topology.json of modules/mesh-files/examples/contract reads with the syncmesh CLI ($(grep -c '^node-' "$contract/mesh.txt") nodes)"
   else cat "$contract/apply.log" >&2; log "FAIL contract: terraform's topology.json vs the syncmesh CLI (bin/syncmesh mesh)"; failed=1; fi
   rm -rf "$contract"
-  ((failed == 0)) || die "tf-test failed (see FAIL lines above)"
-  log "tf-test passed in $(since "$t0") s"
+  ((failed == 0)) || die "test-tf-plans failed (see FAIL lines above)"
+  log "test-tf-plans passed in $(since "$t0") s"
 }
 
 case "${1:-}" in
