@@ -509,7 +509,7 @@ test-appliance: build image-vm ## Appliance tier (root; ~32 min with APPLIANCE_V
 
 .PHONY: test-appliance-unit
 test-appliance-unit: images-tools ## The appliance's boot program without a VM (Python unittest, seconds): node-file validator, gateway client, MongoDB's official image (mongo-image.sh with skopeo, node-prepare.sh's official variant, pull and replica-set steps).
-	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s images/appliance/node
+	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s images/appliance/firstboot
 
 # The Raspberry Pi 4 / Pi 400 / CM4 image (images/appliance/pi; see its README). Its own tier:
 # the static checks take seconds, the aarch64 boot under TCG tens of minutes.

@@ -86,10 +86,10 @@ for f in node-prepare.sh node-import.sh node.yml prometheus.yml containerd.toml;
   install -m 0644 "$repo/images/node/$f" "$lib/node/$f"
 done
 chmod 0755 "$lib/node/"*.sh
-install -m 0755 "$here/node/appliance.py" "$lib/appliance.py"
-install -m 0644 "$here/node/nodefile.py" "$lib/nodefile.py"
+install -m 0755 "$here/firstboot/appliance.py" "$lib/appliance.py"
+install -m 0644 "$here/firstboot/nodefile.py" "$lib/nodefile.py"
 install -d -m 0755 "$lib/boot"
-install -m 0644 "$here"/node/boot/*.py "$lib/boot/"
+install -m 0644 "$here"/firstboot/boot/*.py "$lib/boot/"
 for m in mesh_auth registry mongodb_cpu node_stack; do
   install -m 0644 "$role_dir/plugins/module_utils/$m.py" "$lib/python/$m.py"
 done

@@ -360,7 +360,7 @@ test_all() {
   rm -rf "$contract" && mkdir -p "$contract"
   if tofu_in "$tfdir/modules/node-config/examples/static" apply -input=false -auto-approve -no-color -state="$contract/state" >"$contract/apply.log" 2>&1 &&
     tofu_in "$tfdir/modules/node-config/examples/static" output -no-color -state="$contract/state" -json node_files >"$contract/node_files.json" &&
-    PYTHONDONTWRITEBYTECODE=1 python3 - "$contract/node_files.json" "$root/images/appliance/node" <<'PY2'
+    PYTHONDONTWRITEBYTECODE=1 python3 - "$contract/node_files.json" "$root/images/appliance/firstboot" <<'PY2'
 import json, sys
 sys.path.insert(0, sys.argv[2])
 import nodefile
@@ -370,7 +370,7 @@ for node_id, text in files.items():
     assert cfg.node_id == node_id and cfg.peer_timeout_s == 45 and cfg.network.interface == "en* eth*", cfg
 print(f"tf: contract: the {len(files)} node files of modules/node-config/examples/static pass the appliance's validator", file=sys.stderr)
 PY2
-  then :; else cat "$contract/apply.log" >&2; log "FAIL contract: node files vs images/appliance/node/nodefile.py"; failed=1; fi
+  then :; else cat "$contract/apply.log" >&2; log "FAIL contract: node files vs images/appliance/firstboot/nodefile.py"; failed=1; fi
   rm -rf "$contract"
   # contract: the mesh description Terraform writes is the format the syncmesh CLI reads
   # (docs/reference/mesh-description.md): the CLI checks it (make build compiles the CLI first)

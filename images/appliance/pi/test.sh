@@ -101,10 +101,10 @@ check "boot - cmdline.txt: no cma= (raspi-firmware: a Pi 4 does not boot with it
 check "boot - cmdline.txt: rootwait, no build-host device" \
   bash -c "printf '%s\n' ${cmdline[*]@Q} | grep -qx rootwait && ! grep -qE '/dev/(vd|sd|nvme)' '$TMP/cmdline.txt'"
 mtype -i "$fat" ::syncmesh-node.yaml > "$TMP/node.yaml" 2>/dev/null || true
-# nodefile FILE: the node's own validator (images/appliance/node/nodefile.py) on FILE; prints the
+# nodefile FILE: the node's own validator (images/appliance/firstboot/nodefile.py) on FILE; prints the
 # problems, exit 0 when valid, 1 when refused, 2 when the validator itself broke.
 nodefile() {
-  python3 - "$PI_REPO/images/appliance/node" "$1" <<'PY'
+  python3 - "$PI_REPO/images/appliance/firstboot" "$1" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
 import nodefile

@@ -1,6 +1,6 @@
 # The node files of a 3-node mesh with static addresses, every optional field set: what
 # terraform/hack/tf.sh test feeds to the appliance's own node-file validator
-# (images/appliance/node/nodefile.py), so the files Terraform writes are the files a node accepts.
+# (images/appliance/firstboot/nodefile.py), so the files Terraform writes are the files a node accepts.
 # `tofu apply` only evaluates the module (the random secrets it also makes are not used: both are given).
 module "config" {
   source = "../.."

@@ -1,4 +1,4 @@
-"""MongoDB's official image in the appliance (python3 -m unittest discover -s images/appliance/node):
+"""MongoDB's official image in the appliance (python3 -m unittest discover -s images/appliance/firstboot):
 mongo-image.sh's checks of MONGO_IMAGE (with skopeo on OCI archives made here), its rendering of
 the Ansible role's compose settings, node-prepare.sh's official variant (root: real files, owners
 and modes in a temporary node state), and the boot program's pull and replica-set steps against

@@ -1,4 +1,4 @@
-"""Unit tests of the node file's validator (python3 -m unittest discover -s images/appliance/node)."""
+"""Unit tests of the node file's validator (python3 -m unittest discover -s images/appliance/firstboot)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The boot program's gateway client and its deploy step, and its registry client, against real
-local HTTP servers (python3 -m unittest discover -s images/appliance/node)."""
+local HTTP servers (python3 -m unittest discover -s images/appliance/firstboot)."""
 
 from __future__ import annotations
 
