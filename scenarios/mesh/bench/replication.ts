@@ -19,7 +19,7 @@
 import { readFileSync } from 'node:fs';
 import { CpuMeter, hostInfo, MACHINE, resultsPath, summarize, writeResults, type CpuGroup } from '@syncmesh-edge/bench-kit';
 import { parseArgs } from 'node:util';
-import { MongoClient, type ObjectId, type Collection, type Document } from 'mongodb';
+import { MongoClient, type ObjectId, type ChangeStream, type Collection, type Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
 import type { MeshConfig } from '../src/config.js';
 import { meta, postFunction } from '../src/client/client.js';
@@ -67,8 +67,7 @@ export interface UpdateResult {
 /** The targets of issue 25, printed beside the numbers and drawn in the plot. */
 export const TARGETS = { p50_ms_5: 20, events_per_s_5: 5_000, resync_readings_per_s: 5_000 } as const;
 
-/** Polling for a replica: every 2 ms when timing one reading, every 25 ms when waiting for a burst (so the bench's own reads load the subscribers' databases little). */
-const POLL_MS = 2;
+/** Polling for a replica while waiting for a burst or an update, every 25 ms (so the bench's own reads load the subscribers' databases little); readings one at a time are seen through change streams (ReplicaWatch). */
 const BURST_POLL_MS = 25;
 /**
  * Readings sent before the latency samples, per number of subscribers. With 20 single readings
@@ -93,7 +92,7 @@ async function waitVisible(
   id: ObjectId,
   timeoutMs: number,
   signal: AbortSignal,
-  pollMs = POLL_MS,
+  pollMs = BURST_POLL_MS,
   matches: (d: Document) => boolean = () => true,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -116,6 +115,77 @@ async function waitVisible(
       }
     }),
   );
+}
+
+/**
+ * Change streams on the subscribers' replica collections, for the readings one at a time: the
+ * test server answers a waiting getMore as soon as a write lands, so a replica is seen the moment
+ * it is readable. The bench polled each subscriber every 2 ms instead: 100-250 findOne calls
+ * per reading on 5 subscribers, on the cores the replication itself needs (the 5 subscribers'
+ * databases used 65 ms of CPU per reading then, 2026-11-28 14:12 UTC).
+ */
+class ReplicaWatch {
+  private readonly seen: Set<string>[];
+  private readonly waiters = new Set<() => void>();
+  private closed = false;
+  private readonly loops: Promise<void>[];
+  private constructor(private readonly streams: ChangeStream[]) {
+    this.seen = streams.map(() => new Set<string>());
+    this.loops = streams.map(async (st, i) => {
+      while (!this.closed) {
+        const ev = await st.tryNext().catch((err: unknown) => {
+          if (this.closed) return null;
+          throw err;
+        });
+        const id = ((ev as Document | null)?.['documentKey'] as { _id?: unknown } | undefined)?._id;
+        if (typeof id !== 'string') continue;
+        this.seen[i]!.add(id);
+        for (const w of this.waiters) w();
+      }
+    });
+    for (const l of this.loops) l.catch(() => undefined); // a failed stream times `visible` out
+  }
+
+  /** Opens one stream per collection (the first tryNext sends its aggregate) before anything is timed. */
+  static async open(replicas: Collection<{ _id: string }>[]): Promise<ReplicaWatch> {
+    const streams = replicas.map((c) => c.watch([{ $match: { operationType: { $in: ['insert', 'update', 'replace'] } } }], { maxAwaitTimeMS: 1_000 }));
+    await Promise.all(streams.map((st) => st.tryNext()));
+    return new ReplicaWatch(streams);
+  }
+
+  /** Until every collection has seen a write of the replica of `id`. */
+  async visible(origin: string, id: ObjectId, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    const rid = replicaId(origin, id);
+    const all = () => this.seen.every((s) => s.has(rid));
+    if (!all()) {
+      await new Promise<void>((resolve, reject) => {
+        const done = (err?: Error) => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          this.waiters.delete(check);
+          if (err) reject(err);
+          else resolve();
+        };
+        const check = () => {
+          if (all()) done();
+        };
+        const onAbort = () => done(new MeshError('EDGE_MESH_REQUEST', 'interrupted'));
+        const timer = setTimeout(
+          () => done(new MeshError('EDGE_MESH_REQUEST', `reading ${id.toHexString()} not replicated within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        signal.addEventListener('abort', onAbort);
+        this.waiters.add(check);
+      });
+    }
+    for (const s of this.seen) s.delete(rid);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.streams.map((st) => st.close()));
+    await Promise.allSettled(this.loops);
+  }
 }
 
 /** What the bench reads of the function's replication progress (its /readyz, functions/syncmesh README). */
@@ -214,23 +284,26 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       const warm = Array.from({ length: WARMUP_BURST }, () => augustReading(seq++, 9200 + subscribers));
       for (let i = 0; i < warm.length; i += 500) await origin.insertMany(warm.slice(i, i + 500));
       await waitVisible(targets, originId, warm[warm.length - 1]!['_id'] as ObjectId, 300_000, signal, BURST_POLL_MS);
+      const watch = await ReplicaWatch.open(targets);
       for (let i = 0; i < 20; i++) {
         const doc = augustReading(seq++);
         await origin.insertOne(doc);
-        await waitVisible(targets, originId, doc['_id'] as ObjectId, 30_000, signal);
+        await watch.visible(originId, doc['_id'] as ObjectId, 30_000, signal);
       }
       const meter = new CpuMeter(cpuGroups(mesh.plan.stateDir, originId, targetIds));
       progress(`${subscribers} subscriber(s): latency, ${samples} readings one at a time`);
       const lat: number[] = [];
-      const latencyCpu = await meter.measure(async () => {
-        for (let i = 0; i < samples; i++) {
-          const doc = augustReading(seq++);
-          const t0 = performance.now();
-          await origin.insertOne(doc);
-          await waitVisible(targets, originId, doc['_id'] as ObjectId, 30_000, signal);
-          lat.push(performance.now() - t0);
-        }
-      });
+      const latencyCpu = await meter
+        .measure(async () => {
+          for (let i = 0; i < samples; i++) {
+            const doc = augustReading(seq++);
+            const t0 = performance.now();
+            await origin.insertOne(doc);
+            await watch.visible(originId, doc['_id'] as ObjectId, 30_000, signal);
+            lat.push(performance.now() - t0);
+          }
+        })
+        .finally(() => watch.close());
       const s = summarize(lat);
       const r1 = (x: number) => Math.round(x * 10) / 10;
       progress(`${subscribers} subscriber(s): burst of ${burst} readings`);

@@ -142,15 +142,13 @@ interface SenderDeps {
   auth: MeshAuth | undefined;
   registry: NodeRegistry;
   log: Logger;
-  /** Request bodies smaller than this go uncompressed (SYNCMESH_GZIP_MIN_BYTES; default GZIP_MIN_BYTES). */
-  gzipMinBytes?: number | undefined;
+  /**
+   * Request bodies smaller than this go uncompressed (SYNCMESH_GZIP_MIN_BYTES, config.ts): gzip
+   * saves little on them and costs a trip through libuv's thread pool here and a gunzip at every
+   * subscriber, on the way of a lone reading.
+   */
+  gzipMinBytes: number;
 }
-
-/**
- * Bodies smaller than this are sent as they are: gzip saves little on them and costs a trip
- * through libuv's thread pool here and a gunzip at every subscriber, on the way of a lone reading.
- */
-const GZIP_MIN_BYTES = 1024;
 
 /** A batch's part of a /replicate body, encoded once however many subscribers get it. */
 const encoded = new WeakMap<Batch, string>();
@@ -712,7 +710,7 @@ class Sender {
   /** One signed POST to the subscriber; a timeout shrinks the next requests. */
   private async call(node: MeshNode, path: '/replicate' | '/replicate/status', json: string, shareKey?: string) {
     if (!this.deps.auth) throw new SyncmeshError('EDGE_SYNCMESH_NO_MESH_SECRET', 'this node has no mesh secret, so it cannot sign replication requests');
-    const gzipped = Buffer.byteLength(json) >= (this.deps.gzipMinBytes ?? GZIP_MIN_BYTES);
+    const gzipped = Buffer.byteLength(json) >= this.deps.gzipMinBytes;
     const payload = gzipped ? await this.owner.compress(shareKey, json) : Buffer.from(json);
     const encoding: Record<string, string> = gzipped ? { 'content-encoding': 'gzip' } : {};
     // Signed for this subscriber only: a /replicate for B does not verify at C.
