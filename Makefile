@@ -55,7 +55,8 @@ test-apt-install: images-tools ## hack/apt-install.sh in a throwaway mmdebstrap 
 # Building
 ################################################################################
 .PHONY: build
-build: deps ## Compile all TypeScript workspaces.
+build: deps ## Compile all TypeScript workspaces (first removing compiled files whose source is gone).
+	node hack/prune-dist.mjs
 	npx tsc -b
 
 ################################################################################
