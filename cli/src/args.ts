@@ -153,7 +153,8 @@ export function mainHelp(verbs: readonly VerbSpec[]): string {
     columns(verbs.map((v) => [v.name, v.summary])),
     '',
     'syncmesh VERB --help says more. Exit status: 0 done, 1 the mesh refused or did not answer,',
-    '2 the command is wrong (nothing was sent). Error codes: docs/errors.md (EDGE_CLI_*).',
+    '64 the command line is wrong, 78 the configuration is wrong (the environment, the mesh',
+    'description, a secret); nothing was sent on 64 and 78. Error codes: docs/errors.md (EDGE_CLI_*).',
     '',
   ].join('\n');
 }

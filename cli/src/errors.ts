@@ -2,24 +2,27 @@
  * The CLI's one error class. Every code is stable, has an exit status and a row in
  * docs/errors.md; the message says what is wrong, `hint` what to do about it.
  *
- * Exit statuses: 0 done; 1 the mesh said no or did not answer (a node unreachable, a refused
- * request, an unhealthy service); 2 the command itself is wrong (arguments, environment, the mesh
- * description, an input file) and nothing was sent.
+ * Exit statuses, from the project's one table (lib/log's EXIT): 0 done; 64 (USAGE) the command
+ * line is wrong (a verb, an option, a node name, an input file) and nothing was sent; 78
+ * (CONFIG) the configuration is wrong (the environment, the mesh description, an unreadable
+ * secret) and nothing was sent; 1 (FAILED) the mesh said no or did not answer (a node
+ * unreachable, a refused request, an unhealthy service).
  */
 import { CodedError } from '@syncmesh-edge/log/errors';
+import { EXIT } from '@syncmesh-edge/log/exit';
 
 export const CLI_ERRORS = {
-  EDGE_CLI_USAGE: 2,
-  EDGE_CLI_CONFIG: 2,
-  EDGE_CLI_MESH_FILE: 2,
-  EDGE_CLI_UNKNOWN_NODE: 2,
-  EDGE_CLI_CREDENTIALS: 2,
-  EDGE_CLI_INPUT: 2,
-  EDGE_CLI_UNREACHABLE: 1,
-  EDGE_CLI_REFUSED: 1,
-  EDGE_CLI_BAD_ANSWER: 1,
-  EDGE_CLI_UNHEALTHY: 1,
-  EDGE_CLI_NOT_AVAILABLE: 1,
+  EDGE_CLI_USAGE: EXIT.USAGE,
+  EDGE_CLI_UNKNOWN_NODE: EXIT.USAGE,
+  EDGE_CLI_INPUT: EXIT.USAGE,
+  EDGE_CLI_CONFIG: EXIT.CONFIG,
+  EDGE_CLI_MESH_FILE: EXIT.CONFIG,
+  EDGE_CLI_CREDENTIALS: EXIT.CONFIG,
+  EDGE_CLI_UNREACHABLE: EXIT.FAILED,
+  EDGE_CLI_REFUSED: EXIT.FAILED,
+  EDGE_CLI_BAD_ANSWER: EXIT.FAILED,
+  EDGE_CLI_UNHEALTHY: EXIT.FAILED,
+  EDGE_CLI_NOT_AVAILABLE: EXIT.FAILED,
 } as const;
 
 export type CliErrorCode = keyof typeof CLI_ERRORS;

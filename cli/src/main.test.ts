@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EXIT } from '@syncmesh-edge/log/exit';
 import { runCli } from './main.js';
 import { VERBS } from './verbs.js';
 
@@ -60,48 +61,48 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
-test('cli - every verb has --help; the main help lists them; an unknown verb or option is a usage error', async () => {
+test('cli - every verb has --help; the main help lists them; an unknown verb or option is a usage error (exit 64), a bad environment a configuration error (78)', async () => {
   const main = await run(['--help']);
-  assert.equal(main.code, 0);
+  assert.equal(main.code, EXIT.OK);
   for (const v of VERBS) {
     assert.match(main.out, new RegExp(`\\n  ${v.spec.name} `));
     const h = await run([v.spec.name, '--help']);
-    assert.equal(h.code, 0, v.spec.name);
+    assert.equal(h.code, EXIT.OK, v.spec.name);
     assert.match(h.out, new RegExp(`^usage: syncmesh ${v.spec.name}`));
     assert.match(h.out, /--json/);
   }
   const unknown = await run(['frobnicate', '--json']);
-  assert.equal(unknown.code, 2);
+  assert.equal(unknown.code, EXIT.USAGE);
   assert.equal(JSON.parse(unknown.out).error.code, 'EDGE_CLI_USAGE');
   const badOption = await run(['status', '--colour']);
-  assert.equal(badOption.code, 2);
+  assert.equal(badOption.code, EXIT.USAGE);
   assert.match(badOption.err, /EDGE_CLI_USAGE: syncmesh status: Unknown option '--colour'/);
   assert.match(badOption.err, /what to do: syncmesh status --help/);
   const badKind = await run(['query', 'count', '--json']);
-  assert.equal(badKind.code, 2);
+  assert.equal(badKind.code, EXIT.USAGE);
   assert.match(JSON.parse(badKind.out).error.message, /KIND must be one of collect, aggregate, stats/);
   const badTimeout = await run(['status', '--timeout-ms', 'soon']);
-  assert.equal(badTimeout.code, 2);
+  assert.equal(badTimeout.code, EXIT.USAGE);
   assert.match(badTimeout.err, /--timeout-ms must be a whole number from 100 to 600000/);
   const badEnv = await run(['status'], { SYNCMESH_TIMEOUT_MS: '-1' });
-  assert.equal(badEnv.code, 2);
+  assert.equal(badEnv.code, EXIT.CONFIG);
   assert.match(badEnv.err, /EDGE_CLI_CONFIG: invalid environment: SYNCMESH_TIMEOUT_MS/);
 });
 
-test('cli - a missing or bad mesh file: exit 2, the file and what to do, as JSON with --json', async () => {
+test('cli - a missing or bad mesh file: exit 78 (configuration), the file and what to do, as JSON with --json', async () => {
   const missing = await run(['status', '--json']);
-  assert.equal(missing.code, 2);
+  assert.equal(missing.code, EXIT.CONFIG);
   const e = JSON.parse(missing.out).error;
   assert.equal(e.code, 'EDGE_CLI_MESH_FILE');
   assert.match(e.message, /none\.json: no such file/);
   assert.match(e.hint, /make mesh-up/);
   writeFileSync(join(dir, 'bad.json'), JSON.stringify({ mesh: 'x', nodes: [] }));
   const bad = await run(['nodes', '--mesh', join(dir, 'bad.json')]);
-  assert.equal(bad.code, 2);
+  assert.equal(bad.code, EXIT.CONFIG);
   assert.match(bad.err, /EDGE_CLI_MESH_FILE: the mesh description .*bad\.json is not valid/);
 });
 
-test('cli - status of nodes nobody answers for: exit 1, one line per node, within the deadline', async () => {
+test('cli - status of nodes nobody answers for: exit 1 (failed), one line per node, within the deadline', async () => {
   const ports = [await deadPort(), await deadPort()];
   const mesh = meshOf(
     'dead',
@@ -116,7 +117,7 @@ test('cli - status of nodes nobody answers for: exit 1, one line per node, withi
   const t0 = performance.now();
   const r = await run(['status', '--mesh', join(dir, 'dead.json'), '--json', '--timeout-ms', '2000']);
   assert.ok(performance.now() - t0 < 10_000, 'refused connections answer at once');
-  assert.equal(r.code, 1);
+  assert.equal(r.code, EXIT.FAILED);
   const status = JSON.parse(r.out);
   assert.deepEqual(
     status.nodes.map((n: { id: string; reachable: boolean }) => [n.id, n.reachable]),
@@ -135,9 +136,9 @@ test('cli - status of nodes nobody answers for: exit 1, one line per node, withi
   );
   // a query to a dead node: exit 1, the URL and why
   const q = await run(['query', 'stats', '--mesh', join(dir, 'dead.json'), '--json']);
-  assert.equal(q.code, 1);
+  assert.equal(q.code, EXIT.FAILED);
   assert.equal(JSON.parse(q.out).error.code, 'EDGE_CLI_UNREACHABLE');
-  // a registry change without a readable secret: exit 2 before anything is sent
+  // a registry change without a readable secret: exit 78 (configuration) before anything is sent
   const add = await run([
     'add',
     'node-2',
@@ -153,8 +154,33 @@ test('cli - status of nodes nobody answers for: exit 1, one line per node, withi
     join(dir, 'dead.json'),
     '--json',
   ]);
-  assert.equal(add.code, 2);
+  assert.equal(add.code, EXIT.CONFIG);
   assert.equal(JSON.parse(add.out).error.code, 'EDGE_CLI_CREDENTIALS');
+});
+
+test('cli - the process exits with the shared table: 0 done, 64 usage, 78 configuration, 1 failed', async () => {
+  const dead = await deadPort();
+  writeFileSync(join(dir, 'exit.json'), JSON.stringify(meshOf('exit', [{ id: 'node-1', url: `http://127.0.0.1:${dead}/function/syncmesh-fn` }])));
+  const exitOf = (...argv: string[]) =>
+    spawnSync(process.execPath, [join(import.meta.dirname, 'main.js'), ...argv], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, SYNCMESH_MESH: join(dir, 'none.json') },
+    });
+  const cases: [string[], number, RegExp][] = [
+    [['--version'], 0, /^$/],
+    [[], 64, /^$/],
+    [['frobnicate'], 64, /EDGE_CLI_USAGE/],
+    [['query', 'stats', '--node', 'nine', '--mesh', join(dir, 'exit.json')], 64, /EDGE_CLI_UNKNOWN_NODE/],
+    [['status'], 78, /EDGE_CLI_MESH_FILE/],
+    [['query', 'stats', '--mesh', join(dir, 'exit.json')], 1, /EDGE_CLI_UNREACHABLE/],
+  ];
+  for (const [argv, status, stderr] of cases) {
+    const r = exitOf(...argv);
+    assert.equal(r.status, status, `syncmesh ${argv.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, stderr);
+  }
+  assert.deepEqual([EXIT.OK, EXIT.FAILED, EXIT.USAGE, EXIT.CONFIG], [0, 1, 64, 78], "lib/log's table, as documented");
 });
 
 test('cli - a node that drops every packet costs the deadline, not more: the process exits right after (root: a private network namespace)', {

@@ -2,10 +2,12 @@
 /**
  * syncmesh: the operator command line of a Syncmesh Edge mesh (bin/syncmesh runs this).
  * Parses the verb and its options, runs it, prints its text or, with --json, one JSON document on
- * stdout (an error too), problems and errors on stderr, and exits 0, 1 or 2 (errors.ts).
+ * stdout (an error too), problems and errors on stderr, and exits with the project's one table of
+ * exit codes (lib/log's EXIT: 0 done, 1 failed, 64 usage, 78 configuration; errors.ts).
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { EXIT } from '@syncmesh-edge/log/exit';
 import { mainHelp, numberOption, parseVerb, verbHelp } from './args.js';
 import { loadConfig } from './config.js';
 import { makeContext } from './context.js';
@@ -32,11 +34,11 @@ export async function runCli(argv: readonly string[], env: Record<string, string
     const [verbName, ...rest] = argv;
     if (verbName === undefined || verbName === '--help' || verbName === '-h' || verbName === 'help') {
       io.out(mainHelp(VERBS.map((v) => v.spec)));
-      return verbName === undefined ? 2 : 0;
+      return verbName === undefined ? EXIT.USAGE : EXIT.OK;
     }
     if (verbName === '--version') {
       io.out(`syncmesh ${VERSION}\n`);
-      return 0;
+      return EXIT.OK;
     }
     const verb = VERBS.find((v) => v.spec.name === verbName);
     if (!verb) {
@@ -45,7 +47,7 @@ export async function runCli(argv: readonly string[], env: Record<string, string
     const args = parseVerb(verb.spec, rest);
     if (args.values['help']) {
       io.out(verbHelp(verb.spec));
-      return 0;
+      return EXIT.OK;
     }
     const config = loadConfig(env);
     const ctx = makeContext(config, {
@@ -60,7 +62,7 @@ export async function runCli(argv: readonly string[], env: Record<string, string
   } catch (err) {
     if (err instanceof CliError) return fail(err);
     io.err(`syncmesh: unexpected error (a bug: please report it with the command line): ${(err as Error).stack ?? String(err)}\n`);
-    return 1;
+    return EXIT.FAILED;
   }
 }
 
@@ -73,6 +75,6 @@ if (process.argv[1] && realpathSync(process.argv[1]) === self) {
   const exit = (code: number) => process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
   runCli(process.argv.slice(2)).then(exit, (err: unknown) => {
     process.stderr.write(`syncmesh: ${String(err)}\n`);
-    exit(1);
+    exit(EXIT.FAILED);
   });
 }

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EXIT } from '@syncmesh-edge/log/exit';
 import { CliError } from './errors.js';
 import { findNode, findNodes, meshJsonSchema, readMesh } from './mesh-file.js';
 
@@ -51,7 +52,8 @@ function write(name: string, value: unknown): string {
 function rejects(file: string, pattern: RegExp): void {
   assert.throws(
     () => readMesh(file),
-    (e: unknown) => e instanceof CliError && e.code === 'EDGE_CLI_MESH_FILE' && e.exitCode === 2 && pattern.test(e.message) && typeof e.hint === 'string',
+    (e: unknown) =>
+      e instanceof CliError && e.code === 'EDGE_CLI_MESH_FILE' && e.exitCode === EXIT.CONFIG && pattern.test(e.message) && typeof e.hint === 'string',
   );
 }
 

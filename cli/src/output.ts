@@ -1,4 +1,5 @@
 /** Plain-text tables and numbers for people; --json output is the verbs' results as they are. */
+import { EXIT, type ExitCode } from '@syncmesh-edge/log/exit';
 
 /** A table with a header row; every cell is a string already. Columns are padded, not cut. */
 export function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
@@ -28,10 +29,15 @@ export function bytes(n: number): string {
 
 /** What a verb hands back to main: its result (--json), its text (otherwise), problems (stderr). */
 export interface VerbOutcome {
-  /** 0 done, 1 the mesh refused or failed somewhere (see problems). */
-  code: number;
+  /** EXIT.OK done, EXIT.FAILED the mesh refused or failed somewhere (see problems). */
+  code: ExitCode;
   result: unknown;
   text: string;
   /** One line each, printed on stderr (also with --json). */
   problems?: string[];
+}
+
+/** The exit status of a verb that ran: FAILED when it met problems (one line each on stderr), else OK. */
+export function exitOf(problems: readonly string[]): ExitCode {
+  return problems.length > 0 ? EXIT.FAILED : EXIT.OK;
 }

@@ -5,7 +5,7 @@
 # trixie's Node.js 20. A template's Dockerfile only copies the user's handler folder to
 # /home/app/function (no RUN step), so one build makes every architecture without emulation.
 IMAGE_VERSION=$(jq -r .version "$REPO/miso-agent/sdk/package.json")
-IMAGE_SOURCES=(miso-agent/sdk miso-agent/proto images/faasd package-lock.json)
+IMAGE_SOURCES=(miso-agent/sdk miso-agent/proto lib/log images/faasd package-lock.json)
 IMAGE_UNIT_TESTS=(@syncmesh-edge/miso-sdk)
 IMAGE_TITLE="Node.js 20 function base (MISO SDK)"
 IMAGE_DESCRIPTION="Base of Syncmesh Edge function templates: of-watchdog http mode, Node.js 20, the MISO SDK serving /home/app/function/handler.js."

@@ -4,7 +4,7 @@
 # trixie's Node.js 20. The node's MISO agent socket is mounted at /run/miso/agent.sock.
 IMAGE_VERSION=$(jq -r .version "$REPO/functions/miso-counter/package.json")
 # Sources in git whose last commit gives the image its time and revision label.
-IMAGE_SOURCES=(functions/miso-counter miso-agent/sdk miso-agent/proto images/faasd package-lock.json)
+IMAGE_SOURCES=(functions/miso-counter miso-agent/sdk miso-agent/proto lib/log images/faasd package-lock.json)
 # Workspaces whose unit tests must pass before the image is built (the example has none of its
 # own: its tests run against real agents, in make test; the SDK it ships has them).
 IMAGE_UNIT_TESTS=(@syncmesh-edge/miso-sdk)

@@ -6,6 +6,7 @@
  *   source <(bin/syncmesh completion bash)        # or put it in ~/.bash_completion
  *   source <(bin/syncmesh completion zsh)         # zsh, through its bashcompinit
  */
+import { EXIT } from '@syncmesh-edge/log/exit';
 import { GLOBAL_OPTIONS, type OptionSpec, type PositionalSpec, type VerbSpec } from '../args.js';
 import type { Context, Verb } from '../context.js';
 import type { VerbOutcome } from '../output.js';
@@ -94,7 +95,7 @@ export function completionVerb(verbs: () => readonly VerbSpec[]): Verb {
         args.positionals[0] === 'zsh'
           ? `# zsh completion for syncmesh (bash's, through bashcompinit)\nautoload -U +X bashcompinit && bashcompinit\n${script}`
           : script;
-      return { code: 0, result: { shell: args.positionals[0], script: text }, text: text.trimEnd() };
+      return { code: EXIT.OK, result: { shell: args.positionals[0], script: text }, text: text.trimEnd() };
     },
   };
 }

@@ -9,6 +9,7 @@
  * the rest (addSensors is not idempotent: loading the same readings again stores them twice).
  */
 import { statSync } from 'node:fs';
+import { EXIT } from '@syncmesh-edge/log/exit';
 import type { VerbSpec } from '../args.js';
 import { numberOption } from '../args.js';
 import { postFunction, refusal } from '../client.js';
@@ -126,7 +127,7 @@ export const loadVerb: Verb = {
     show(true);
     const elapsed = performance.now() - t0;
     return {
-      code: 0,
+      code: EXIT.OK,
       result: {
         node: node.id,
         file,

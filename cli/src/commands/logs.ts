@@ -18,7 +18,7 @@ import { pool, request } from '../client.js';
 import type { Context, Verb } from '../context.js';
 import { CliError } from '../errors.js';
 import { findNode, type MeshDescription, type MeshNode } from '../mesh-file.js';
-import type { VerbOutcome } from '../output.js';
+import { exitOf, type VerbOutcome } from '../output.js';
 
 export const SERVICES = ['function', 'listener', 'agent', 'mongo', 'gateway', 'faasd'] as const;
 type Service = (typeof SERVICES)[number];
@@ -150,6 +150,6 @@ export const logsVerb: Verb = {
       .flatMap((r) => r.lines!.map((l) => `${many ? `${r.node} | ` : ''}${l.time ? `${l.time} ` : ''}${l.text}`))
       .join('\n');
     // one node that cannot be read is a failure of the verb; with --all, so is any
-    return { code: problems.length ? 1 : 0, result: { service, tail, nodes: read }, text, problems };
+    return { code: exitOf(problems), result: { service, tail, nodes: read }, text, problems };
   },
 };

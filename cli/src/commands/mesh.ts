@@ -2,6 +2,7 @@
  * `syncmesh mesh`: the mesh description as the CLI reads it (checked), its node ids (--ids, for
  * scripts and the shell completion) or its format as JSON Schema (--schema). Contacts no node.
  */
+import { EXIT } from '@syncmesh-edge/log/exit';
 import type { VerbSpec } from '../args.js';
 import type { Context, Verb } from '../context.js';
 import { meshJsonSchema } from '../mesh-file.js';
@@ -24,10 +25,10 @@ export const meshVerb: Verb = {
   async run(ctx: Context, args): Promise<VerbOutcome> {
     if (args.values['schema']) {
       const schema = meshJsonSchema();
-      return { code: 0, result: schema, text: JSON.stringify(schema, null, 2) };
+      return { code: EXIT.OK, result: schema, text: JSON.stringify(schema, null, 2) };
     }
     const mesh = ctx.mesh();
-    if (args.values['ids']) return { code: 0, result: mesh.nodes.map((n) => n.id), text: mesh.nodes.map((n) => n.id).join('\n') };
+    if (args.values['ids']) return { code: EXIT.OK, result: mesh.nodes.map((n) => n.id), text: mesh.nodes.map((n) => n.id).join('\n') };
     const rows = mesh.nodes.map((n) => [
       n.id,
       n.function_url,
@@ -42,6 +43,6 @@ export const meshVerb: Verb = {
       '',
       table(['NODE', 'FUNCTION', 'LAT, LON', 'GATEWAY', 'LISTENER', 'AGENT'], rows),
     ].join('\n');
-    return { code: 0, result: mesh, text };
+    return { code: EXIT.OK, result: mesh, text };
   },
 };

@@ -5,6 +5,7 @@
  * functions/syncmesh/README.md, "Requests"), with the entry node's first row measured here.
  */
 import { readFileSync } from 'node:fs';
+import { EXIT } from '@syncmesh-edge/log/exit';
 import type { VerbSpec } from '../args.js';
 import { numberOption } from '../args.js';
 import { postFunction, refusal } from '../client.js';
@@ -194,7 +195,7 @@ export const queryVerb: Verb = {
       `${kind} via ${node.id}: ${num(ext.answered ?? trace.length)} of ${num(ext.asked ?? trace.length)} nodes answered${partial ? ' (PARTIAL)' : ''}, ${ms(r.ms)}, ${bytes(r.bytes)}`,
     ].join('\n');
     return {
-      code: 0,
+      code: EXIT.OK,
       result: {
         kind,
         node: node.id,

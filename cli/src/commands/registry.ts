@@ -12,7 +12,7 @@ import { meta, pool } from '../client.js';
 import type { Context, Verb } from '../context.js';
 import { CliError } from '../errors.js';
 import { findNode, findNodes, type MeshNode } from '../mesh-file.js';
-import { num, table, type VerbOutcome } from '../output.js';
+import { num, table, exitOf, type VerbOutcome } from '../output.js';
 import { credentialFor, credentialIfReadable } from '../signing.js';
 import type { MeshNode as MeshNodeEntry } from '@syncmesh-edge/syncmesh-fn';
 
@@ -72,7 +72,7 @@ async function applyEverywhere(
         : String(r.error?.['remote_code'] ?? r.error?.['code'] ?? ''),
     ]),
   );
-  return { code: problems.length ? 1 : 0, result: { verb, id, targets: results }, text, problems };
+  return { code: exitOf(problems), result: { verb, id, targets: results }, text, problems };
 }
 
 function isCode(err: unknown, code: string): boolean {
@@ -133,7 +133,7 @@ export const nodesVerb: Verb = {
           : `${r.node}: registry not read`,
       )
       .join('\n\n');
-    return { code: problems.length ? 1 : 0, result: args.values['all'] ? { registries: read } : read[0], text, problems };
+    return { code: exitOf(problems), result: args.values['all'] ? { registries: read } : read[0], text, problems };
   },
 };
 

@@ -21,7 +21,7 @@ import { functionPath, jsonOf, meta, pool, request, type HttpResult } from '../c
 import type { Context, Verb } from '../context.js';
 import { CliError, type CliErrorCode } from '../errors.js';
 import { findNode, type MeshNode } from '../mesh-file.js';
-import { ms, num, table, type VerbOutcome } from '../output.js';
+import { ms, num, table, exitOf, type VerbOutcome } from '../output.js';
 import { credentialIfReadable, type Credential } from '../signing.js';
 
 /** The codes of status's problem lines (they are lines, not thrown: every node is reported). */
@@ -381,7 +381,7 @@ export const statusVerb: Verb = {
       else for (const p of own) problems.push(`${s.id}: ${p} (${UNHEALTHY})`);
     }
     return {
-      code: problems.length ? 1 : 0,
+      code: exitOf(problems),
       result: { mesh: mesh.mesh, mesh_file: mesh.path, checked_at: new Date().toISOString(), elapsed_ms: elapsedMs, nodes: statuses, problems },
       text: render(statuses, mesh.mesh, elapsedMs),
       problems,

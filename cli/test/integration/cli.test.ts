@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EXIT } from '@syncmesh-edge/log/exit';
 import { cut, down, loadConfig, REPO_ROOT, restore, up, type MeshConfig } from '@syncmesh-edge/mesh';
 import { generateSensorData } from '@syncmesh-edge/syncmesh-fn/load';
 import { waitForEvery } from '@syncmesh-edge/lab';
@@ -229,11 +230,11 @@ test('cli - load: a CSV and JSON lines through the write API; a bad line sends n
   const total = readings.length + b.json.loaded;
   assert.equal(await localCount('node-3'), before + total);
 
-  // a bad line: exit 2 with the line, and nothing stored
+  // a bad line: exit 64 (usage: the input named on the command line) with the line, and nothing stored
   const broken = join(work, 'broken.csv');
   writeFileSync(broken, `${readFileSync(csv, 'utf8').split('\n').slice(0, 40).join('\n')}\n71,571,42.6,23.3,not-a-time,93000,20,50\n`);
   const bad = await cli(['load', broken, '--node', 'node-3']);
-  assert.equal(bad.code, 2);
+  assert.equal(bad.code, EXIT.USAGE);
   assert.equal(bad.json.error.code, 'EDGE_CLI_INPUT');
   assert.match(bad.json.error.message, /line 41/);
   assert.equal(await localCount('node-3'), before + total);
@@ -307,7 +308,7 @@ test('cli - errors: a node cut off, a wrong mesh secret, a bad mesh file: clear 
 
   writeFileSync(join(work, 'bad.json'), JSON.stringify({ ...other, nodes: [{ ...other.nodes[0], function_url: 'not a url' }] }));
   const bad = await cli(['status'], { mesh: join(work, 'bad.json') });
-  assert.equal(bad.code, 2);
+  assert.equal(bad.code, EXIT.CONFIG);
   assert.equal(bad.json.error.code, 'EDGE_CLI_MESH_FILE');
   assert.match(bad.json.error.message, /nodes\.0\.function_url: an http\(s\) URL/);
 });

@@ -1,23 +1,15 @@
 /**
  * The one way a long-running service starts and stops (the Syncmesh function, the listener, the
  * MISO agent, the async worker): configuration, the root logger, SIGTERM/SIGINT, one drain
- * deadline, one log line on start and on stop, and one table of exit codes. Also the one shape of
- * an HTTP error answer of the services' side endpoints (health, readiness, metrics, status).
+ * deadline, one log line on start and on stop, and the one table of exit codes (`EXIT`, from
+ * exit.ts). Re-exports the one shape of an HTTP error answer of the services' side endpoints
+ * (health, readiness, metrics, status: `replyError`, from http.ts).
  */
-import type { ServerResponse } from 'node:http';
+import { EXIT } from './exit.js';
 import { createLogger, type Logger } from './log.js';
 
-/**
- * The services' exit codes (sysexits.h where one fits). Documented once, in lib/log/README.md.
- * - OK: stopped by a signal (or finished) and drained.
- * - FAILED: did not start (a port in use, a start step that threw), a fatal error while running,
- *   or the drain did not finish by its deadline.
- * - USAGE: a command-line tool was called with wrong arguments (EX_USAGE).
- * - CONFIG: the configuration is wrong (EX_CONFIG): the environment does not validate, or the
- *   setup behind it cannot work (not a replica set, authentication); restarting the same way
- *   will not help.
- */
-export const EXIT = { OK: 0, FAILED: 1, USAGE: 64, CONFIG: 78 } as const;
+export { EXIT } from './exit.js';
+export { replyError, replyJson } from './http.js';
 
 /** How long a service drains in-flight work after SIGTERM/SIGINT unless its config says otherwise. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
@@ -175,19 +167,4 @@ export async function runService<C>(spec: ServiceSpec<C>, proc: ServiceProcess =
   log.flush?.();
   proc.exit(code);
   return code;
-}
-
-/**
- * Answers an HTTP request of a service's side endpoint with the services' one error shape, the
- * function's GraphQL envelope: `{"errors":[{"message","extensions":{"code","allowed"}}]}`.
- */
-export function replyError(res: ServerResponse, status: number, code: string, message: string, allowed?: unknown): void {
-  const text = JSON.stringify({ errors: [{ message, extensions: { code, ...(allowed === undefined ? {} : { allowed }) } }] });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
-}
-
-/** Answers with a JSON body (the side endpoints' successful answers). */
-export function replyJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
 }

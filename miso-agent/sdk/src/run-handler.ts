@@ -30,10 +30,6 @@ if (typeof handler !== 'function') {
   process.exit(1);
 }
 const env = { ...process.env, MISO_FUNCTION: process.env['MISO_FUNCTION'] ?? hostname().replace(/\.\d+$/, '') };
-const server = await runFunction(handler, {
-  env,
-  agent,
-  host: '127.0.0.1',
-  onError: (err) => process.stderr.write(`handler failed: ${(err as Error).stack ?? String(err)}\n`),
-});
+// a handler's thrown error goes to stderr (the function's log); the caller gets a coded 500
+const server = await runFunction(handler, { env, agent, host: '127.0.0.1' });
 process.stdout.write(`READY http=${server.port} function=${agent ? server.config.fn : '(no MISO agent)'}\n`);

@@ -6,10 +6,18 @@
  *
  * The object a request works on: header `X-Miso-Object`, else query `?object=`, else
  * MISO_DEFAULT_OBJECT ("default").
+ *
+ * Every error answer, the runtime's own and a handler's `context.fail`, is the project's one
+ * coded JSON error (`{"errors":[{"message","extensions":{"code","allowed"}}]}`, lib/log's
+ * replyError; each code a row in docs/errors.md): 400 for input that cannot be read, 413 for a
+ * body over the limit, 502/503 when the agent cannot be reached, 500 (without the error's text or
+ * stack, which go to the function's log) for a handler that threw.
  */
 import { existsSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { replyError } from '@syncmesh-edge/log/http';
 import { MisoClient } from './client.js';
 import { loadSdkConfig, type SdkConfig } from './config.js';
 import { MisoSdkError } from './errors.js';
@@ -62,7 +70,11 @@ export interface ServeOptions {
   host?: string;
   env?: Record<string, string | undefined>;
   maxBodyBytes?: number;
-  /** Errors thrown by the handler are reported here (the caller sees a generic 500). */
+  /**
+   * Errors thrown by the handler are reported here (default: their stack on stderr, the
+   * function's log); the caller gets a coded answer without the error's text (500
+   * EDGE_MISO_SDK_HANDLER_FAILED), or the MisoSdkError's code and message (400, 502).
+   */
   onError?: (err: unknown) => void;
   /**
    * false: a function without MISO objects (the node20 template's contract only): no agent is
@@ -108,15 +120,43 @@ class Context implements FunctionContext {
   }
 }
 
+/** A refused request: the status and the coded error the runtime answers with. */
+class Refused {
+  constructor(
+    readonly status: number,
+    readonly error: MisoSdkError,
+    readonly allowed?: unknown,
+  ) {}
+}
+
+function tooLarge(max: number, what: string): Refused {
+  return new Refused(
+    413,
+    new MisoSdkError('EDGE_MISO_SDK_BODY_TOO_LARGE', `${what} is larger than this function's limit of ${max} bytes`),
+    `a body of at most ${max} bytes`,
+  );
+}
+
+/**
+ * The request's body, at most `max` bytes: a larger declared Content-Length is refused before
+ * reading, a larger streamed one as soon as it passes the limit (the rest is discarded until the
+ * connection closes after the 413).
+ */
 function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > max) {
+      reject(tooLarge(max, `the request body (Content-Length ${declared})`));
+      return;
+    }
     const chunks: Buffer[] = [];
     let n = 0;
     req.on('data', (c: Buffer) => {
+      if (n > max) return; // refused already: discarded
       n += c.length;
       if (n > max) {
-        reject(new MisoSdkError('EDGE_MISO_SDK_BODY_TOO_LARGE', `request body exceeds ${max} bytes`));
-        req.destroy();
+        chunks.length = 0;
+        reject(tooLarge(max, 'the request body'));
         return;
       }
       chunks.push(c);
@@ -124,6 +164,50 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+/** The parsed body: JSON for a JSON Content-Type (400 when it is not JSON), else the text. */
+function parseBody(req: IncomingMessage, raw: Buffer): unknown {
+  const text = raw.toString('utf8');
+  if (!(req.headers['content-type'] ?? '').includes('application/json') || text.length === 0) return text;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new Refused(
+      400,
+      new MisoSdkError('EDGE_MISO_SDK_BAD_JSON', `the body is not valid JSON although its Content-Type is application/json: ${(err as Error).message}`),
+      'a JSON document, or a body sent with another Content-Type (text/plain), which the handler gets as text',
+    );
+  }
+}
+
+/**
+ * The HTTP status of a MisoSdkError a handler let through: 400 when the agent refused the
+ * operation's input (INVALID_ARGUMENT: an object or CRDT name too long, a value too large, both
+ * usually from the request), 503 when the function has no agent (served with `agent: false`),
+ * else 502 (the agent could not be reached, did not answer in time, or refused for another
+ * reason; its code says which).
+ */
+export function httpStatusOf(err: MisoSdkError): number {
+  if (err.grpcCode === grpcStatus.INVALID_ARGUMENT) return 400;
+  return err.code === 'EDGE_MISO_SDK_NOT_CONNECTED' ? 503 : 502;
+}
+
+/** A handler's `context.fail(value)` as a coded error: a message, an Error, or `{ message, code?, allowed? }`. */
+function failure(value: unknown, status: number): { code: string; message: string; allowed?: unknown } {
+  const fallback = status < 500 ? 'EDGE_MISO_SDK_REFUSED' : 'EDGE_MISO_SDK_HANDLER_FAILED';
+  if (typeof value === 'string') return { code: fallback, message: value };
+  if (value && typeof value === 'object') {
+    const v = value as { code?: unknown; message?: unknown; allowed?: unknown };
+    if (typeof v.message === 'string') {
+      return { code: typeof v.code === 'string' && v.code ? v.code : fallback, message: v.message, ...(v.allowed === undefined ? {} : { allowed: v.allowed }) };
+    }
+  }
+  return { code: fallback, message: JSON.stringify(value) ?? String(value) };
+}
+
+function defaultOnError(err: unknown): void {
+  process.stderr.write(`handler failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
 }
 
 /** The statefulObject of a function served without an agent: every use is a clear error. */
@@ -161,65 +245,63 @@ export async function serveFunction(handler: Handler, opts: ServeOptions = {}): 
   }
   if (notConnected && !stateless) process.stderr.write(`EDGE_MISO_SDK_NOT_CONNECTED: ${notConnected}\n`);
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const onError = opts.onError ?? defaultOnError;
+
+  /** Answers one invocation; throws a Refused for input it does not take, or the handler's error. */
+  const invoke = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://function');
+    if (url.pathname === '/_/health') {
+      res.writeHead(200).end('OK');
+      return;
+    }
+    if (notConnected && !stateless) {
+      req.resume();
+      replyError(res, 503, 'EDGE_MISO_SDK_NOT_CONNECTED', notConnected);
+      return;
+    }
+    const body = parseBody(req, await readBody(req, maxBody));
+    const objectHeader = req.headers['x-miso-object'];
+    const objectId = (Array.isArray(objectHeader) ? objectHeader[0] : objectHeader) || url.searchParams.get('object') || config.defaultObject;
+    const ctx = new Context(stateless ? noObjects() : new StatefulObject(client, config.fn, objectId));
+    const event: FunctionEvent = {
+      body,
+      headers: req.headers,
+      method: req.method ?? 'GET',
+      query: Object.fromEntries(url.searchParams),
+      path: url.pathname,
+    };
+    const r = await handler(event, ctx);
+    if (!ctx.done && r !== undefined) ctx.succeed(r);
+    if (ctx.failed !== undefined) {
+      const status = ctx.statusCode >= 400 ? ctx.statusCode : 500;
+      const f = failure(ctx.failed, status);
+      for (const [k, v] of Object.entries(ctx.headerValues)) res.setHeader(k, v);
+      replyError(res, status, f.code, f.message, f.allowed);
+      return;
+    }
+    const out = ctx.result;
+    const isText = typeof out === 'string' || Buffer.isBuffer(out);
+    const payload = isText ? out : JSON.stringify(out ?? null); // throws for a circular or BigInt answer: a 500
+    res.writeHead(ctx.statusCode, { 'content-type': isText ? 'text/plain' : 'application/json', ...ctx.headerValues }).end(payload);
+  };
 
   const server: Server = createServer((req, res) => {
-    void (async () => {
-      const url = new URL(req.url ?? '/', 'http://function');
-      if (url.pathname === '/_/health') {
-        res.writeHead(200).end('OK');
+    invoke(req, res).catch((err: unknown) => {
+      if (err instanceof Refused) {
+        // a refused body is not read further: the connection closes after the answer
+        if (err.status === 413) res.setHeader('connection', 'close');
+        replyError(res, err.status, err.error.code, err.error.message, err.allowed);
         return;
       }
-      if (notConnected && !stateless) {
-        req.resume();
-        res.writeHead(503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ code: 'EDGE_MISO_SDK_NOT_CONNECTED', message: notConnected })}\n`);
-        return;
+      onError(err);
+      if (res.headersSent) {
+        res.destroy();
+      } else if (err instanceof MisoSdkError) {
+        replyError(res, httpStatusOf(err), err.code, err.message);
+      } else {
+        replyError(res, 500, 'EDGE_MISO_SDK_HANDLER_FAILED', "the function's handler failed; the error is in the function's log");
       }
-      let raw: Buffer;
-      try {
-        raw = await readBody(req, maxBody);
-      } catch (err) {
-        res.writeHead(413, { 'content-type': 'text/plain' }).end(`${(err as Error).message}\n`);
-        return;
-      }
-      const text = raw.toString('utf8');
-      let body: unknown = text;
-      if ((req.headers['content-type'] ?? '').includes('application/json') && text.length > 0) {
-        try {
-          body = JSON.parse(text) as unknown;
-        } catch {
-          // Not JSON despite the header: the handler gets the raw text, as the node20 template does.
-          body = text;
-        }
-      }
-      const objectHeader = req.headers['x-miso-object'];
-      const objectId = (Array.isArray(objectHeader) ? objectHeader[0] : objectHeader) || url.searchParams.get('object') || config.defaultObject;
-      const ctx = new Context(stateless ? noObjects() : new StatefulObject(client, config.fn, objectId));
-      const event: FunctionEvent = {
-        body,
-        headers: req.headers,
-        method: req.method ?? 'GET',
-        query: Object.fromEntries(url.searchParams),
-        path: url.pathname,
-      };
-      try {
-        const r = await handler(event, ctx);
-        if (!ctx.done && r !== undefined) ctx.succeed(r);
-      } catch (err) {
-        opts.onError?.(err);
-        const known = err instanceof MisoSdkError;
-        res.writeHead(known ? 502 : 500, { 'content-type': 'text/plain' }).end(known ? `${err.code}: ${err.message}\n` : 'internal error\n');
-        return;
-      }
-      if (ctx.failed !== undefined) {
-        res.writeHead(ctx.statusCode >= 400 ? ctx.statusCode : 500, { 'content-type': 'text/plain', ...ctx.headerValues }).end(String(ctx.failed));
-        return;
-      }
-      const out = ctx.result;
-      const isText = typeof out === 'string' || Buffer.isBuffer(out);
-      res
-        .writeHead(ctx.statusCode, { 'content-type': isText ? 'text/plain' : 'application/json', ...ctx.headerValues })
-        .end(isText ? out : JSON.stringify(out ?? null));
-    })();
+    });
   });
   const port = opts.port ?? Number(env['http_port'] ?? env['PORT'] ?? 3000);
   await new Promise<void>((resolve, reject) => {

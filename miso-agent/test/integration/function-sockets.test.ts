@@ -91,9 +91,9 @@ test('function sockets - a function without an agent answers EDGE_MISO_SDK_NOT_C
     assert.equal(health.status, 200);
     const r = await fetch(`http://127.0.0.1:${s.port}/`, { method: 'POST', body: '1' });
     assert.equal(r.status, 503);
-    const body = (await r.json()) as { code: string; message: string };
-    assert.equal(body.code, 'EDGE_MISO_SDK_NOT_CONNECTED');
-    assert.match(body.message, /deploy it with the label com\.syncmesh\.miso=true/);
+    const [e] = ((await r.json()) as { errors: { message: string; extensions: { code: string } }[] }).errors;
+    assert.equal(e?.extensions.code, 'EDGE_MISO_SDK_NOT_CONNECTED');
+    assert.match(e?.message ?? '', /deploy it with the label com\.syncmesh\.miso=true/);
   } finally {
     await s.close();
   }

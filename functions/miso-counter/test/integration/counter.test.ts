@@ -65,6 +65,10 @@ test('miso-counter - increments on two nodes add up on both', async () => {
 test('miso-counter - a bad body is a 400 and changes nothing', async () => {
   const r = await call(fns[0]!, 'POST', 'minus one', 'other');
   assert.equal(r.status, 400);
+  const [e] = (r.json as { errors: { message: string; extensions: { code: string; allowed: string } }[] }).errors;
+  assert.equal(e?.extensions.code, 'EDGE_MISO_SDK_REFUSED', 'the coded JSON error of context.fail');
+  assert.match(e?.message ?? '', /non-negative integer, got "minus one"/);
+  assert.match(e?.extensions.allowed ?? '', /empty body/);
   assert.deepEqual((await call(fns[0]!, 'GET', undefined, 'other')).json, { totalSum: 0 });
 });
 

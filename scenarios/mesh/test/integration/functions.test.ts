@@ -12,8 +12,8 @@
  *   of disk (a 24 MB tmpfs under one node's registry);
  * - the stateful counter (miso-counter, label com.syncmesh.miso=true) on all 3 nodes: adds on
  *   every node converge on every node, across a kill -9 of a function container and of an
- *   agent, with no acknowledged add lost; without the label the SDK answers 503
- *   EDGE_MISO_SDK_NOT_CONNECTED at once.
+ *   agent, with no acknowledged add lost; a bad body is the SDK's coded 400; without the label
+ *   the SDK answers 503 EDGE_MISO_SDK_NOT_CONNECTED (coded JSON) at once.
  *
  * Tier `make test-faasd` (MESH_FAASD_TEST=1), with the regional latency profile on every link.
  */
@@ -110,6 +110,11 @@ async function invoke(
   return { status: res.status, text: await res.text() };
 }
 
+/** The code of a coded JSON error answer (`{"errors":[{"message","extensions":{"code"}}]}`). */
+function codeOf(text: string): string | undefined {
+  return (JSON.parse(text) as { errors?: { extensions?: { code?: string } }[] }).errors?.[0]?.extensions?.code;
+}
+
 async function functionNames(node: FunctionNode): Promise<string[]> {
   return (await new GatewayClient(node.gatewayUrl, node.basicAuth).functions()).map((f) => f.name);
 }
@@ -179,7 +184,9 @@ test('functions - one node with faas-cli: template, build without Docker, push, 
     return r.status === 200 ? (JSON.parse(r.text) as { count: number }) : false;
   });
   assert.equal(typeof answer.count, 'number', 'the mesh answered through the node function');
-  assert.equal((await invoke(n1, 'meshq', { query: '?start=bad' })).status, 400);
+  const bad = await invoke(n1, 'meshq', { query: '?start=bad' });
+  assert.equal(bad.status, 400, bad.text);
+  assert.equal(codeOf(bad.text), 'EDGE_MISO_SDK_REFUSED', "the template's context.fail: the SDK's coded JSON error");
   // faas-cli invoke and describe
   const viaCli = await faas(n1, ['invoke', 'meshq', '--query', 'start=2017-07-01T00:00:00Z', '--query', 'end=2017-07-02T00:00:00Z'], '');
   assert.match(viaCli.stdout, /"count":/);
@@ -288,7 +295,7 @@ test('functions - mesh-wide: a named subset, a node that joins afterwards, updat
     joined.map((o) => o.node),
     ['node-3'],
   );
-  // its first mesh query may fail while its peers' links warm up (the handler's 500), as in the one-node test
+  // its first mesh query may fail while its peers' links warm up (the handler's 502), as in the one-node test
   const r3 = await pollUntil('meshq-all answers on node-3', EVENTUALLY_MS, async () => {
     const r = await invoke(n3, 'meshq-all');
     return r.status === 200 ? r : false;
@@ -368,6 +375,10 @@ test('functions - the stateful counter on 3 nodes: adds converge everywhere, not
   });
   say(`counter: ${acked} acknowledged (${failed} not), every node reads ${totals[0]} ${Date.now() - tLast} ms after the last add`);
   assert.ok(totals[0]! <= acked + failed, `no add counted twice: ${totals[0]} <= ${acked + failed}`);
+  // bad input: the SDK's coded 400 from the function's context.fail, nothing added
+  const badAdd = await invoke(n1, 'miso-counter', { method: 'POST', body: '-1', query: '?object=issue26' });
+  assert.equal(badAdd.status, 400, badAdd.text);
+  assert.equal(codeOf(badAdd.text), 'EDGE_MISO_SDK_REFUSED');
 
   // the same image without the label: the SDK answers at once with what is missing (the first
   // calls may reach the gateway before the new function serves: they get the gateway's empty 5xx)
@@ -379,7 +390,7 @@ test('functions - the stateful counter on 3 nodes: adds converge everywhere, not
     return got.text.trim() === '' ? false : got;
   });
   assert.equal(r.status, 503, r.text);
-  assert.equal((JSON.parse(r.text) as { code: string }).code, 'EDGE_MISO_SDK_NOT_CONNECTED');
+  assert.equal(codeOf(r.text), 'EDGE_MISO_SDK_NOT_CONNECTED');
   assert.match(r.text, /com\.syncmesh\.miso=true/);
   assert.ok(Date.now() - t0 < 5_000, 'answered, not hung');
   await removeFunction(nodes, 'counter-nolabel');
