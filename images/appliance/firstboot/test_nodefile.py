@@ -110,7 +110,8 @@ class NodeFileTest(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
             f.write(password + "\n")
         try:
-            self.assertEqual(nodefile.validate(nodefile.parse_yaml(GOOD + f"registry_password_file: {f.name}\n")).registry_password, password)
+            cfg = nodefile.validate(nodefile.parse_yaml(GOOD + f"registry_password_file: {f.name}\n"))
+            self.assertEqual(cfg.registry_password, password)
         finally:
             os.unlink(f.name)
         for bad, want in (

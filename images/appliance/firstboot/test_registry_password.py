@@ -16,7 +16,8 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the collection's module_utils, which the boot program imports (payload.sh copies them beside it in the image)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "ansible", "collections", "ansible_collections", "syncmesh", "edge", "plugins", "module_utils"))
+COLLECTION = os.path.join(HERE, "..", "..", "..", "ansible", "collections", "ansible_collections", "syncmesh", "edge")
+sys.path.insert(0, os.path.join(COLLECTION, "plugins", "module_utils"))
 
 from boot import node  # noqa: E402
 
