@@ -11,7 +11,8 @@
 # step in .cache/lab/test-lab/. Needs root, the bundle inputs (make faasd-bins images), the venv.
 #
 # LAB_TEST_TIER=ci (make test-lab-ci) stops after the first verify: bundle, 3 hosts, site cold,
-# site again (changed=0), topology.json, verify with data, agents' peers, lab-down, nothing left.
+# site again (changed=0), topology.json, each registry opens with its registry_auth_file, verify
+# with data, agents' peers, lab-down, nothing left.
 #
 # Env: LAB_TEST_TIER (full, or ci), LAB_TEST_READINGS (20 readings per node per verify run),
 # LAB_TEST_KEEP (1: leave the lab up at the end or after a failure, for a look; make lab-down
@@ -81,6 +82,26 @@ topology() {  # topology INVENTORY: .mesh/topology.json for the mesh of that inv
   python3 ansible/lab/topology.py .lab/inventory.json "$PWD/.lab/.secrets/mesh-secret" .mesh/topology.json &&
   python3 -c 'import json,sys; t=json.load(open(".mesh/topology.json")); print("\n".join(n["id"]+" "+n["function_url"] for n in t["nodes"]))'
 }
+# registries: every node of .mesh/topology.json names its registry_auth_file (user:password, mode
+# 0600, kept by the faasd role on this machine), and its registry answers /v2/ with it (200) and
+# refuses a request without it (401): the operator can push to a provisioned node.
+registries() {
+  python3 - .mesh/topology.json <<'PY'
+import base64, json, os, stat, sys, urllib.error, urllib.request
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    f = n["registry_auth_file"]
+    assert f and stat.S_IMODE(os.stat(f).st_mode) == 0o600, f"{n['id']}: registry_auth_file {f!r} (mode 0600 expected)"
+    auth = base64.b64encode(open(f, "rb").read()).decode()
+    codes = []
+    for headers in ({"Authorization": f"Basic {auth}"}, {}):
+        try:
+            codes.append(urllib.request.urlopen(urllib.request.Request(f"http://{n['registry']}/v2/", headers=headers), timeout=30).status)
+        except urllib.error.HTTPError as err:
+            codes.append(err.code)
+    print(n["id"], n["registry"], "with its registry_auth_file:", codes[0], "without:", codes[1])
+    assert codes == [200, 401], f"{n['id']}: {codes}"
+PY
+}
 # agents_peers INVENTORY HOSTS: every MISO agent of the mesh has HOSTS-1 connected peers (its metrics).
 agents_peers() {
   local inv=$1 want=$(($2 - 1)) out
@@ -135,6 +156,7 @@ if [[ $tier == full ]]; then cp .lab/inventory.yml .lab/inventory-4.yml; fi
 step "site cold on 3 hosts" converge .lab/inventory-3.yml 3 0 site
 step "site again (changed=0)" converge .lab/inventory-3.yml 3 1 site
 step "topology.json (3 nodes)" topology .lab/inventory-3.yml
+step "registries: each opens with its registry_auth_file" registries
 step "verify with data (3 nodes)" playbook .lab/inventory-3.yml verify -e verify_readings="$readings"
 step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
 if [[ $tier == full ]]; then

@@ -6,7 +6,9 @@ with "runtime": "faasd", so mesh clients, scenarios and the CLI run against it.
     topology.py INVENTORY_JSON MESH_SECRET_FILE OUT      (INVENTORY_JSON from ansible-inventory --list)
 
 The write key (data writes: Authorization: Bearer) is the file "write-key" beside the mesh secret,
-where the syncmesh_node role generates it (inventory_dir/.secrets/).
+where the syncmesh_node role generates it (inventory_dir/.secrets/); each node's registry
+credentials (user:password) are registry-auth/NODE_ID there, where the faasd role keeps them
+(faasd_registry_auth_file), or the host's own faasd_registry_auth_file.
 """
 
 import datetime
@@ -19,20 +21,24 @@ inv = json.load(open(inventory_json))
 hostvars = inv["_meta"]["hostvars"]
 hosts = inv.get("syncmesh_nodes", {}).get("hosts", [])
 nodes = []
+secrets_dir = os.path.dirname(secret_file)
 for host in hosts:
     hv = hostvars[host]
     addr = hv.get("syncmesh_node_address", hv.get("ansible_host", host))
+    node_id = hv.get("syncmesh_node_id", host)
+    own = hv.get("faasd_registry_auth_file")  # a host's own file (ansible-inventory gives templates untemplated)
+    registry_auth = own if isinstance(own, str) and "{{" not in own else os.path.join(secrets_dir, "registry-auth", node_id)
     nodes.append(
         {
-            "id": hv.get("syncmesh_node_id", host),
+            "id": node_id,
             "function_url": f"http://{addr}:8080/function/syncmesh-fn",
             "gateway_url": f"http://{addr}:8080",
             # the gateway's credentials stay on the node (/var/lib/faasd/secrets); not copied here
             "basic_auth_file": None,
-            # the node's registry (images/node/node.yml); its credentials stay on the node too
-            # (/var/lib/faasd/secrets/registry-password)
+            # the node's registry (images/node/node.yml) and its user:password, kept on the controller
+            # by the faasd role (null until the playbooks ran for this node)
             "registry": f"{addr}:5000",
-            "registry_auth_file": None,
+            "registry_auth_file": os.path.abspath(registry_auth) if os.path.isfile(registry_auth) else None,
             # MongoDB listens inside faasd's network only
             "mongodb_uri": None,
             "agent_address": f"{addr}:7070",

@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,6 +89,9 @@ test('mesh file - what is wrong is named: no file, not JSON, missing and bad fie
 
 test('mesh file - what Ansible writes (ansible/lab/topology.py) is the same format', () => {
   const out = join(dir, 'ansible-topology.json');
+  // the faasd role kept node-1's registry credentials on the controller; node-2 was not provisioned yet
+  mkdirSync(join(dir, '.secrets/registry-auth'), { recursive: true });
+  writeFileSync(join(dir, '.secrets/registry-auth/node-1'), 'syncmesh:p', { mode: 0o600 });
   execFileSync('python3', [
     join(repo, 'ansible/lab/topology.py'),
     join(repo, 'cli/test/fixtures/ansible-inventory.json'),
@@ -104,6 +107,13 @@ test('mesh file - what Ansible writes (ansible/lab/topology.py) is the same form
     [
       ['node-1', 'http://10.62.0.11:8080/function/syncmesh-fn', 'http://10.62.0.11:8091', null],
       ['node-2', 'http://10.62.0.12:8080/function/syncmesh-fn', 'http://10.62.0.12:8091', null],
+    ],
+  );
+  assert.deepEqual(
+    mesh.nodes.map((n) => [n.registry, n.registry_auth_file]),
+    [
+      ['10.62.0.11:5000', join(dir, '.secrets/registry-auth/node-1')],
+      ['10.62.0.12:5000', null],
     ],
   );
   // real machines are hosts, not namespaces

@@ -58,7 +58,7 @@ export const meshNodeSchema = z
       .string()
       .nullable()
       .optional()
-      .describe("faasd nodes: a file holding the registry's user:password (null: the credentials stay on the node)"),
+      .describe("faasd nodes: a file holding the registry's user:password (null: not known here; the node keeps its own)"),
     listener_url: url
       .nullable()
       .optional()

@@ -17,6 +17,9 @@
 #   MONGODB_PUBLISH   127.0.0.1         where faasd publishes MongoDB's 27017 in the node (0.0.0.0: test meshes load data from outside)
 #   MONGODB_URI_FILE  (none)            file holding the services' MongoDB URI (may carry credentials); becomes the
 #                                       node secret mongodb-uri. Default: mongodb://mongodb:27017/?directConnection=true
+#   REGISTRY_PASSWORD_FILE (none)      file holding the password of the node's registry (32..72 bytes, no ':' or white
+#                                       space: provisioning's, e.g. the appliance's node file registry_password); it
+#                                       replaces the stored one. Without it the node generates one once and keeps it
 #   LOG_LEVEL         warn
 #   IMAGES_DIR        <repo>/.cache/images  OCI archives (<name>.oci.tar) and versions (<name>.ref) from `make images`
 #   FAASD_BIN         <repo>/.cache/faasd/bin/<arch>/faasd  from `make faasd-bins`
@@ -75,6 +78,13 @@ for spec in "${secret_specs[@]}"; do
   secret_bytes=$(tr -d '\n' < "${!var}" | wc -c)
   (( secret_bytes >= min )) || fail "the secret $name in ${!var} ($var) has $secret_bytes bytes; at least $min are required (openssl rand -hex 32)"
 done
+if [[ -n ${REGISTRY_PASSWORD_FILE:-} ]]; then
+  [[ -r $REGISTRY_PASSWORD_FILE ]] || fail "REGISTRY_PASSWORD_FILE must name a readable file (the node's registry password)"
+  reg_given=$(tr -d '\n' < "$REGISTRY_PASSWORD_FILE")
+  [[ ${#reg_given} -ge 32 && ${#reg_given} -le 72 && $reg_given =~ ^[[:graph:]]+$ && $reg_given != *:* ]] ||
+    fail "the registry password in REGISTRY_PASSWORD_FILE ($REGISTRY_PASSWORD_FILE) must have 32 to 72 characters, no ':' and no white space (it is written as user:password and hashed with bcrypt)"
+  unset reg_given
+fi
 cmp -s <(tr -d '\n' < "$MESH_SECRET_FILE") <(tr -d '\n' < "$WRITE_KEY_FILE") &&
   fail "the write key ($WRITE_KEY_FILE) is the mesh secret: clients hold the write key, only nodes hold the mesh secret; give it its own value"
 mkdir -p "$NODE_STATE"
@@ -135,12 +145,15 @@ done
 [[ -s "$secrets/basic-auth-password" ]] || head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 40 > "$secrets/basic-auth-password"
 printf '%s:%s' "$(cat "$secrets/basic-auth-user")" "$(cat "$secrets/basic-auth-password")" > "$NODE_STATE/basic-auth"
 chmod 0600 "$NODE_STATE/basic-auth"
-# The node's registry (port 5000 on the node's address): a user and a password generated once
-# and kept (like the gateway's); the registry reads their bcrypt hash, faasd's provider pulls with
-# a docker config.json (faasd 0.19.0 reads /var/lib/faasd/.docker/config.json), the operator gets
-# user:password in NODE_STATE/registry-auth.
+# The node's registry (port 5000 on the node's address): a user and a password, the password
+# provisioning's (REGISTRY_PASSWORD_FILE) or generated once and kept (like the gateway's); the
+# registry reads their bcrypt hash, faasd's provider pulls with a docker config.json (faasd 0.19.0
+# reads /var/lib/faasd/.docker/config.json), the operator gets user:password in NODE_STATE/registry-auth.
 registry="$NODE_ADDR:5000"
 [[ -s "$secrets/registry-user" ]] || printf 'syncmesh' > "$secrets/registry-user"
+if [[ -n ${REGISTRY_PASSWORD_FILE:-} ]]; then
+  rm -f "$secrets/registry-password" && tr -d '\n' < "$REGISTRY_PASSWORD_FILE" > "$secrets/registry-password"
+fi
 [[ -s "$secrets/registry-password" ]] || head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 40 > "$secrets/registry-password"
 chmod 0400 "$secrets/registry-user" "$secrets/registry-password"
 reg_user=$(cat "$secrets/registry-user") reg_password=$(cat "$secrets/registry-password")

@@ -368,6 +368,7 @@ files = json.load(open(sys.argv[1]))
 for node_id, text in files.items():
     cfg = nodefile.validate(nodefile.parse_yaml(text))
     assert cfg.node_id == node_id and cfg.peer_timeout_s == 45 and cfg.network.interface == "en* eth*", cfg
+    assert cfg.registry_password is not None, f"{node_id}: no registry_password in its node file"
 print(f"tf: contract: the {len(files)} node files of modules/node-config/examples/static pass the appliance's validator", file=sys.stderr)
 PY2
   then :; else cat "$contract/apply.log" >&2; log "FAIL contract: node files vs images/appliance/firstboot/nodefile.py"; failed=1; fi
@@ -379,8 +380,16 @@ PY2
   if [[ ! -f $root/cli/dist/src/main.js ]]; then
     log "FAIL contract: mesh description: $root/cli/dist/src/main.js is missing (make build)"; failed=1
   elif TF_VAR_state_dir="$contract/out" tofu_in "$tfdir/modules/mesh-files/examples/contract" apply -input=false -auto-approve -no-color -state="$contract/state" >"$contract/apply.log" 2>&1 &&
-    "$root/bin/syncmesh" mesh --mesh "$contract/out/smtc/topology.json" >"$contract/mesh.txt"; then
-    log "contract: the topology.json of modules/mesh-files/examples/contract reads with the syncmesh CLI ($(grep -c '^node-' "$contract/mesh.txt") nodes)"
+    "$root/bin/syncmesh" mesh --mesh "$contract/out/smtc/topology.json" >"$contract/mesh.txt" &&
+    python3 - "$contract/out/smtc/topology.json" <<'PY3'
+import json, os, re, stat, sys
+# each node's registry_auth_file: user:password (the format scenarios/mesh's deploy and hack/fn-build.sh read), mode 0600
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    f = n["registry_auth_file"]
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o600 and re.fullmatch(r"syncmesh:[^:\s]+", open(f).read()), f"{n['id']}: {f}"
+PY3
+  then
+    log "contract: the topology.json of modules/mesh-files/examples/contract reads with the syncmesh CLI ($(grep -c '^node-' "$contract/mesh.txt") nodes); each registry_auth_file is user:password, mode 0600"
   else cat "$contract/apply.log" >&2; log "FAIL contract: terraform's topology.json vs the syncmesh CLI (bin/syncmesh mesh)"; failed=1; fi
   rm -rf "$contract"
   ((failed == 0)) || die "test-tf-plans failed (see FAIL lines above)"

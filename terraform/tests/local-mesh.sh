@@ -94,6 +94,25 @@ for n in topo["nodes"]:
 json.dump(topo, open(f"{state}/topology.checks.json", "w"), indent=2)
 PY
 
+# each node's registry takes the password Terraform made (node-config: the node file's
+# registry_password): the registry_auth_file topology.json names opens it (200), no credentials do
+# not (401), the node's health says the password was given, never generated
+python3 - "$state/topology.json" <<'PY' || { log "a node's registry does not take the registry_auth_file Terraform wrote"; exit 1; }
+import base64, json, sys, urllib.error, urllib.request
+def status(url, headers={}):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as err:
+        return err.code, b""
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    auth = base64.b64encode(open(n["registry_auth_file"], "rb").read()).decode()
+    codes = [status(f"http://{n['registry']}/v2/", h)[0] for h in ({"Authorization": f"Basic {auth}"}, {})]
+    given = json.loads(status(f"http://{n['address']}:8099/health")[1] or b"{}").get("registry", {}).get("password")
+    print(f"{n['id']}: registry {n['registry']} with its registry_auth_file {codes[0]}, without {codes[1]}; password {given}", file=sys.stderr)
+    assert codes == [200, 401] and given == "given", n["id"]
+PY
+
 # the Terraform-written inventory as the playbooks use it: SSH as root with the node files' key, the
 # write key from .secrets/write-key beside the inventory. Before the month of data: its mesh-wide
 # count scans every reading, which under software emulation outlasts the peer deadline; its own

@@ -36,6 +36,9 @@ LOG_LEVELS = ("fatal", "error", "warn", "info", "debug", "trace")
 # (images/node/docker-compose.yaml read/write_timeout).
 PEER_TIMEOUT_S_DEFAULT = 20
 PEER_TIMEOUT_S_MAX = 45
+# the node's registry password (optional: without one the node generates its own): written as
+# user:password (no colon) and hashed with bcrypt, which reads only the first 72 bytes
+REGISTRY_PASSWORD_MAX_BYTES = 72
 
 TOP_FIELDS = {
     "node_id",
@@ -45,6 +48,8 @@ TOP_FIELDS = {
     "mesh_secret_file",
     "write_key",
     "write_key_file",
+    "registry_password",
+    "registry_password_file",
     "address",
     "peers",
     "discovery",
@@ -103,6 +108,8 @@ class NodeConfig:
     mongodb_publish: str
     log_level: str
     peer_timeout_s: int = PEER_TIMEOUT_S_DEFAULT
+    # None: not given; the node generates its registry's password once and keeps it
+    registry_password: str | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -115,8 +122,10 @@ class Access:
     node_id: str | None
 
 
-def _secret(doc: dict, name: str, problems: list[str]) -> str | None:
+def _secret(doc: dict, name: str, problems: list[str], required: bool = True) -> str | None:
     value, path = doc.get(name), doc.get(f"{name}_file")
+    if not required and value is None and path is None:
+        return None
     if value is not None and path is not None:
         problems.append(f"{name}: give either {name} or {name}_file, not both")
         return None
@@ -333,6 +342,17 @@ def validate(doc: dict) -> NodeConfig:
     write_key = _secret(doc, "write_key", problems)
     if secret is not None and write_key is not None and secret == write_key:
         problems.append("write_key: must differ from mesh_secret (clients hold the write key; only nodes hold the mesh secret)")
+    registry_password = _secret(doc, "registry_password", problems, required=False)
+    if registry_password is not None:
+        if ":" in registry_password or len(registry_password.encode()) > REGISTRY_PASSWORD_MAX_BYTES:
+            problems.append(
+                f"registry_password: must not contain ':' and must have at most {REGISTRY_PASSWORD_MAX_BYTES} bytes "
+                "(it is written as user:password and hashed with bcrypt; e.g. `openssl rand -hex 32`)"
+            )
+            registry_password = None
+        elif registry_password in (secret, write_key):
+            problems.append("registry_password: must differ from mesh_secret and write_key (the operator's pushes use it)")
+            registry_password = None
     address = None
     if doc.get("address") is not None:
         address = _host(doc["address"], "address", problems)
@@ -378,6 +398,7 @@ def validate(doc: dict) -> NodeConfig:
         mongodb_publish=publish,
         log_level=level,
         peer_timeout_s=peer_timeout_s,
+        registry_password=registry_password,
     )
 
 

@@ -6,6 +6,7 @@ a stand-in `ctr` on PATH. The official image itself cannot be fetched here (no r
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -277,6 +278,57 @@ class NodePrepareOfficial(unittest.TestCase):
                 self.assertNotEqual(r.returncode, 0)
                 self.assertRegex(r.stderr, pattern)
                 self.assertFalse(os.path.exists(self.state))
+
+    def test_the_registry_password_is_provisionings_or_generated_once_and_kept(self):
+        def registry() -> tuple[str, str, str]:
+            auth = read(os.path.join(self.state, "registry-auth"))
+            config = json.loads(read(os.path.join(self.state, "var-lib-faasd", ".docker", "config.json")))
+            return auth, config["auths"]["10.9.0.2:5000"]["auth"], read(self.secrets("registry-htpasswd"))
+
+        def verifies(password: str, htpasswd: str) -> bool:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                import crypt  # the system's libxcrypt, as node_stack.py hashes with it
+
+            user, hashed = htpasswd.strip().split(":", 1)
+            return user == "syncmesh" and crypt.crypt(password, hashed) == hashed
+
+        # not given: generated once (40 letters and digits) and kept across restarts
+        self.assertEqual(self.prepare().returncode, 0)
+        auth, pull, htpasswd = registry()
+        generated = auth.removeprefix("syncmesh:")
+        self.assertRegex(generated, r"^[A-Za-z0-9]{40}$")
+        self.assertEqual(base64.b64decode(pull).decode(), auth)
+        self.assertTrue(verifies(generated, htpasswd))
+        self.assertEqual(self.prepare().returncode, 0)
+        self.assertEqual(registry()[0], auth)
+        # given (the appliance's node file, Ansible): it replaces the generated one everywhere
+        given = os.path.join(self.tmp, "registry-password")
+        with open(given, "w") as f:
+            f.write("P4ssw0rd-from-provisioning.0123456789abc\n")
+        r = self.prepare(REGISTRY_PASSWORD_FILE=given)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        auth, pull, htpasswd = registry()
+        self.assertEqual(auth, "syncmesh:P4ssw0rd-from-provisioning.0123456789abc")
+        self.assertEqual(base64.b64decode(pull).decode(), auth)
+        self.assertTrue(verifies("P4ssw0rd-from-provisioning.0123456789abc", htpasswd))
+        self.assertFalse(verifies(generated, htpasswd))
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.state, "registry-auth")).st_mode), 0o600)
+        self.assertNotIn("P4ssw0rd", r.stdout + r.stderr)
+        # a bad one fails before anything changes, without saying the password
+        for bad in ("short", "user:" + "x" * 40, "y" * 73, "z" * 20 + " " + "z" * 20):
+            with self.subTest(bad=bad[:8]):
+                with open(given, "w") as f:
+                    f.write(bad)
+                r = self.prepare(REGISTRY_PASSWORD_FILE=given)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertRegex(r.stderr, "registry password in REGISTRY_PASSWORD_FILE .* must have 32 to 72 characters, no ':'")
+                self.assertNotIn(bad, r.stderr)
+                self.assertEqual(registry()[0], auth)
+        r = self.prepare(REGISTRY_PASSWORD_FILE=os.path.join(self.tmp, "none"))
+        self.assertRegex(r.stderr, "REGISTRY_PASSWORD_FILE must name a readable file")
 
     def test_bad_settings_fail_before_anything_changes(self):
         for extra, pattern in (

@@ -101,6 +101,31 @@ class NodeFileTest(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def test_the_registry_password_is_optional_and_checked(self):
+        self.assertIsNone(nodefile.validate(nodefile.parse_yaml(GOOD)).registry_password)  # the node generates one
+        password = "R" * 40
+        cfg = nodefile.validate(nodefile.parse_yaml(GOOD + f'registry_password: "{password}"\n'))
+        self.assertEqual(cfg.registry_password, password)
+        self.assertNotIn(password, repr(cfg))
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write(password + "\n")
+        try:
+            cfg = nodefile.validate(nodefile.parse_yaml(GOOD + f"registry_password_file: {f.name}\n"))
+            self.assertEqual(cfg.registry_password, password)
+        finally:
+            os.unlink(f.name)
+        for bad, want in (
+            ("Xq7pZ", "registry_password: too short (5 bytes; at least 32"),
+            ("a:" + "b" * 40, "registry_password: must not contain ':' and must have at most 72 bytes"),
+            ("c" * 73, "registry_password: must not contain ':' and must have at most 72 bytes"),
+            (SECRET, "registry_password: must differ from mesh_secret and write_key"),
+            ("d" * 20 + " " + "d" * 20, "registry_password: must not contain white space"),
+        ):
+            got = problems(GOOD + f'registry_password: "{bad}"\n')
+            self.assertEqual(len(got), 1, (bad, got))
+            self.assertTrue(got[0].startswith(want), (bad, got))
+            self.assertNotIn(bad, got[0])
+
     def test_access_parts_apply_when_the_rest_is_wrong(self):
         doc = nodefile.parse_yaml(GOOD.replace("lat: 42.69\n", ""))
         access = nodefile.access_of(doc)

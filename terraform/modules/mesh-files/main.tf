@@ -30,9 +30,10 @@ locals {
       peers           = { for p in var.nodes : p.id => "http://${p.address}:${var.gateway_port}/function/syncmesh-fn" if p.id != n.id }
       listener_url    = "http://${n.address}:${var.listener_port}"
 
-      # the node's registry (images/node/node.yml); its credentials stay on the node
+      # the node's registry (images/node/node.yml) and its user:password (given to the node in its
+      # node file by modules/node-config): what faas-cli push, skopeo and the mesh deploy use
       registry           = "${n.address}:5000"
-      registry_auth_file = null
+      registry_auth_file = abspath("${local.dir}/.secrets/registry-auth/${n.id}")
     }]
   }
 
@@ -71,9 +72,20 @@ resource "local_sensitive_file" "write_key" {
   directory_permission = "0700"
 }
 
+# Each node's registry credentials (user:password, no newline: the format of the local mesh's
+# NODE_STATE/registry-auth, which scenarios/mesh's deploy and hack/fn-build.sh read), where the
+# Ansible faasd role reads and keeps them beside the inventory (faasd_registry_auth_file's default).
+resource "local_sensitive_file" "registry_auth" {
+  for_each             = toset(var.nodes[*].id)
+  filename             = "${local.dir}/.secrets/registry-auth/${each.key}"
+  content              = var.secrets.registry_auth[each.key]
+  file_permission      = "0600"
+  directory_permission = "0700"
+}
+
 resource "local_file" "inventory" {
   filename        = "${local.dir}/inventory.yml"
-  content         = "# Written by terraform/modules/mesh-files; the mesh secret and the write key are in .secrets/ beside this file.\n${yamlencode(local.inventory)}"
+  content         = "# Written by terraform/modules/mesh-files; the mesh secret, the write key and each node's registry credentials (registry-auth/NODE_ID) are in .secrets/ beside this file.\n${yamlencode(local.inventory)}"
   file_permission = "0644"
 }
 

@@ -27,3 +27,8 @@ output "secret_file" {
   description = "File holding the mesh secret (mode 0600), beside the inventory where the playbooks look for it."
   value       = local_sensitive_file.mesh_secret.filename
 }
+
+output "registry_auth_files" {
+  description = "Map node id => file holding the user:password of that node's registry (mode 0600; INVENTORY_FOLDER/.secrets/registry-auth/NODE_ID): what topology.json names as registry_auth_file, for faas-cli push, skopeo and the mesh deploy."
+  value       = { for id, f in local_sensitive_file.registry_auth : id => f.filename }
+}

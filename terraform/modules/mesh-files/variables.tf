@@ -26,10 +26,11 @@ variable "nodes" {
 }
 
 variable "secrets" {
-  description = "The mesh's mesh_secret and write_key (modules/node-config's secrets output, where they are generated or validated). Written to STATE_DIR/MESH_NAME/.secrets/mesh-secret and .secrets/write-key (mode 0600), where the Ansible playbooks read them beside the inventory (syncmesh_write_key_file's default); topology.json names the files, never the values; data writes send Authorization: Bearer <write key>."
+  description = "The mesh's mesh_secret and write_key, and registry_auth (map node id => user:password of its registry), as modules/node-config's secrets output (where they are generated or validated). Written to STATE_DIR/MESH_NAME/.secrets/mesh-secret, .secrets/write-key and .secrets/registry-auth/NODE_ID (mode 0600), where the Ansible playbooks read them beside the inventory (syncmesh_write_key_file's and faasd_registry_auth_file's defaults); topology.json names the files, never the values; data writes send Authorization: Bearer <write key>."
   type = object({
-    mesh_secret = string
-    write_key   = string
+    mesh_secret   = string
+    write_key     = string
+    registry_auth = map(string)
   })
   sensitive = true
 }

@@ -10,6 +10,6 @@ output "cloud_init" {
 }
 
 output "files" {
-  description = "What mesh-files wrote: topology (object), topology_path, inventory (text), inventory_path, write_key_file, secret_file."
+  description = "What mesh-files wrote: topology (object), topology_path, inventory (text), inventory_path, write_key_file, secret_file, registry_auth_files (node id => its registry's user:password file)."
   value       = module.files
 }

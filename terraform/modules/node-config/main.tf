@@ -4,9 +4,21 @@ resource "random_id" "secret" {
   byte_length = 32
 }
 
+# Each node's registry password (images/node/node.yml's registry, basic auth): generated here, so
+# the operator can push to every node (mesh-files writes registry_auth_file); the node uses it
+# instead of generating its own (the node file's registry_password). Letters and digits: it is
+# written as user:password and hashed with bcrypt (which reads 72 bytes at most).
+resource "random_password" "registry" {
+  for_each = toset(var.nodes[*].id)
+  length   = 40
+  special  = false
+}
+
 locals {
   secrets = { for k, r in random_id.secret : k => coalesce(var.settings[k], r.hex) }
   s       = var.settings
+  # the registry's user on every node (images/node/node-prepare.sh, the Ansible faasd role's faasd_registry_user)
+  registry_user = "syncmesh"
 
   # The node file of the appliance image (images/appliance/README.md, "The node file"); it
   # refuses unknown fields, so only documented ones are written, and optional ones only when set.
@@ -17,10 +29,12 @@ locals {
       lon         = n.lon
       mesh_secret = local.secrets.mesh_secret
       write_key   = local.secrets.write_key
-      discovery   = "static"
-      peers       = [for p in var.nodes : "${p.id}@${p.address}" if p.id != n.id]
-      address     = n.address
-      log_level   = local.s.log_level
+      # registry_password: the node's registry's password (random_password.registry)
+      registry_password = random_password.registry[n.id].result
+      discovery         = "static"
+      peers             = [for p in var.nodes : "${p.id}@${p.address}" if p.id != n.id]
+      address           = n.address
+      log_level         = local.s.log_level
     },
     var.static_network == null ? {} : {
       network = merge(

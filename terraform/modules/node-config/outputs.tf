@@ -16,7 +16,7 @@ output "meta_data" {
 }
 
 output "secrets" {
-  description = "The mesh's mesh_secret and write_key (given in settings or generated; 64 hex characters when generated): what mesh-files writes beside the inventory."
-  value       = local.secrets
+  description = "The mesh's mesh_secret and write_key (given in settings or generated; 64 hex characters when generated) and registry_auth (map node id => user:password of that node's registry, generated: the node file's registry_password): what mesh-files writes beside the inventory."
+  value       = merge(local.secrets, { registry_auth = { for id, p in random_password.registry : id => "${local.registry_user}:${p.result}" } })
   sensitive   = true
 }

@@ -95,7 +95,7 @@ module "instances" {
 }
 
 output "stack" {
-  description = "nodes (id, zone, region, internal and external address, instance) and the files written (topology_path, inventory_path, inventory, write_key_file)."
+  description = "nodes (id, zone, region, internal and external address, instance) and the files written (topology_path, inventory_path, inventory, write_key_file, registry_auth_files)."
   value = merge(module.mesh.files, {
     nodes = [for n in module.mesh.nodes : merge(n, module.instances.machines[n.id])]
   })

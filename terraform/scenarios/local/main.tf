@@ -103,7 +103,7 @@ module "vms" {
 }
 
 output "stack" {
-  description = "nodes (id, address, domain, tap as host_interface, mac), network (name, bridge, subnet, gateway) and the files written (topology_path, inventory_path, inventory, write_key_file)."
+  description = "nodes (id, address, domain, tap as host_interface, mac), network (name, bridge, subnet, gateway) and the files written (topology_path, inventory_path, inventory, write_key_file, registry_auth_files)."
   value = merge(module.mesh.files, {
     nodes   = [for n in module.mesh.nodes : merge(n, module.vms.machines[n.id])]
     network = module.vms.network

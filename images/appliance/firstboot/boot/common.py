@@ -20,6 +20,7 @@ BOOT_STAMP = f"{RUN}/boot-monotonic"
 STATE = "/var/lib/syncmesh"
 NODE_STATE = f"{STATE}/node"
 SECRETS = f"{STATE}/secrets"
+REGISTRY_PASSWORD = f"{SECRETS}/registry-password"  # the node file's registry_password, when it gives one
 HEALTH_PORT = int(os.environ.get("SYNCMESH_HEALTH_PORT", "8099"))
 GATEWAY = "http://127.0.0.1:8080"
 FUNCTION = "syncmesh-fn"

@@ -20,6 +20,7 @@ from .common import (
     NODE_FILE_CLOUD,
     NODE_FILE_ERROR,
     NODE_JSON,
+    REGISTRY_PASSWORD,
     RUN,
     SECRETS,
     STATE,
@@ -169,6 +170,12 @@ def configure() -> int:
     # the validated configuration for `up`, secrets in root-only files
     write_file(f"{SECRETS}/mesh-secret", cfg.mesh_secret, 0o600)
     write_file(f"{SECRETS}/write-key", cfg.write_key, 0o600)
+    # the registry's password when the node file gives one (Terraform's node-config, the operator);
+    # without it the node keeps the one it generated (node-prepare.sh)
+    if cfg.registry_password is not None:
+        write_file(REGISTRY_PASSWORD, cfg.registry_password, 0o600)
+    elif os.path.exists(REGISTRY_PASSWORD):
+        os.remove(REGISTRY_PASSWORD)
     node = {
         "node_id": cfg.node_id,
         "lat": cfg.lat,

@@ -22,6 +22,7 @@ from .common import (
     LIB,
     NODE_JSON,
     NODE_STATE,
+    REGISTRY_PASSWORD,
     SECRETS,
     START_ERROR,
     STATE,
@@ -101,6 +102,8 @@ def prepare(node: dict, nid: str, address: str) -> tuple[dict, bool]:
     }
     if os.path.exists(f"{LIB}/images/preloaded.json"):  # images/appliance/preload.sh
         env["IMAGES_PRELOADED"] = "1"
+    if os.path.exists(REGISTRY_PASSWORD):  # the node file's registry_password (configure)
+        env["REGISTRY_PASSWORD_FILE"] = REGISTRY_PASSWORD
     db = database_info()
     official = db.get("kind") == "mongodb"  # images/appliance/mongo-image.sh: MONGO_IMAGE was given
     if official:
@@ -119,6 +122,19 @@ def prepare(node: dict, nid: str, address: str) -> tuple[dict, bool]:
     else:  # functions bind-mount it: it must exist (as the Ansible role's default)
         write_file(f"{NODE_STATE}/var-lib-faasd/resolv.conf", "nameserver 127.0.0.1\n")
     return db, official
+
+
+def registry_status(address: str) -> dict:
+    """Where the node's registry password came from (never the password): the node file's, or the
+    node's own, generated once on the node and kept (the operator reads it from NODE_STATE/registry-auth)."""
+    given = os.path.exists(REGISTRY_PASSWORD)
+    return {
+        "address": f"{address}:5000",
+        "password": "given" if given else "generated",
+        "message": "the registry's password is the node file's registry_password"
+        if given
+        else f"the node file gives no registry_password: the node generated one (root-only {NODE_STATE}/registry-auth, user:password)",
+    }
 
 
 def start_faasd(db: dict, official: bool) -> None:
@@ -153,6 +169,7 @@ def start_node(node: dict, nid: str, t_boot: float) -> int:
     first = not os.path.exists(f"{NODE_STATE}/var-lib-faasd/secrets/basic-auth-password")
     peers = node["peers"]
     db, official = prepare(node, nid, address)
+    write_status(registry=registry_status(address))
     start_faasd(db, official)
     auth = read_text(f"{NODE_STATE}/basic-auth")
     gw = Gateway(auth)

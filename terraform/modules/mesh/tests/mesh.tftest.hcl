@@ -41,6 +41,28 @@ run "node_files_and_files_of_the_mesh" {
   }
 }
 
+# Each node's registry credentials come back to the operator as a file per node (user:password,
+# mode 0600), named by the topology as registry_auth_file: what faas-cli push and the mesh deploy read.
+run "registry_auth_file_per_node" {
+  command = plan
+  assert {
+    condition     = output.files.registry_auth_files == { for i in range(1, 4) : "node-${i}" => "/tmp/smtt-state/smtt3/.secrets/registry-auth/node-${i}" }
+    error_message = "one registry_auth_file per node, under the mesh's .secrets beside the inventory"
+  }
+  assert {
+    condition     = [for n in output.files.topology.nodes : n.registry_auth_file] == [for n in output.files.topology.nodes : output.files.registry_auth_files[n.id]] && output.files.topology.nodes[0].registry == "10.61.0.11:5000"
+    error_message = "topology.json names each node's registry and its registry_auth_file"
+  }
+  assert {
+    condition     = issensitive(output.cloud_init) && alltrue([for id, c in output.cloud_init : strcontains(c.user_data, "registry_password")])
+    error_message = "each node's cloud-init (sensitive) hands it its registry password in the node file"
+  }
+  assert {
+    condition     = strcontains(file("${path.module}/../../../ansible/collections/ansible_collections/syncmesh/edge/roles/faasd/meta/argument_specs.yml"), "default: \"{{ inventory_dir }}/.secrets/registry-auth/{{ syncmesh_node_id }}\"")
+    error_message = "the playbooks' default registry-auth path changed: change modules/mesh-files with it"
+  }
+}
+
 run "rejects_bad_name" {
   command = plan
   variables {

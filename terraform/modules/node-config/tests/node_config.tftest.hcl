@@ -4,6 +4,9 @@ mock_provider "random" {
   mock_resource "random_id" {
     defaults = { hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" }
   }
+  mock_resource "random_password" {
+    defaults = { result = "0123456789abcdefghijABCDEFGHIJ0123456789" }
+  }
 }
 
 variables {
@@ -33,6 +36,20 @@ run "node_files" {
   assert {
     condition     = output.secrets.mesh_secret == "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" && yamldecode(output.node_files["node-1"]).write_key == output.secrets.write_key
     error_message = "secrets left null are generated (32 random bytes) and written into every node file"
+  }
+}
+
+# The registry password of each node: made here, handed to the node in its node file (the
+# appliance uses it instead of generating one) and back to the operator as user:password.
+run "registry_passwords" {
+  command = plan
+  assert {
+    condition     = issensitive(output.secrets) && issensitive(output.node_files)
+    error_message = "the outputs holding the registry passwords are sensitive"
+  }
+  assert {
+    condition     = alltrue([for id, f in output.node_files : output.secrets.registry_auth[id] == "syncmesh:${yamldecode(f).registry_password}" && length(yamldecode(f).registry_password) == 40])
+    error_message = "each node's registry_auth is syncmesh:<the registry_password of its node file> (40 characters)"
   }
 }
 

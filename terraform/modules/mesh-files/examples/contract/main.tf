@@ -17,8 +17,9 @@ module "files" {
   ]
   # example values only (a real mesh gets random ones: modules/node-config)
   secrets = {
-    mesh_secret = "example-mesh-secret-0123456789abcdef0123456789abcdef"
-    write_key   = "example-write-key-0123456789abcdef0123456789abcdef"
+    mesh_secret   = "example-mesh-secret-0123456789abcdef0123456789abcdef"
+    write_key     = "example-write-key-0123456789abcdef0123456789abcdef"
+    registry_auth = { for i in range(1, 4) : "node-${i}" => "syncmesh:example-registry-password-${i}" }
   }
   subnet       = "10.61.0.0/24"
   host_address = "10.61.0.2"
