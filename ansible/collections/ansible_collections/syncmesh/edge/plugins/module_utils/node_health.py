@@ -43,8 +43,7 @@ import struct
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 
 PORT = int(os.environ.get("SYNCMESH_HEALTH_PORT", "8099"))
 TIMEOUT_S = float(os.environ.get("SYNCMESH_HEALTH_TIMEOUT_S", "1.5"))
@@ -72,12 +71,16 @@ class Part:
 
 
 def http_probe(url: str, healthy: tuple[int, ...] = (200,)):
+    parts = urllib.parse.urlsplit(url)
+
     def probe(timeout: float) -> str:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as r:
-                code, body = r.status, r.read(200)
-        except urllib.error.HTTPError as err:
-            code, body = err.code, err.read(200)
+            conn.request("GET", parts.path or "/", headers={"connection": "close"})
+            r = conn.getresponse()
+            code, body = r.status, r.read(200)
+        finally:
+            conn.close()
         text = " ".join(body.decode("utf-8", "replace").split())[:160]
         if code not in healthy:
             raise Unhealthy(f"HTTP {code}" + (f": {text}" if text else ""))
@@ -176,7 +179,8 @@ def mongodb_probe(host: str, port: int):
         with socket.create_connection((host, port), timeout=timeout) as s:
             s.settimeout(timeout)
             s.sendall(msg)
-            length, _, _, opcode = struct.unpack("<iiii", _recv_exactly(s, 16))
+            header = struct.unpack("<iiii", _recv_exactly(s, 16))
+            length, opcode = header[0], header[3]
             if opcode != OP_MSG or not 21 < length < 16 * 1024 * 1024:
                 raise Unhealthy(f"answered, but not in MongoDB's protocol (opcode {opcode})")
             reply = _recv_exactly(s, length - 16)
@@ -252,8 +256,7 @@ def check(parts: list[Part], timeout: float = TIMEOUT_S) -> dict:
         except Unhealthy as err:
             detail, ok = str(err), False
         except (OSError, http.client.HTTPException, ValueError, struct.error) as err:
-            reason = getattr(err, "reason", None) or err  # urllib's URLError wraps the socket's error
-            detail, ok = f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__, False
+            detail, ok = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__, False
         latency = round((time.monotonic() - start) * 1000, 1)
         return {"name": part.name, "ok": ok, "latency_ms": latency, "detail": f"{part.target}: {detail}"}
 
@@ -341,7 +344,7 @@ def serve(respond, port: int = PORT, host: str = "0.0.0.0") -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="node_health.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="node_health.py", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("serve", help="serve GET /health").add_argument("--port", type=int, default=PORT)
     sub.add_parser("check", help="check once, print the JSON, exit 0 when healthy")
@@ -349,10 +352,10 @@ def main(argv: list[str]) -> int:
     checker = node_checker()
     if args.cmd == "check":
         doc = checker()
-        print(json.dumps(doc, indent=2))
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return 0 if doc["ok"] else 1
     return serve(lambda: node_response(checker), args.port)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))
