@@ -12,7 +12,8 @@
 #
 # LAB_TEST_TIER=ci (make test-lab-ci) stops after the first verify: bundle, 3 hosts, site cold,
 # site again (changed=0), topology.json, each registry opens with its registry_auth_file, verify
-# with data, agents' peers, lab-down, nothing left.
+# with data, agents' peers, the health URL under kill -9 of each service
+# (ansible/lab/health-kill.py), lab-down, nothing left.
 #
 # Env: LAB_TEST_TIER (full, or ci), LAB_TEST_READINGS (20 readings per node per verify run),
 # LAB_TEST_KEEP (1: leave the lab up at the end or after a failure, for a look; make lab-down
@@ -110,6 +111,11 @@ agents_peers() {
   echo "$out"
   (( $(grep -cE "edge_miso_peers\{state=\"connected\"\} $want\b" <<<"$out") == $2 ))
 }
+# health_kill INVENTORY HOST: on HOST, kill -9 of each service in turn: its health URL answers 503 naming
+# it within 10 s and 200 once it is back (ansible/lab/health-kill.py, run there by the script module).
+health_kill() {
+  ANSIBLE_CONFIG=$bundle/ansible/ansible.cfg ansible -i "$1" "$2" -m ansible.builtin.script -a "$PWD/ansible/lab/health-kill.py executable=python3"
+}
 # quiet_host HOST_ADDR SECONDS CMD...: runs CMD while capturing on the host's veth; fails if any other
 # lab host sent it an IP packet meanwhile (the controller, .1, may: it runs the playbooks).
 quiet_host() {
@@ -159,6 +165,7 @@ step "topology.json (3 nodes)" topology .lab/inventory-3.yml
 step "registries: each opens with its registry_auth_file" registries
 step "verify with data (3 nodes)" playbook .lab/inventory-3.yml verify -e verify_readings="$readings"
 step "agents: 2 connected peers each" agents_peers .lab/inventory-3.yml 3
+step "health: kill -9 of each service on ${prefix}1, 503 naming it, then 200" health_kill .lab/inventory-3.yml "${prefix}1"
 if [[ $tier == full ]]; then
 step "add_node (${prefix}4 joins)" converge .lab/inventory-4.yml 4 0 add_node -e syncmesh_new_node="${prefix}4"
 step "topology.json (4 nodes)" topology .lab/inventory-4.yml

@@ -90,7 +90,7 @@ install -m 0755 "$here/firstboot/appliance.py" "$lib/appliance.py"
 install -m 0644 "$here/firstboot/nodefile.py" "$lib/nodefile.py"
 install -d -m 0755 "$lib/boot"
 install -m 0644 "$here"/firstboot/boot/*.py "$lib/boot/"
-for m in mesh_auth registry mongodb_cpu node_stack; do
+for m in mesh_auth registry mongodb_cpu node_stack node_health; do
   install -m 0644 "$role_dir/plugins/module_utils/$m.py" "$lib/python/$m.py"
 done
 [[ -d "$FAASD_DIR/licenses" ]] && cp -r "$FAASD_DIR/licenses" "$root/usr/share/doc/syncmesh-edge/faasd-licenses"

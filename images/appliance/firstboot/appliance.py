@@ -8,7 +8,7 @@ modules in boot/ beside it, one per concern: see boot/__init__.py).
                            the health URL why the node does not join
   appliance.py up          syncmesh-node.service: the node (images/node/node-prepare.sh and
                            node-import.sh, containerd + faasd units, secrets, function, registry)
-  appliance.py health      syncmesh-health.service: GET /health on HEALTH_PORT answers the status
+  appliance.py health      syncmesh-health.service: GET /health on HEALTH_PORT checks every service now
   appliance.py validate F  check a node file, print every problem (exit 1) or the summary (exit 0)
 
 Every step is idempotent, and every boot runs them all: editing the node file and rebooting
@@ -22,7 +22,7 @@ import hashlib
 import os
 import sys
 
-# the collection's module_utils (mesh_auth, registry, mongodb_cpu, node_stack): payload.sh copies them here
+# the collection's module_utils (mesh_auth, registry, mongodb_cpu, node_stack, node_health): payload.sh copies them here
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 
 import nodefile  # noqa: E402

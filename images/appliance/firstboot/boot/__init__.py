@@ -7,5 +7,5 @@ gateway          the node's gateway REST API: secrets and functions, rendered fr
 registry_client  the node registry through the function's GraphQL `meta` requests, signed
 database         MongoDB's official image: pulled once, its single-node replica set initiated
 node             `up`: the node started, its function deployed, itself and its peers registered
-health           GET /health: the status as JSON
+health           GET /health: every service checked now (node_health.py), with the boot status
 """

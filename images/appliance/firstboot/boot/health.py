@@ -1,39 +1,30 @@
-"""syncmesh-health.service: GET /health answers the status file as JSON (200 when ready, 503 before)."""
+"""syncmesh-health.service: GET /health checks every service of the node now (node_health.py, the
+checker the Ansible node serves too) and says the boot state beside it: 200 when the node has
+booted and every part is healthy; 503 while it boots (failing: "boot") or when a part fails
+(failing names it). The format: docs/guides/operate.md ("Health URL")."""
 
 from __future__ import annotations
 
-import http.server
-import json
+import node_health  # the checker, from the Ansible collection (payload.sh copies it)
 
 from .common import HEALTH_PORT
 from .status import database_info, read_status
 
 
-class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        if self.path not in ("/", "/health"):
-            self.send_error(404, "GET /health")
-            return
-        status = read_status() or {
-            "state": "booting",
-            "ready": False,
-            "message": "the node has not read its node file yet",
-            "database": database_info(),
-        }
-        self.answer(200 if status.get("ready") else 503, status)
+def booting() -> dict:
+    return {"state": "booting", "ready": False, "message": "the node has not read its node file yet", "database": database_info()}
 
-    def answer(self, code: int, doc: dict) -> None:
-        body = (json.dumps(doc, indent=2) + "\n").encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
-    def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
-        pass
+def respond(checker, status_fn=read_status) -> tuple[int, dict]:
+    """The boot status file's fields (state, ready, message, node_id, ...) and the check's."""
+    status = status_fn() or booting()
+    doc = {**status, **checker()}
+    if not status.get("ready"):
+        doc["failing"] = ["boot", *doc["failing"]]
+        doc["ok"] = False
+    return (200 if doc["ok"] else 503), doc
 
 
 def serve(port: int = HEALTH_PORT) -> int:
-    http.server.ThreadingHTTPServer(("0.0.0.0", port), Health).serve_forever()
-    return 0
+    checker = node_health.node_checker()
+    return node_health.serve(lambda: respond(checker), port)
