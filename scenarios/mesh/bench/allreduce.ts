@@ -191,8 +191,25 @@ async function main(argv: string[]): Promise<number> {
       const port = redisPort(cfg, n, plan.portBase);
       const replicaOf = n === primary ? [] : ['--replicaof', plan.hostAddr, String(proxyPort(n))];
       // No persistence (as the agents' test servers keep theirs in memory); protected mode off:
-      // the proxies connect from the bridge address, and only the mesh's bridge reaches it.
-      const argv = ['redis-server', '--port', String(port), '--bind', bind, '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...replicaOf];
+      // the proxies connect from the bridge address, and only the mesh's bridge reaches it. Its
+      // folder is the node's: a replica still writes the RDB of its first sync to disk, which
+      // otherwise landed as dump.rdb in the directory make was run from.
+      const argv = [
+        'redis-server',
+        '--port',
+        String(port),
+        '--bind',
+        bind,
+        '--dir',
+        n.dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--protected-mode',
+        'no',
+        ...replicaOf,
+      ];
       const rec = startDetached('redis', n.id, n.netns ? inNetns(n.netns, argv) : argv, join(plan.stateDir, 'logs', `${n.id}.redis.log`), {
         PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin',
       });
