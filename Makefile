@@ -153,12 +153,10 @@ bench-miso: build scenarios-venv ## MISO agent vs the MISO paper: ops/s, replica
 bench-allreduce: build tools scenarios-venv ## AllReduce in the MISO paper's topology: 5 namespaced nodes (regional), MISO agents vs Redis on node-1, and with replicas (root; BENCH_ARGS=--quick); table, JSON and PNG.
 	@command -v redis-server >/dev/null || $(APT_INSTALL) redis-server
 	$(MESH_ENV) node scenarios/mesh/dist/bench/allreduce.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) allreduce bench-results/allreduce.json bench-results/allreduce.png
 
 .PHONY: bench-functions
 bench-functions: build tools scenarios-venv faasd-tier-deps ## Users' functions on 3 faasd nodes (regional; root): push on node-1 -> ready on all 3, registry PSS/RSS and disk per node, miso-counter convergence and agent bytes (BENCH_ARGS=--quick); table, JSON and PNG.
 	$(MESH_ENV) node scenarios/mesh/dist/bench/functions.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) functions bench-results/functions.json bench-results/functions.png
 
 .PHONY: miso-agent
 miso-agent: build ## Run one MISO agent with MISO_MESH_SECRET, MONGODB_URI, MISO_PEERS etc. from the environment.
@@ -234,7 +232,6 @@ test-mesh-mdns: build tools ## MISO agents find each other by real mDNS across 3
 .PHONY: bench-replication
 bench-replication: build tools scenarios-venv ## Replication latency (p50/p99) and events/s on a 6-node mesh, 1 and 5 subscribers (BENCH_ARGS="--samples 50 --burst 1000"); table, JSON and PNG.
 	$(MESH_ENV) node scenarios/mesh/dist/bench/replication.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) replication bench-results/replication.json bench-results/replication.png
 
 .PHONY: replication-check
 replication-check: build ## Does every subscriber of a running mesh agree with its origin? Per-day digests via .mesh/$(MESH_NAME)/topology.json (CHECK_ARGS="--repair" or "--json"); exit 1 when one differs.
@@ -243,7 +240,6 @@ replication-check: build ## Does every subscriber of a running mesh agree with i
 .PHONY: bench-mesh
 bench-mesh: build tools scenarios-venv ## Sequential vs parallel fan-out round trips for 3, 6, 12 and 30 nodes (regional; BENCH_ARGS="--nodes 3,6 --repeat 7"); table, JSON and PNG.
 	$(MESH_ENV) node scenarios/mesh/dist/bench/fanout.js $(BENCH_ARGS)
-	$(VENV)/bin/python $(BENCH_PLOTS) mesh bench-results/mesh.json bench-results/mesh.png
 
 ################################################################################
 # Measurement scenarios (scenarios/measure, scenarios/k6; see scenarios/measure/README.md)
@@ -272,8 +268,6 @@ K6 := $(TOOLS_BIN)/k6
 MATPLOTLIB_VERSION := 3.9.2
 VENV := $(CURDIR)/.cache/venv
 VENV_STAMP := $(VENV)/.matplotlib-$(MATPLOTLIB_VERSION)
-# plots of every `make bench-*` from its JSON (bench-kit's plotResults runs it from the bench)
-BENCH_PLOTS := lib/bench-kit/plot/bench_plots.py
 SCENARIOS_CLI := node scenarios/measure/dist/src/cli.js
 SCENARIO_ENV := SCENARIO_SYSTEM=$(SYSTEM) SCENARIO_NODES=$(SCENARIO_NODES) SCENARIO_WORKLOAD=$(WORKLOAD) SCENARIO_DAYS=$(DAYS) \
 	SCENARIO_REQUESTS=$(REQUESTS) SCENARIO_LATENCY=$(SCENARIO_LATENCY) SCENARIO_RUN=$(RUN) SCENARIO_DATA=$(DATA) \

@@ -13,8 +13,8 @@
 #   terraform/hack/tf.sh memory SCENARIO    the host memory of its VMs (QEMU processes' PSS and RSS), one JSON line
 #   terraform/hack/tf.sh tofu DIR ARGS..  run tofu in DIR with the pinned toolchain (TF_DATA_DIR under .cache)
 #
-# SCENARIO is a preset of terraform/scenarios/presets.json (local-3, local-12, local-30,
-# gcp-regional-3, gcp-regional-12): its root (scenarios/local or scenarios/gcp) with TF_VAR_preset.
+# SCENARIO is a preset of terraform/roots/presets.json (local-3, local-12, local-30,
+# gcp-regional-3, gcp-regional-12): its root (roots/local or roots/gcp) with TF_VAR_preset.
 #
 # Offline, here: tofu runs in a copy of terraform/ under .cache/terraform/src (refreshed on every
 # call), so the lock files `tofu init` writes for the providers built here (toolchain.sh: their
@@ -98,17 +98,17 @@ tofu_in() {
   local dir="$1"; shift
   local rel="${dir#"$tfdir"/}" key
   key="$rel"
-  [[ "$rel" == scenarios/* && -n "${TF_VAR_preset:-}" ]] && key="$rel/$TF_VAR_preset"
+  [[ "$rel" == roots/* && -n "${TF_VAR_preset:-}" ]] && key="$rel/$TF_VAR_preset"
   [[ -d "$stage/terraform/$rel" ]] || sync_stage
   TF_DATA_DIR="$cache/data/$key" "$tofu_bin" -chdir="$stage/terraform/$rel" "$@"
 }
 
-# The root of a preset (terraform/scenarios/presets.json); exports TF_VAR_preset for it.
+# The root of a preset (terraform/roots/presets.json); exports TF_VAR_preset for it.
 scenario_dir() {
-  local s="${1:?SCENARIO (a preset of terraform/scenarios/presets.json: local-3, local-12, local-30, gcp-regional-3, gcp-regional-12)}" target
-  target=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p[sys.argv[2]]["target"] if sys.argv[2] in p else "")' "$tfdir/scenarios/presets.json" "$s")
-  [[ -n "$target" ]] || die "no scenario $s (allowed: $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$tfdir/scenarios/presets.json"))"
-  echo "$tfdir/scenarios/$target"
+  local s="${1:?SCENARIO (a preset of terraform/roots/presets.json: local-3, local-12, local-30, gcp-regional-3, gcp-regional-12)}" target
+  target=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p[sys.argv[2]]["target"] if sys.argv[2] in p else "")' "$tfdir/roots/presets.json" "$s")
+  [[ -n "$target" ]] || die "no scenario $s (allowed: $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$tfdir/roots/presets.json"))"
+  echo "$tfdir/roots/$target"
 }
 
 sofia_dir() {
@@ -345,7 +345,7 @@ test_all() {
   python3 "$tfdir/hack/module_docs.py" --check || failed=1
   python3 "$tfdir/hack/check_locks.py" || failed=1
   sync_stage
-  for dir in "$tfdir"/modules/* "$tfdir"/scenarios/* "$tfdir"/modules/*/examples/*; do
+  for dir in "$tfdir"/modules/* "$tfdir"/roots/* "$tfdir"/modules/*/examples/*; do
     [[ -d "$dir" ]] || continue
     ls "$dir"/*.tf >/dev/null 2>&1 || continue
     rel="${dir#"$tfdir"/}"

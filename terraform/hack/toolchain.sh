@@ -6,7 +6,7 @@
 # proxy no longer serves fails the run with its name; nothing falls back to another version.
 #
 # A user with internet needs none of this: install OpenTofu (>= 1.9; the project pins 1.12.6) and
-# run `tofu init` in a root (terraform/scenarios/local or terraform/scenarios/gcp). It downloads
+# run `tofu init` in a root (terraform/roots/local or terraform/roots/gcp). It downloads
 # the same pinned provider versions (the `version = "..."` constraints are exact) from the public
 # registry, checks them against their published, signed checksums and writes those hashes into
 # that root's .terraform.lock.hcl. The builds here are not the published binaries (their hashes

@@ -16,8 +16,8 @@
  * A round ends when every node's function reads the round's whole sum (AllReduce: every
  * participant holds the result); the time is taken here, from sending the round to every
  * node's function until the last one answers. Prints a table with the command and the load,
- * writes bench-results/allreduce.json (miso_over_redis for each Redis row); the Makefile draws
- * allreduce.png.
+ * writes bench-results/allreduce.json (miso_over_redis for each Redis row) and draws
+ * allreduce.png (bench-kit's printRows, writeResults and plotResults).
  *
  *   node scenarios/mesh/dist/bench/allreduce.js [--rounds 10] [--len 1000000] [--chunk 10000]
  *        [--concurrency 2] [--debounce-ms 0] [--poll-ms 1] [--warm-ms 3000] [--quick] [--out F]
@@ -28,7 +28,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { hostInfo, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
+import { hostInfo, plotResults, printRows, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
 import { hasCommand, inNetns, RespClient, startDetached, waitFor, waitForEvery } from '@syncmesh-edge/lab';
 import { MisoClient } from '@syncmesh-edge/miso-sdk';
 import { loadConfig, type MeshConfig } from '../src/config.js';
@@ -191,8 +191,25 @@ async function main(argv: string[]): Promise<number> {
       const port = redisPort(cfg, n, plan.portBase);
       const replicaOf = n === primary ? [] : ['--replicaof', plan.hostAddr, String(proxyPort(n))];
       // No persistence (as the agents' test servers keep theirs in memory); protected mode off:
-      // the proxies connect from the bridge address, and only the mesh's bridge reaches it.
-      const argv = ['redis-server', '--port', String(port), '--bind', bind, '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...replicaOf];
+      // the proxies connect from the bridge address, and only the mesh's bridge reaches it. Its
+      // folder is the node's: a replica still writes the RDB of its first sync to disk, which
+      // otherwise landed as dump.rdb in the directory make was run from.
+      const argv = [
+        'redis-server',
+        '--port',
+        String(port),
+        '--bind',
+        bind,
+        '--dir',
+        n.dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--protected-mode',
+        'no',
+        ...replicaOf,
+      ];
       const rec = startDetached('redis', n.id, n.netns ? inNetns(n.netns, argv) : argv, join(plan.stateDir, 'logs', `${n.id}.redis.log`), {
         PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin',
       });
@@ -316,11 +333,9 @@ async function main(argv: string[]): Promise<number> {
   });
   const load = (h: typeof hostBefore) => h.load_average.map((x) => x.toFixed(2)).join(' ');
   const f = (x: number) => x.toFixed(1);
-  process.stdout.write(
-    `\nbench-allreduce: ${len} integers in ${chunks} chunks, ${NODES} nodes (regional profile), the function on every node with ${concurrency} concurrent invocations, ${rounds} rounds (+ 1 not counted), interleaved\n` +
-      `command: ${command}\nhost: ${hostBefore.cpus} CPUs (${hostBefore.cpu_model}); load average before ${load(hostBefore)}, after ${load(hostAfter)}\n\n`,
-  );
-  console.table(
+  printRows(
+    `bench-allreduce: ${len} integers in ${chunks} chunks, ${NODES} nodes (regional profile), the function on every node with ${concurrency} concurrent invocations, ${rounds} rounds (+ 1 not counted), interleaved\n` +
+      `command: ${command}\nhost: ${hostBefore.cpus} CPUs (${hostBefore.cpu_model}); load average before ${load(hostBefore)}, after ${load(hostAfter)}`,
     rows.map((r) => ({
       system: r.system,
       'mean ms': f(r.total_ms.mean),
@@ -336,7 +351,7 @@ async function main(argv: string[]): Promise<number> {
   process.stdout.write(
     `  every node read the exact total in every round: ${correct}; target: MISO <= 73 % of Redis's total time (the paper's -26.7 %) for both rows: ${verdict ? 'met' : 'NOT met'}\n`,
   );
-  writeResults(values.out!, {
+  const out = writeResults(values.out!, {
     command,
     date: new Date().toISOString(),
     host: hostBefore,
@@ -357,7 +372,7 @@ async function main(argv: string[]): Promise<number> {
     target_ratio: TARGET_RATIO,
     rows,
   });
-  process.stdout.write(`\nwrote ${values.out}\n`);
+  progress(`results written to ${out}; plot ${plotResults('allreduce', out)}`);
   return correct ? 0 : 1;
 }
 

@@ -6,7 +6,8 @@
  * sequential, sequential, parallel), each block after a restart and the same warm-up, so
  * neither mode is measured warmer or later than the other. Statistics are the bench kit's
  * (nearest rank), host metadata is read from the machine. Also the entry node answering alone (no forwarding): its database and function
- * time, the floor under every mesh-wide round trip. Prints a table and writes JSON.
+ * time, the floor under every mesh-wide round trip. Prints its tables (bench-kit's) and writes JSON and its plot (bench-kit's
+ * writeResults and plotResults: bench-results/mesh.json and .png).
  *
  * Three queries: a month's aggregate and a 1,000-reading collect make every node's database scan
  * its ~18k readings (the test server has no indexes), so with 30 test servers on 2 cores they are
@@ -14,15 +15,13 @@
  * and shows the forwarding itself. Each row also reports the databases' time from the answer's
  * `extensions` (the entry's own plus every node's `db_ms`).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { MeshConfig } from '../src/config.js';
 import { postFunction, type FunctionAnswer } from '../src/client/client.js';
 import { MeshError } from '../src/errors.js';
 import { down, status, up, type Progress } from '../src/mesh.js';
 import { restartFunctions } from '../src/runtime/process.js';
-import { hostInfo, resultsPath, summarize } from '@syncmesh-edge/bench-kit';
+import { hostInfo, plotResults, printTable, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
 import { pool } from '@syncmesh-edge/lab';
 import { aggregateRequest, collectRequest, DEFAULT_RADIUS_KM, estimateRequest, MONTH_END, MONTH_START } from '../src/client/queries.js';
 import { runMeshBench, throwIfInterrupted } from './run.js';
@@ -147,17 +146,17 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   const startups: { nodes: number; seconds: number }[] = [];
   // node timeouts high enough that sequential forwarding over 30 nodes is not cut short
   const timeouts = { nodeTimeoutMs: 30_000, deadlineMs: 300_000 };
-  const save = () => {
-    mkdirSync(join(values.out!, '..'), { recursive: true });
-    writeFileSync(
-      values.out!,
-      JSON.stringify(
-        { date: new Date().toISOString(), host: hostInfo(), latency: values.latency, repeat, mode_blocks: MODE_BLOCKS, rows, startups, memory },
-        null,
-        2,
-      ),
-    );
-  };
+  const save = () =>
+    writeResults(values.out!, {
+      date: new Date().toISOString(),
+      host: hostInfo(),
+      latency: values.latency,
+      repeat,
+      mode_blocks: MODE_BLOCKS,
+      rows,
+      startups,
+      memory,
+    });
   for (const n of sizes) {
     const cfg: MeshConfig = { ...base, ...timeouts, nodes: n, latency: values.latency!, forwardMode: 'parallel' };
     const t0 = performance.now();
@@ -211,38 +210,54 @@ export async function runBench(base: MeshConfig, progress: Progress, argv: strin
   const row = (n: number, mode: string, q: string) => rows.find((r) => r.nodes === n && r.mode === mode && r.query === q);
   const get = (n: number, mode: string, q: string) => row(n, mode, q)?.stats.median_ms ?? NaN;
   const partial = rows.filter((r) => r.answered !== (r.mode === 'local' ? 1 : r.nodes));
-  const lines = [
+  printTable(
     `Round trip through node-1, median of ${repeat} (ms, nearest rank), latency profile ${values.latency}; sequential and parallel in ABBA blocks, each after a restart and the same warm-up; db = databases' time (sum over nodes / slowest node), parallel runs`,
-    `${'nodes'.padStart(5)}  ${'query'.padEnd(9)}  ${'local'.padStart(8)}  ${'sequential'.padStart(10)}  ${'parallel'.padStart(8)}  ${'speed-up'.padStart(8)}  ${'local/parallel'.padStart(14)}  ${'db sum'.padStart(8)}  ${'db max'.padStart(7)}`,
-  ];
-  for (const n of sizes) {
-    for (const q of QUERIES) {
-      const loc = get(n, 'local', q);
-      const seq = get(n, 'sequential', q);
-      const par = get(n, 'parallel', q);
-      const p = row(n, 'parallel', q);
-      lines.push(
-        `${String(n).padStart(5)}  ${q.padEnd(9)}  ${loc.toFixed(1).padStart(8)}  ${seq.toFixed(1).padStart(10)}  ${par.toFixed(1).padStart(8)}  ${(seq / par).toFixed(1).padStart(7)}x  ${((100 * loc) / par).toFixed(0).padStart(13)}%  ${(p?.db_sum_ms ?? NaN).toFixed(0).padStart(8)}  ${(p?.db_max_ms ?? NaN).toFixed(0).padStart(7)}`,
-      );
-    }
-  }
+    ['nodes', 'query', 'local', 'sequential', 'parallel', 'speed-up', 'local/parallel', 'db sum', 'db max'],
+    sizes.flatMap((n) =>
+      QUERIES.map((q) => {
+        const [loc, seq, par] = [get(n, 'local', q), get(n, 'sequential', q), get(n, 'parallel', q)];
+        const p = row(n, 'parallel', q);
+        return [
+          n,
+          q,
+          loc,
+          seq,
+          par,
+          `${(seq / par).toFixed(1)}x`,
+          `${((100 * loc) / par).toFixed(0)} %`,
+          Math.round(p?.db_sum_ms ?? NaN),
+          Math.round(p?.db_max_ms ?? NaN),
+        ];
+      }),
+    ),
+  );
   const first = sizes[0]!;
   const last = sizes[sizes.length - 1]!;
+  const lines: string[] = [];
   for (const q of QUERIES) {
     lines.push(
       `${q}: parallel grows ${(get(last, 'parallel', q) / get(first, 'parallel', q)).toFixed(1)}x from ${first} to ${last} nodes, sequential ${(get(last, 'sequential', q) / get(first, 'sequential', q)).toFixed(1)}x`,
     );
   }
   for (const r of partial) lines.push(`note: ${r.nodes} nodes ${r.mode} ${r.query}: only ${r.answered} of ${r.nodes} nodes answered in some runs`);
-  for (const s of startups) {
-    const m = memory.find((x) => x.nodes === s.nodes);
-    lines.push(
-      `start of ${s.nodes} nodes: ${s.seconds} s; PSS ${m?.total_pss_mb} MB total (RSS ${m?.total_rss_mb}), max ${Math.max(...(m?.per_node_pss_mb ?? [0]))} MB PSS per node (RSS ${Math.max(...(m?.per_node_rss_mb ?? [0]))})`,
-    );
-  }
-  process.stdout.write(`\n${lines.join('\n')}\n`);
-  save();
-  progress(`results written to ${values.out}`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+  printTable(
+    'Start and memory of each mesh (PSS: a shared page counted once; RSS: in every process that maps it)',
+    ['nodes', 'start s', 'PSS MB total', 'RSS MB total', 'max PSS MB per node', 'max RSS MB per node'],
+    startups.map((s) => {
+      const m = memory.find((x) => x.nodes === s.nodes);
+      return [
+        s.nodes,
+        s.seconds,
+        m?.total_pss_mb ?? '-',
+        m?.total_rss_mb ?? '-',
+        Math.max(...(m?.per_node_pss_mb ?? [0])),
+        Math.max(...(m?.per_node_rss_mb ?? [0])),
+      ];
+    }),
+  );
+  const out = save();
+  progress(`results written to ${out}; plot ${plotResults('mesh', out)}`);
   return 0;
 }
 

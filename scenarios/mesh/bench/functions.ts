@@ -19,8 +19,8 @@
  *             from sending the adds until the last node reads it (p50/p99 over the rounds), and the
  *             bytes every agent sent its peers during the round (replication + heartbeats).
  *
- * Prints a table with the command and the load, writes bench-results/functions.json; the Makefile
- * draws functions.png. The mesh is removed afterwards (also on failure or Ctrl-C).
+ * Prints its tables with the command and the load, writes bench-results/functions.json and draws
+ * functions.png (bench-kit's printRows, writeResults and plotResults). The mesh is removed afterwards (also on failure or Ctrl-C).
  *
  *   node scenarios/mesh/dist/bench/functions.js [--deploys 4] [--rounds 30] [--quick] [--out F]
  */
@@ -28,7 +28,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { hostInfo, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
+import { hostInfo, plotResults, printRows, resultsPath, summarize, writeResults } from '@syncmesh-edge/bench-kit';
 import { pssBytes, rssBytes } from '@syncmesh-edge/lab';
 import type { MeshConfig } from '../src/config.js';
 import { agentBytes } from '../src/demo/counter.js';
@@ -333,7 +333,7 @@ async function benchFunctions(base: MeshConfig, progress: Progress, argv: string
       agent_bytes_per_round: s(bytes),
     },
   };
-  writeResults(values.out!, result);
+  const out = writeResults(values.out!, result);
 
   const f0 = (x: number) => x.toFixed(0);
   const mb = (x: number) => (x / MB).toFixed(1);
@@ -342,10 +342,10 @@ async function benchFunctions(base: MeshConfig, progress: Progress, argv: string
       .filter((l) => l.from < l.to)
       .map((l) => `${l.from}<->${l.to} ${l.one_way_ms} ms`)
       .join(', ')}), ${deploys} deploys + ${COUNTER}, ${rounds} counter rounds (+1 not counted)\n` +
-      `command: ${command}\nhost: ${hostBefore.cpus} CPUs (${hostBefore.cpu_model}); load average before ${load(hostBefore)}, after ${load(hostAfter)}\n\n` +
-      `push on node-1 -> ready on all ${NODES} (image ${mb(imageBytes)} MB as an OCI archive)\n`,
+      `command: ${command}\nhost: ${hostBefore.cpus} CPUs (${hostBefore.cpu_model}); load average before ${load(hostBefore)}, after ${load(hostAfter)}\n`,
   );
-  console.table(
+  printRows(
+    `push on node-1 -> ready on all ${NODES} (image ${mb(imageBytes)} MB as an OCI archive)`,
     runs.map((r) => ({
       function: r.function,
       layers: r.cold ? 'cold' : 'on the nodes',
@@ -354,8 +354,8 @@ async function benchFunctions(base: MeshConfig, progress: Progress, argv: string
       'all ready ms': f0(r.ready_all_ms),
     })),
   );
-  process.stdout.write('\nregistry per node (PSS/RSS of its container; storage on the data partition)\n');
-  console.table(
+  printRows(
+    'registry per node (PSS/RSS of its container; storage on the data partition)',
     registry.map((r) => ({
       node: r.node,
       'idle PSS MB': mb(r.idle_pss_bytes),
@@ -366,13 +366,13 @@ async function benchFunctions(base: MeshConfig, progress: Progress, argv: string
     })),
   );
   const cs = result.counter;
-  process.stdout.write(`\n${COUNTER}: +1/+2/+3 at once on node-1..3, until every node reads the sum (${rounds} rounds)\n`);
-  console.table([
+  printRows(`${COUNTER}: +1/+2/+3 at once on node-1..3, until every node reads the sum (${rounds} rounds)`, [
     { what: 'every node reads the sum, ms', p50: f0(cs.converge_ms.p50), p99: f0(cs.converge_ms.p99), max: f0(cs.converge_ms.max) },
     { what: 'adds acknowledged, ms', p50: f0(cs.adds_acked_ms.p50), p99: f0(cs.adds_acked_ms.p99), max: f0(cs.adds_acked_ms.max) },
     { what: 'agent bytes per round', p50: f0(cs.agent_bytes_per_round.p50), p99: f0(cs.agent_bytes_per_round.p99), max: f0(cs.agent_bytes_per_round.max) },
   ]);
-  process.stdout.write(`  every node read the exact sum in every round: ${correct}\n\nwrote ${values.out}\n`);
+  process.stdout.write(`  every node read the exact sum in every round: ${correct}\n\nwrote ${out}\n`);
+  plotResults('functions', out);
   return correct ? 0 : 1;
 }
 

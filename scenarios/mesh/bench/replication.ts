@@ -13,11 +13,12 @@
  *    replica shows it, and whether it cost a resync (the test server's update events used to
  *    lack `_id`, which made the listener ask for one).
  * The path is the real one: change stream -> listener -> function /events -> outbox ->
- * /replicate on each subscriber -> its replica collection. Prints a table with the command and
- * the machine's load beside it, and writes JSON (plotted by scenarios/measure/scripts/bench_plots.py).
+ * /replicate on each subscriber -> its replica collection. Prints its tables with the command and
+ * the machine's load beside them, writes JSON and draws its plot (bench-kit's printTable,
+ * writeResults and plotResults: bench-results/replication.json and .png).
  */
 import { readFileSync } from 'node:fs';
-import { CpuMeter, hostInfo, MACHINE, resultsPath, summarize, writeResults, type CpuGroup } from '@syncmesh-edge/bench-kit';
+import { CpuMeter, hostInfo, MACHINE, plotResults, printRows, printTable, resultsPath, summarize, writeResults, type CpuGroup } from '@syncmesh-edge/bench-kit';
 import { parseArgs } from 'node:util';
 import { MongoClient, type ObjectId, type ChangeStream, type Collection, type Document } from 'mongodb';
 import { replicaId } from '@syncmesh-edge/syncmesh-fn/replica-id';
@@ -345,8 +346,8 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
   }
   const command = commandLine(argv);
   const host = hostInfo();
-  console.log(`\nbench-replication: insert on node-1 -> replica readable on every subscriber (latency profile none)\ncommand: ${command}`);
-  console.table(
+  printRows(
+    `bench-replication: insert on node-1 -> replica readable on every subscriber (latency profile none)\ncommand: ${command}`,
     rows.map((r) => ({
       subscribers: r.subscribers,
       'p50 ms': r.latency.p50_ms,
@@ -357,31 +358,28 @@ export async function runReplicationBench(base: MeshConfig, progress: Progress, 
       'readings/s': r.events_per_s,
     })),
   );
-  console.log('where the CPU went: ms per reading (burst | one at a time); subscribers-* summed over the subscribers');
   const groups = [...new Set(rows.flatMap((r) => Object.keys(r.burst_cpu_ms_per_reading)))].sort((a, b) =>
     a === MACHINE ? 1 : b === MACHINE ? -1 : a.localeCompare(b),
   );
-  console.table(
-    Object.fromEntries(
-      groups.map((g) => [
-        g,
-        Object.fromEntries(rows.map((r) => [`${r.subscribers} sub.`, `${r.burst_cpu_ms_per_reading[g] ?? '-'} | ${r.latency_cpu_ms_per_reading[g] ?? '-'}`])),
-      ]),
-    ),
+  printTable(
+    'where the CPU went: ms per reading (burst | one at a time); subscribers-* summed over the subscribers',
+    ['group', ...rows.map((r) => `${r.subscribers} sub.`)],
+    groups.map((g) => [g, ...rows.map((r) => `${r.burst_cpu_ms_per_reading[g] ?? '-'} | ${r.latency_cpu_ms_per_reading[g] ?? '-'}`)]),
   );
-  if (resync) console.log(`resync to 1 subscriber: ${resync.readings} readings in ${resync.seconds} s = ${resync.readings_per_s} readings/s`);
-  if (update)
-    console.log(
+  const notes: string[] = [];
+  if (resync) notes.push(`resync to 1 subscriber: ${resync.readings} readings in ${resync.seconds} s = ${resync.readings_per_s} readings/s`);
+  if (update) {
+    notes.push(
       `update on an origin of ${update.origin_readings} readings -> on all ${update.subscribers} subscribers: ${update.ms} ms (${update.resync ? `a resync: ${update.readings_sent} readings sent` : 'no resync'})`,
     );
-  console.log(
+  }
+  notes.push(
     `targets: p50 <= ${TARGETS.p50_ms_5} ms and >= ${TARGETS.events_per_s_5} readings/s sustained with 5 subscribers; resync >= ${TARGETS.resync_readings_per_s} readings/s; an update without a resync`,
-  );
-  console.log(
     `load average before/after: ${hostBefore.load_average.map((l) => l.toFixed(1)).join(' ')} / ${host.load_average.map((l) => l.toFixed(1)).join(' ')} (${host.cpus} CPUs)`,
   );
-  writeResults(values.out!, { date: new Date().toISOString(), command, host, host_before: hostBefore, targets: TARGETS, rows, resync, update });
-  console.log(`written ${values.out}`);
+  process.stdout.write(`${notes.join('\n')}\n`);
+  const out = writeResults(values.out!, { date: new Date().toISOString(), command, host, host_before: hostBefore, targets: TARGETS, rows, resync, update });
+  progress(`results written to ${out}; plot ${plotResults('replication', out)}`);
   return 0;
 }
 

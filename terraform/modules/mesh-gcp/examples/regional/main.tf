@@ -1,5 +1,5 @@
 # 3 e2-small instances in europe-west3, reachable from one operator address, wired to
-# modules/mesh as scenarios/gcp does.
+# modules/mesh as roots/gcp does.
 terraform {
   required_providers {
     google = {

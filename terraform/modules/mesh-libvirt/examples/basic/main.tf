@@ -1,5 +1,5 @@
 # 3 appliance VMs on an isolated network (libvirtd: terraform/hack/libvirt.sh start), wired to
-# modules/mesh as scenarios/local does: the VMs' addresses in, the node files out.
+# modules/mesh as roots/local does: the VMs' addresses in, the node files out.
 terraform {
   required_providers {
     libvirt = {

@@ -17,7 +17,7 @@ variable "preset" {
   default     = "gcp-regional-3"
   validation {
     condition     = try(jsondecode(file("${path.module}/../presets.json"))[var.preset].target == "gcp", false)
-    error_message = "preset must be one of ${join(", ", [for n, p in jsondecode(file("${path.module}/../presets.json")) : n if p.target == "gcp"])} (terraform/scenarios/presets.json)."
+    error_message = "preset must be one of ${join(", ", [for n, p in jsondecode(file("${path.module}/../presets.json")) : n if p.target == "gcp"])} (terraform/roots/presets.json)."
   }
 }
 

@@ -19,7 +19,7 @@ variable "preset" {
   default     = "local-3"
   validation {
     condition     = try(jsondecode(file("${path.module}/../presets.json"))[var.preset].target == "local", false)
-    error_message = "preset must be one of ${join(", ", [for n, p in jsondecode(file("${path.module}/../presets.json")) : n if p.target == "local"])} (terraform/scenarios/presets.json)."
+    error_message = "preset must be one of ${join(", ", [for n, p in jsondecode(file("${path.module}/../presets.json")) : n if p.target == "local"])} (terraform/roots/presets.json)."
   }
 }
 

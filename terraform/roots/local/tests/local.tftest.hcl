@@ -1,4 +1,4 @@
-# The local root with its presets (one root, the node count from terraform/scenarios/presets.json),
+# The local root with its presets (one root, the node count from terraform/roots/presets.json),
 # planned against the real libvirt provider schema with mock providers; what the files hold is
 # modules/mesh's test.
 mock_provider "libvirt" {}
