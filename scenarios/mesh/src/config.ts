@@ -23,6 +23,8 @@ export const DEFAULT_NODE_TIMEOUT_MS = 5_000; // one peer may take this long (SY
 export const DEFAULT_DEADLINE_MS = 15_000; // the whole fan-out (SYNCMESH_DEADLINE_MS)
 export const DEFAULT_READY_TIMEOUT_MS = 90_000; // one process must be ready within this
 export const DEFAULT_START_CONCURRENCY = 3; // nodes started at once (2 cores)
+/** The function's and the listener's young generation, as in images/node/node.yml (docs/benchmarks/replication.md). */
+export const DEFAULT_REPLICATION_SEMI_SPACE_MB = 8;
 export const DEFAULT_FUNCTION_PORT = 8080; // as on a real node behind the faasd gateway
 export const DEFAULT_MONGO_PORT = 27017;
 export const DEFAULT_AGENT_PORT = 7070;
@@ -97,6 +99,7 @@ const envSchema = z.object({
   MESH_NODE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   MESH_MISO_PERSIST_DELAY_MS: z.coerce.number().int().min(0).optional(),
   MESH_MISO_DEBOUNCE_MS: z.coerce.number().int().min(0).optional(),
+  MESH_REPLICATION_SEMI_SPACE_MB: z.coerce.number().int().min(1).max(64).default(DEFAULT_REPLICATION_SEMI_SPACE_MB),
   MESH_REQUEST_DEADLINE_MS: z.coerce.number().int().positive().optional(),
   TOXIPROXY_BIN: z
     .string()
@@ -147,6 +150,8 @@ export interface MeshConfig {
   readonly misoPersistDelayMs?: number | undefined;
   /** MISO_DEBOUNCE_MS of every agent; undefined keeps the agent's default (200 ms). */
   readonly misoDebounceMs?: number | undefined;
+  /** `--max-semi-space-size` (MB) of the function and the listener, the processes on the replication path (see services.ts). */
+  readonly replicationSemiSpaceMb: number;
   /** SYNCMESH_REQUEST_DEADLINE_MS of every function (a whole request); undefined keeps the function's default. */
   readonly requestDeadlineMs?: number | undefined;
   readonly toxiproxyBin: string;
@@ -203,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
     nodeLogLevel: e.MESH_NODE_LOG_LEVEL,
     misoPersistDelayMs: e.MESH_MISO_PERSIST_DELAY_MS,
     misoDebounceMs: e.MESH_MISO_DEBOUNCE_MS,
+    replicationSemiSpaceMb: e.MESH_REPLICATION_SEMI_SPACE_MB,
     requestDeadlineMs: e.MESH_REQUEST_DEADLINE_MS,
     toxiproxyBin: resolve(e.TOXIPROXY_BIN),
   });

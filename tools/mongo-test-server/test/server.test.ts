@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Binary, type Document, MongoClient, type MongoClientOptions } from 'mongodb';
+import { Binary, BSON, type Document, MongoClient, type MongoClientOptions } from 'mongodb';
 import { startTestServer, type TestServerOptions } from '../src/index.js';
 
 /** Runs `body` with a driver client (`clientOpts`) of a fresh test server (`opts`); both are closed afterwards, whatever happens. */
@@ -116,6 +116,29 @@ test('test server - keeps data across restarts with a data directory', async () 
     assert.equal(await client.db('d').collection('c').countDocuments(), 2);
     await client.close();
     await server.stop();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('test server - collStats reports the BSON size of the documents after inserts, updates and deletes (in memory and on disk)', async () => {
+  // The size is computed when asked (ObservedBackends.dataSizeOf), not kept up to date by every write.
+  const dir = mkdtempSync(join(tmpdir(), 'sme-mts-'));
+  try {
+    for (const opts of [{}, { dataDir: dir }]) {
+      await withServer(opts, { directConnection: true }, async (client) => {
+        const db = client.db('d');
+        const c = db.collection<{ _id: number; [k: string]: unknown }>('sizes');
+        await c.insertMany([1, 2, 3, 4].map((n) => ({ _id: n, n, s: 'x'.repeat(n * 10) })));
+        await c.updateOne({ _id: 2 }, { $set: { s: 'y'.repeat(100) } });
+        await c.replaceOne({ _id: 3 }, { _id: 3, other: true });
+        await c.deleteOne({ _id: 4 });
+        const expected = (await c.find().toArray()).reduce((sum, d) => sum + BSON.calculateObjectSize(d), 0);
+        const stats = await db.command({ collStats: 'sizes' });
+        assert.equal(stats['count'], 3, JSON.stringify(opts));
+        assert.equal(stats['size'], expected, JSON.stringify(opts));
+      });
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
