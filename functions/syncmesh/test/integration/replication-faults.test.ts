@@ -85,9 +85,14 @@ test('replication faults - a subscriber that answers garbage, then nothing, ackn
   const silent = await startStandIn(Number.POSITIVE_INFINITY);
   try {
     await addNode(a, { id: 'ft-b', address: garbage.url, lat: 42.65, lon: 23.37, subscribed: true });
+    // between two attempts the sender also asks the subscriber about its batches in flight
+    // (state waiting-for-apply, a garbage answer again): wait for the state between attempts
     await eventually(
-      'the snapshot queued, the garbage answer reported',
-      async () => a.app.replication.snapshots.progress().length === 0 && progressOf(a, 'ft-b')?.last_error?.code === 'EDGE_SYNCMESH_SUBSCRIBER_BAD_ANSWER',
+      'the snapshot queued, the garbage answer reported, the sender waiting to retry',
+      async () =>
+        a.app.replication.snapshots.progress().length === 0 &&
+        progressOf(a, 'ft-b')?.last_error?.code === 'EDGE_SYNCMESH_SUBSCRIBER_BAD_ANSWER' &&
+        progressOf(a, 'ft-b')?.state === 'retrying',
       20_000,
     );
     let p = progressOf(a, 'ft-b')!;
