@@ -10,7 +10,8 @@
 // Values are JSON; they compare as canonical JSON text. status is "ok" (out is the answer),
 // "fail" (the operation certainly did not happen: drop it) or "unknown" (it may or may not have
 // happened: it may take effect at any time after its call, or never). call and ret are times in
-// ns on one monotonic clock; an unknown operation's ret is ignored.
+// ns on one monotonic clock; an unknown operation's ret is ignored. node (the server the client
+// used) and error (its error code) are not checked, only shown when a key is not linearizable.
 //
 // Exit status: 0 linearizable, 1 not linearizable (a visualization is written with -viz),
 // 2 the check timed out or the input is bad. The verdict is printed as one JSON line; when the
