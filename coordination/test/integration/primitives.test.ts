@@ -100,21 +100,29 @@ describe('coordination - shared objects on one nats-server', { skip: skipReason(
     try {
       const CLIENTS = 3;
       const EACH = 40;
+      let unknown = 0; // indeterminate: the SDK could not tell whether the increment was stored
       const results = await Promise.all(
         Array.from({ length: CLIENTS }, async () => {
           const l = ns.atomicLong('n');
           const got: number[] = [];
-          for (let i = 0; i < EACH; i++) got.push(await l.incrementAndGet());
+          for (let i = 0; i < EACH; i++) {
+            try {
+              got.push(await l.incrementAndGet());
+            } catch (err) {
+              if (!(err instanceof CoordinationError && err.indeterminate)) throw err;
+              unknown++;
+            }
+          }
           return got;
         }),
       );
-      const all = results.flat().sort((a, b) => a - b);
-      // every increment applied exactly once: the answers are 1..n, each once, and the value is n
-      assert.deepEqual(
-        all,
-        Array.from({ length: CLIENTS * EACH }, (_, i) => i + 1),
-      );
-      assert.equal(await ns.atomicLong('n').get(), CLIENTS * EACH);
+      const ok = results.flat().sort((a, b) => a - b);
+      const value = await ns.atomicLong('n').get();
+      // no increment applied twice, none reported done that was not: each answer is a distinct
+      // value, and the counter holds the answered ones plus at most the indeterminate ones
+      assert.equal(new Set(ok).size, ok.length, `an answer came twice: ${ok}`);
+      assert.ok(ok.length > 0 && ok[ok.length - 1]! <= value, `answers ${ok.length}, last ${ok[ok.length - 1]}, value ${value}`);
+      assert.ok(value >= ok.length && value <= ok.length + unknown, `value ${value}: ${ok.length} answered, ${unknown} indeterminate`);
       assert.ok(lies >= CLIENTS * EACH, `the second responder answered every write (${lies})`);
     } finally {
       await liar.close();
