@@ -10,10 +10,13 @@
 // Values are JSON; they compare as canonical JSON text. status is "ok" (out is the answer),
 // "fail" (the operation certainly did not happen: drop it) or "unknown" (it may or may not have
 // happened: it may take effect at any time after its call, or never). call and ret are times in
-// ns on one monotonic clock; an unknown operation's ret is ignored.
+// ns on one monotonic clock; an unknown operation's ret is ignored. node (the server the client
+// used) and error (its error code) are not checked, only shown when a key is not linearizable.
 //
 // Exit status: 0 linearizable, 1 not linearizable (a visualization is written with -viz),
-// 2 the check timed out or the input is bad. The verdict is printed as one JSON line.
+// 2 the check timed out or the input is bad. The verdict is printed as one JSON line; when the
+// history is not linearizable it names each key that is not ("illegal") with the window where
+// its longest linearization gets stuck (see diagnose), as lines a test can print.
 package main
 
 import (
@@ -38,6 +41,9 @@ type op struct {
 	Status string          `json:"status"`
 	Call   int64           `json:"call"`
 	Ret    *int64          `json:"ret"`
+	// not checked, shown when a key is not linearizable
+	Node  *int   `json:"node"`
+	Error string `json:"error"`
 }
 
 type history struct {
@@ -237,7 +243,7 @@ func convert(h history) ([]porcupine.Operation, int, int, error) {
 			}
 			ret = *o.Ret
 		}
-		ops = append(ops, porcupine.Operation{ClientId: o.Client, Input: in, Call: o.Call, Output: out, Return: ret})
+		ops = append(ops, porcupine.Operation{ClientId: o.Client, Input: in, Call: o.Call, Output: out, Return: ret, Metadata: n})
 	}
 	return ops, unknown, failed, nil
 }
@@ -245,6 +251,7 @@ func convert(h history) ([]porcupine.Operation, int, int, error) {
 func main() {
 	viz := flag.String("viz", "", "write Porcupine's visualization (HTML) here when the history is not linearizable")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up (exit 2) after this long")
+	window := flag.Int("window", 12, "operations shown before and around the point where a key's linearization gets stuck")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: lincheck [-viz out.html] [-timeout 60s] history.json")
@@ -271,6 +278,9 @@ func main() {
 	verdict := map[string]any{
 		"result": string(res), "ops": len(ops), "unknown": unknown, "failed_dropped": failed,
 		"keys": len(m.Partition(ops)), "check_ms": time.Since(t0).Milliseconds(),
+	}
+	if res == porcupine.Illegal {
+		verdict["illegal"] = diagnose(m, ops, h, info, *window)
 	}
 	if res == porcupine.Illegal && *viz != "" {
 		if f, err := os.Create(*viz); err == nil {

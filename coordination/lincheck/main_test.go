@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +70,38 @@ func TestNonLinearizableHistories(t *testing.T) {
 			t.Errorf("history %d: %s, want Illegal", i, r)
 		}
 	}
+}
+
+func TestDiagnoseNamesTheKeyAndTheStuckPoint(t *testing.T) {
+	// key "a" is fine; key "b" has a read of 1 after a completed write of 2 (a stale read)
+	js := `{"ops":[
+	  {"client":0,"key":"a","op":"write","arg":1,"status":"ok","call":0,"ret":10},
+	  {"client":0,"key":"b","op":"write","arg":1,"status":"ok","call":0,"ret":1000,"node":0},
+	  {"client":1,"key":"b","op":"write","arg":2,"status":"ok","call":2000,"ret":3000,"node":2},
+	  {"client":2,"key":"b","op":"write","arg":3,"status":"unknown","call":2500,"ret":9000,"node":1,"error":"EDGE_COORDINATION_SDK_UNAVAILABLE"},
+	  {"client":1,"key":"b","op":"read","out":1,"status":"ok","call":4000,"ret":5000,"node":1}]}`
+	var h history
+	if err := json.Unmarshal([]byte(js), &h); err != nil {
+		t.Fatal(err)
+	}
+	ops, _, _, err := convert(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := model.ToModel()
+	res, info := porcupine.CheckOperationsVerbose(m, ops, 10*time.Second)
+	if res != porcupine.Illegal {
+		t.Fatalf("%s, want Illegal", res)
+	}
+	d := diagnose(m, ops, h, info, 5)
+	if len(d) != 1 || d[0].Key != "b" || d[0].Ops != 4 {
+		t.Fatalf("diagnosis %+v, want key b only", d)
+	}
+	all := strings.Join(d[0].Lines, "\n")
+	for _, want := range []string{"#4 0.000004-0.000005 s c1@n1 b read -> 1", "(unknown: EDGE_COORDINATION_SDK_UNAVAILABLE, gave up at 0.000009 s)", "#2 0.000002-0.000003 s c1@n2 b write(2)"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("diagnosis lacks %q:\n%s", want, all)
+		}
+	}
+	t.Log("\n" + all)
 }

@@ -22,7 +22,7 @@ test('nats-config - a core server: JetStream domain mesh, nkey users, mutual-TLS
     'server_name: "node-1"',
     'listen: "10.62.0.1:4222"',
     'domain: "mesh"',
-    'sync_interval: "2m"',
+    'sync_interval: "always"',
     `{ nkey: "${USER}" }`,
     'listen: "192.168.1.11:6222"',
     'verify: true',

@@ -12,6 +12,14 @@
  *   stream's Raft group: it is stored only when a quorum of replicas accepts it, and only if the
  *   key is still at that revision. Retries after a timeout reuse the message ID, so a write that
  *   did commit is recognised as a duplicate, never applied twice.
+ * - Only answers that come through Raft are trusted. A "wrong last sequence" answer is not: right
+ *   after a partition heals, the deposed leader of the stream still holds the stream's
+ *   subscription until it hears of the new term (nats-server steps a leader that lost its quorum
+ *   down only after 10-20 s), so a publish reaches both leaders, and the deposed one may answer
+ *   "wrong last sequence" from its old state while the real leader stores the message. A write
+ *   that got that answer is settled (`settle`) before the SDK computes and writes again: a fence
+ *   with the same message ID either is stored (the write was not, and now never will be) or is a
+ *   duplicate (the write was stored).
  * - A read fetches the key (from any replica, possibly stale), then proves it current: it
  *   publishes an empty marker to the key `_read` that the stream accepts only if the key's
  *   last revision is still the one read (`Nats-Expected-Last-Subject-Sequence-Subject`). The
@@ -61,6 +69,15 @@ export const READ_MARKER_KEY = '_read';
 
 const API = { WRONG_LAST_SEQ: 10071, WRONG_LAST_SEQ_INFLIGHT: 10164, DUPLICATE_IN_PROCESS: 10158, NAME_IN_USE: 10058 } as const;
 const RETRY = { baseMs: 50, maxMs: 1_000 } as const;
+/** JetStream's default duplicate_window (2 min), used until the stream's own is known. */
+const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
+
+/**
+ * What an attempt that got no answer may have done, for the error at the deadline: `none` (reads),
+ * `if-sent` (a write: indeterminate once an attempt went out), `unknown` (settling a write whose
+ * fate is open: always indeterminate).
+ */
+type Effect = 'none' | 'if-sent' | 'unknown';
 
 /** Is `err` a failure after which the same request may succeed (no answer, no leader yet)? */
 export function isTransient(err: unknown): boolean {
@@ -97,6 +114,8 @@ export class Store {
   private readonly nc: NatsConnection;
   private readonly js: JetStreamClient;
   private readonly jsm: JetStreamManager;
+  /** How long the streams remember a message ID (their duplicate_window): settle() trusts a fence only within it. */
+  private duplicateWindowMs = DEFAULT_DUPLICATE_WINDOW_MS;
 
   private constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, namespace: string, opts: StoreOptions) {
     this.nc = nc;
@@ -149,6 +168,9 @@ export class Store {
       storage: 'file' as never,
       allow_direct: false,
     });
+    const info = await jsm.streams.info(store.stream).catch(() => null);
+    const window = info?.config.duplicate_window;
+    if (typeof window === 'number' && window > 0) store.duplicateWindowMs = window / 1e6; // ns
     return store;
   }
 
@@ -170,11 +192,11 @@ export class Store {
   }
 
   /** Runs `attempt` until it succeeds, fails for good, or the deadline passes (then UNAVAILABLE). */
-  private async retrying<T>(what: string, deadline: number, indeterminate: boolean, attempt: (timeoutMs: number) => Promise<T>): Promise<T> {
+  private async retrying<T>(what: string, deadline: number, effect: Effect, attempt: (timeoutMs: number) => Promise<T>): Promise<T> {
     let lastErr: unknown;
     for (let i = 0; ; i++) {
       const remaining = deadline - Date.now();
-      if (remaining <= 0) throw unavailable(what, this.opts.attemptTimeoutMs, lastErr, indeterminate && lastErr !== undefined);
+      if (remaining <= 0) throw unavailable(what, this.opts.attemptTimeoutMs, lastErr, effect === 'unknown' || (effect === 'if-sent' && lastErr !== undefined));
       try {
         return await attempt(Math.max(1, Math.min(remaining, this.opts.attemptTimeoutMs)));
       } catch (err) {
@@ -193,7 +215,7 @@ export class Store {
 
   /** The key as some replica has it (not proven current; `fromLeader` asks the stream leader). */
   async fetch(key: string, deadline: number, fromLeader = false): Promise<Versioned> {
-    return this.retrying(`read ${this.namespace}/${key}`, deadline, false, async () => {
+    return this.retrying(`read ${this.namespace}/${key}`, deadline, 'none', async () => {
       try {
         const m = fromLeader
           ? await this.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(key) })
@@ -208,7 +230,7 @@ export class Store {
 
   /** Proves through Raft that `key` is still at `revision`: true when it is, false when it moved on. */
   async validate(key: string, revision: number, deadline: number): Promise<boolean> {
-    return this.retrying(`read ${this.namespace}/${key}`, deadline, false, async (timeout) => {
+    return this.retrying(`read ${this.namespace}/${key}`, deadline, 'none', async (timeout) => {
       try {
         await this.js.publish(this.subject(READ_MARKER_KEY), Empty, {
           timeout,
@@ -234,7 +256,8 @@ export class Store {
 
   /**
    * Compare-and-set: writes `value` (null deletes) if `key` is at `revision` (0: never written).
-   * Returns the new revision, or null when the key had moved on (nothing written).
+   * Returns the new revision, or null when the key had moved on (nothing written, and settled:
+   * nothing will be).
    */
   async write(key: string, value: Uint8Array | null, revision: number, deadline: number): Promise<number | null> {
     if (value && value.length > this.opts.maxValueBytes) {
@@ -244,7 +267,8 @@ export class Store {
       );
     }
     const msgID = nuid.next();
-    return this.retrying(`write ${this.namespace}/${key}`, deadline, true, async (timeout) => {
+    const firstSent = Date.now();
+    const rev = await this.retrying(`write ${this.namespace}/${key}`, deadline, 'if-sent', async (timeout) => {
       const opts: Partial<JetStreamPublishOptions> = { timeout, msgID, expect: { lastSubjectSequence: revision } };
       if (value === null) {
         const h = headers();
@@ -258,6 +282,41 @@ export class Store {
         if (isConflict(err)) return null;
         throw err;
       }
+    });
+    return rev !== null ? rev : this.settle(key, msgID, firstSent, deadline);
+  }
+
+  /**
+   * After a "wrong last sequence" answer to the write of `key` with message ID `msgID` (see the
+   * module comment: a deposed leader may have given it): the revision the write was stored at,
+   * or null when it was not stored and now never will be. Publishes a fence, an empty message to
+   * the read-marker key with the same message ID, and trusts only answers that come through Raft:
+   * stored (not a duplicate) means the write was not, and the fence now holds its message ID so
+   * no attempt of it still on its way can be stored; a duplicate means the write or an earlier
+   * fence attempt (whose answer was lost) holds it, and the subject of the message at that
+   * sequence tells which. When that message is gone (replaced since), or the streams may have
+   * forgotten the ID (older than their duplicate window), the write's fate is not known: an
+   * indeterminate UNAVAILABLE, never a guess.
+   */
+  private async settle(key: string, msgID: string, firstSent: number, deadline: number): Promise<number | null> {
+    const what = `write ${this.namespace}/${key}`;
+    const unknownFate = (why: string) =>
+      new CoordinationError(COORDINATION_ERROR_CODES.UNAVAILABLE, `${what}: ${why}; the write may or may not have taken effect`, { indeterminate: true });
+    return this.retrying(what, deadline, 'unknown', async (timeout) => {
+      if (Date.now() - firstSent >= this.duplicateWindowMs) {
+        throw unknownFate(`its conflict answer could not be settled within the stream's duplicate window (${this.duplicateWindowMs} ms)`);
+      }
+      const ack = await this.js.publish(this.subject(READ_MARKER_KEY), Empty, { timeout, msgID });
+      if (!ack.duplicate) return null;
+      let subject: string | null = null;
+      try {
+        subject = (await this.jsm.streams.getMessage(this.stream, { seq: ack.seq }))?.subject ?? null;
+      } catch (err) {
+        if (!(err instanceof JetStreamApiError && err.code === 10037)) throw err; // 10037: no such message (replaced)
+      }
+      if (subject === this.subject(key)) return ack.seq;
+      if (subject === this.subject(READ_MARKER_KEY)) return null;
+      throw unknownFate(`the cluster answered "wrong last sequence", yet its message ID is stored at sequence ${ack.seq}, which has been replaced since`);
     });
   }
 
@@ -313,7 +372,7 @@ export class Store {
   async increment(name: string, delta: bigint, deadline: number): Promise<bigint> {
     const msgID = nuid.next();
     const subject = `crucial.${this.namespace}.counter.${name}`;
-    return this.retrying(`counter ${this.namespace}/${name}`, deadline, delta !== 0n, async (timeout) => {
+    return this.retrying(`counter ${this.namespace}/${name}`, deadline, delta !== 0n ? 'if-sent' : 'none', async (timeout) => {
       const h = headers();
       h.set('Nats-Incr', delta >= 0n ? `+${delta}` : `${delta}`);
       const ack = (await this.js.publish(subject, Empty, { timeout, msgID, headers: h })) as { val?: string; duplicate?: boolean };

@@ -20,6 +20,20 @@ export interface HistoryOp {
   error?: string;
 }
 
+/**
+ * What an operation that threw tells the checker: `fail` (dropped from the history) only when the
+ * SDK says it certainly had no effect: a read (it changes nothing), or a write whose
+ * CoordinationError is not `indeterminate` (refused before anything was sent, or every write it
+ * sent was settled as not stored; see Store.settle). Anything else may have taken effect: `unknown`,
+ * and so is a write that stored a value it then could not decode (CORRUPT) or an error that is not
+ * the SDK's.
+ */
+export function outcomeOf(err: unknown, isWrite: boolean): 'fail' | 'unknown' {
+  if (!(err instanceof CoordinationError)) return 'unknown';
+  if (!isWrite) return 'fail';
+  return err.indeterminate || err.code === 'EDGE_COORDINATION_SDK_CORRUPT' ? 'unknown' : 'fail';
+}
+
 export class HistoryRecorder {
   readonly ops: HistoryOp[] = [];
   /** What a key reads as before any write (default null): 0 for AtomicLong and Counter. */
@@ -30,10 +44,7 @@ export class HistoryRecorder {
     return Number(process.hrtime.bigint() - this.t0);
   }
 
-  /**
-   * Runs `fn` and records it: ok with its result; fail when the SDK says it certainly did not
-   * happen (an UNAVAILABLE read, a write that never reached the cluster); unknown otherwise.
-   */
+  /** Runs `fn` and records it: ok with its result, or what its error tells (outcomeOf). */
   async record<T>(client: number, node: number, key: string, op: OpName, arg: unknown, fn: () => Promise<T>, isWrite: boolean): Promise<T | undefined> {
     const call = this.now();
     try {
@@ -42,8 +53,7 @@ export class HistoryRecorder {
       return out;
     } catch (err) {
       const code = err instanceof CoordinationError ? err.code : String((err as Error)?.name);
-      const certainNoEffect = err instanceof CoordinationError && (!isWrite || !err.indeterminate) && code !== 'EDGE_COORDINATION_SDK_CORRUPT';
-      this.ops.push({ client, node, key, op, arg, status: certainNoEffect ? 'fail' : 'unknown', call, ret: this.now(), error: code });
+      this.ops.push({ client, node, key, op, arg, status: outcomeOf(err, isWrite), call, ret: this.now(), error: code });
       return undefined;
     }
   }

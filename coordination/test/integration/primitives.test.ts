@@ -81,6 +81,54 @@ describe('coordination - shared objects on one nats-server', { skip: skipReason(
     assert.equal(await got, 'done');
   });
 
+  test('coordination - a "wrong last sequence" answer from a second responder makes no write apply twice or get lost', async () => {
+    // Right after a partition heals, the deposed leader of a stream still holds the stream's
+    // subscription until it hears of the new term: a publish reaches both leaders, and the deposed
+    // one may answer "wrong last sequence" from its old state while the real leader stores the
+    // message (the linearizability test's failures at the heal). Here a plain subscriber plays the
+    // deposed leader: it answers every write of the key with that error, racing JetStream's answer.
+    const ns = await Coordination.open(nc, { namespace: 'deposed', replicas: 1 });
+    const liar = await connect({ servers: cluster.urls, authenticator: cluster.authenticator() });
+    let lies = 0;
+    liar.subscribe('crucial.deposed.obj.long.n', {
+      callback: (_err, m) => {
+        lies++;
+        m.respond(JSON.stringify({ error: { code: 400, err_code: 10071, description: 'wrong last sequence: 0' } }));
+      },
+    });
+    await liar.flush();
+    try {
+      const CLIENTS = 3;
+      const EACH = 40;
+      let unknown = 0; // indeterminate: the SDK could not tell whether the increment was stored
+      const results = await Promise.all(
+        Array.from({ length: CLIENTS }, async () => {
+          const l = ns.atomicLong('n');
+          const got: number[] = [];
+          for (let i = 0; i < EACH; i++) {
+            try {
+              got.push(await l.incrementAndGet());
+            } catch (err) {
+              if (!(err instanceof CoordinationError && err.indeterminate)) throw err;
+              unknown++;
+            }
+          }
+          return got;
+        }),
+      );
+      const ok = results.flat().sort((a, b) => a - b);
+      const value = await ns.atomicLong('n').get();
+      // no increment applied twice, none reported done that was not: each answer is a distinct
+      // value, and the counter holds the answered ones plus at most the indeterminate ones
+      assert.equal(new Set(ok).size, ok.length, `an answer came twice: ${ok}`);
+      assert.ok(ok.length > 0 && ok[ok.length - 1]! <= value, `answers ${ok.length}, last ${ok[ok.length - 1]}, value ${value}`);
+      assert.ok(value >= ok.length && value <= ok.length + unknown, `value ${value}: ${ok.length} answered, ${unknown} indeterminate`);
+      assert.ok(lies >= CLIENTS * EACH, `the second responder answered every write (${lies})`);
+    } finally {
+      await liar.close();
+    }
+  });
+
   test('coordination - bad input: clear errors, nothing written', async () => {
     await assert.rejects(Coordination.open(nc, { namespace: 'bad.bucket' }), code('EDGE_COORDINATION_SDK_BAD_NAME'));
     await assert.rejects(Coordination.open(nc, { namespace: 'bad bucket*' }), code('EDGE_COORDINATION_SDK_BAD_NAME'));
