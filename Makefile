@@ -579,7 +579,7 @@ test-full: ## make test, then the appliance, Terraform interrupted-run and local
 # The Porcupine checker of the linearizability test, built from coordination/lincheck (go.sum pins it).
 LINCHECK := $(TOOLS_BIN)/lincheck
 
-$(LINCHECK): coordination/lincheck/go.mod coordination/lincheck/go.sum coordination/lincheck/main.go | toolchain
+$(LINCHECK): coordination/lincheck/go.mod coordination/lincheck/go.sum $(filter-out %_test.go,$(wildcard coordination/lincheck/*.go)) | toolchain
 	mkdir -p $(TOOLS_BIN)
 	cd coordination/lincheck && GOFLAGS=-mod=mod go build -trimpath -o $(LINCHECK) .
 

@@ -9,7 +9,8 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-func check(t *testing.T, js string) porcupine.CheckResult {
+// operations parses a history as lincheck reads it and converts it for Porcupine.
+func operations(t *testing.T, js string) (history, []porcupine.Operation) {
 	t.Helper()
 	var h history
 	if err := json.Unmarshal([]byte(js), &h); err != nil {
@@ -19,6 +20,12 @@ func check(t *testing.T, js string) porcupine.CheckResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, ops
+}
+
+func check(t *testing.T, js string) porcupine.CheckResult {
+	t.Helper()
+	_, ops := operations(t, js)
 	return porcupine.CheckOperationsTimeout(model.ToModel(), ops, 10*time.Second)
 }
 
@@ -80,14 +87,7 @@ func TestDiagnoseNamesTheKeyAndTheStuckPoint(t *testing.T) {
 	  {"client":1,"key":"b","op":"write","arg":2,"status":"ok","call":2000,"ret":3000,"node":2},
 	  {"client":2,"key":"b","op":"write","arg":3,"status":"unknown","call":2500,"ret":9000,"node":1,"error":"EDGE_COORDINATION_SDK_UNAVAILABLE"},
 	  {"client":1,"key":"b","op":"read","out":1,"status":"ok","call":4000,"ret":5000,"node":1}]}`
-	var h history
-	if err := json.Unmarshal([]byte(js), &h); err != nil {
-		t.Fatal(err)
-	}
-	ops, _, _, err := convert(h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, ops := operations(t, js)
 	m := model.ToModel()
 	res, info := porcupine.CheckOperationsVerbose(m, ops, 10*time.Second)
 	if res != porcupine.Illegal {
