@@ -104,12 +104,15 @@ def status(url, headers={}):
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as err:
-        return err.code, b""
+        return err.code, err.read()
 for n in json.load(open(sys.argv[1]))["nodes"]:
     auth = base64.b64encode(open(n["registry_auth_file"], "rb").read()).decode()
     codes = [status(f"http://{n['registry']}/v2/", h)[0] for h in ({"Authorization": f"Basic {auth}"}, {})]
-    given = json.loads(status(f"http://{n['address']}:8099/health")[1] or b"{}").get("registry", {}).get("password")
-    print(f"{n['id']}: registry {n['registry']} with its registry_auth_file {codes[0]}, without {codes[1]}; password {given}", file=sys.stderr)
+    # the health URL answers 503 while a part is failing, with the same JSON (the boot's fields too)
+    code, body = status(f"http://{n['address']}:8099/health")
+    health = json.loads(body or b"{}")
+    given = health.get("registry", {}).get("password")
+    print(f"{n['id']}: registry {n['registry']} with its registry_auth_file {codes[0]}, without {codes[1]}; password {given}; health {code} (failing: {health.get('failing')})", file=sys.stderr)
     assert codes == [200, 401] and given == "given", n["id"]
 PY
 
