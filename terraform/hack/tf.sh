@@ -160,7 +160,7 @@ while pending and time.time() < deadline:
     for node, addr in list(pending.items()):
         url = f"http://{addr}:8080/healthz" if tiny else f"http://{addr}:8099/health"
         try:
-            with urllib.request.urlopen(url, timeout=3) as r:
+            with urllib.request.urlopen(url, timeout=10) as r:
                 body = json.loads(r.read() or b"{}")
                 if tiny or body.get("ready"):
                     print(f"tf: {node} ready after {time.time() - t0:.0f} s (node's own boot_to_ready_s: {body.get('boot_to_ready_s')})", file=sys.stderr, flush=True)

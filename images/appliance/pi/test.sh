@@ -144,7 +144,7 @@ stage_seen() {
   [[ -n ${reached[$name]:-} ]] && return 0
   if grep -aqE "$pattern" "$SERIAL" 2>/dev/null; then reached[$name]=$((SECONDS - BOOT_T0)); note "boot: $name after ${reached[$name]} s"; fi
 }
-health() { curl -fsS --max-time 5 "http://127.0.0.1:$HEALTH_FWD/health" 2>/dev/null || curl -sS --max-time 5 "http://127.0.0.1:$HEALTH_FWD/health" 2>/dev/null; }
+health() { curl -fsS --max-time 10 "http://127.0.0.1:$HEALTH_FWD/health" 2>/dev/null || curl -sS --max-time 10 "http://127.0.0.1:$HEALTH_FWD/health" 2>/dev/null; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # test_node_file: a valid node file with a fresh SSH key ($TMP/id), once, for both boots.

@@ -189,7 +189,7 @@ for i in 1 2 3 4; do
   log "${P}-vm$i started (pid $(cat "$d/pid"), $RAM MiB, $CPUS vCPUs, serial log $LOGS/${P}-vm$i.serial.log)"
 done
 
-health() { curl -s --max-time 5 "http://$NET.1$1:8099/health" || true; }
+health() { curl -s --max-time 10 "http://$NET.1$1:8099/health" || true; }
 # one field of a JSON document on stdin ("" when absent or not JSON: the VM is still booting)
 field() {
   python3 -c '
